@@ -1,0 +1,45 @@
+"""rfetch: reliable background jobs on Redis, with Sidekiq's data model.
+
+Public API::
+
+    import rfetch
+
+    class SendWelcome(rfetch.Job):
+        queue = "mail"
+        def perform(self, user_id: int) -> None: ...
+
+    rfetch.configure(redis_url="redis://localhost:6379/0")
+    SendWelcome.perform_async(42)
+"""
+
+from rfetch.client import Client, configure
+from rfetch.config import Config, QueueSpec
+from rfetch.errors import (
+    ArgsNotSerializable,
+    ConfigError,
+    DuplicateJobName,
+    InvalidJob,
+    PayloadTooLarge,
+    RfetchError,
+    UnknownJob,
+)
+from rfetch.job import Job, JobFunction, job
+from rfetch.version import __version__
+
+__all__ = [
+    "ArgsNotSerializable",
+    "Client",
+    "Config",
+    "ConfigError",
+    "DuplicateJobName",
+    "InvalidJob",
+    "Job",
+    "JobFunction",
+    "PayloadTooLarge",
+    "QueueSpec",
+    "RfetchError",
+    "UnknownJob",
+    "__version__",
+    "configure",
+    "job",
+]

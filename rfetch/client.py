@@ -1,0 +1,241 @@
+"""Pushing jobs: payload normalisation, single and bulk push, scheduled push.
+
+The wire format is Sidekiq's (``../shared/SIDEKIQ.md``): an immediate job is LPUSHed onto
+``queue:<q>`` and ``<q>`` is added to ``queues``; a scheduled job is ZADDed to ``schedule``
+with its run time as score and no ``enqueued_at``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from redis import Redis
+
+from rfetch.config import Config
+from rfetch.connection import connect
+from rfetch.errors import ConfigError
+from rfetch.keys import Keys
+from rfetch.middleware import run_client_chain
+from rfetch.payload import Payload, check_args, dumps, new_jid
+
+JOB_OPTIONS = frozenset({"queue", "retry", "dead", "backtrace", "retry_queue", "tags", "jid"})
+"""Options that travel in the payload (Sidekiq's names)."""
+
+BULK_BATCH = 1000
+"""Jobs per round trip in :meth:`Client.push_bulk` (Sidekiq's push_bulk default)."""
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """Raise ConfigError for an unknown option or a value of the wrong type."""
+    unknown = set(options) - JOB_OPTIONS
+    if unknown:
+        raise ConfigError(
+            f"unknown job option(s) {sorted(unknown)}; known: {sorted(JOB_OPTIONS)}"
+        )
+    queue = options.get("queue")
+    if queue is not None and (not isinstance(queue, str) or not queue):
+        raise ConfigError(f"queue must be a non-empty string, got {queue!r}")
+    retry = options.get("retry")
+    if retry is not None and not isinstance(retry, (bool, int)):
+        raise ConfigError(f"retry must be True, False or a number of retries, got {retry!r}")
+    if isinstance(retry, int) and not isinstance(retry, bool) and retry < 0:
+        raise ConfigError(f"retry must not be negative, got {retry}")
+    tags = options.get("tags")
+    if tags is not None and (
+        not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags)
+    ):
+        raise ConfigError(f"tags must be a list of strings, got {tags!r}")
+
+
+class Client:
+    """Pushes jobs to Redis.
+
+    Args:
+        config: the rfetch Config (Redis URL, namespace, payload limit, client middleware).
+        redis: an existing client to use instead of connecting to ``config.redis_url``.
+    """
+
+    def __init__(self, config: Config, redis: Redis | None = None) -> None:
+        self.config = config
+        self.keys = Keys(config.namespace)
+        self.redis = redis if redis is not None else connect(config)
+
+    def build(
+        self, class_name: str, args: Sequence[Any], options: Mapping[str, Any], at: float | None
+    ) -> Payload:
+        """A new payload in Sidekiq's field order.
+
+        Args:
+            class_name: the registered job name.
+            args: JSON-native arguments.
+            options: job options (see ``JOB_OPTIONS``).
+            at: run time as float epoch seconds, or None to run now.
+
+        Raises:
+            ArgsNotSerializable: an argument is not native JSON.
+            ConfigError: an unknown option or a bad option value.
+        """
+        check_options(options)
+        args = list(args)
+        check_args(args)
+        now = time.time()
+        payload: Payload = {
+            "retry": options.get("retry", True),
+            "queue": options.get("queue") or "default",
+            "class": class_name,
+            "args": args,
+            "jid": options.get("jid") or new_jid(),
+            "created_at": now,
+        }
+        for name in ("dead", "backtrace", "retry_queue"):
+            if options.get(name) is not None:
+                payload[name] = options[name]
+        if options.get("tags"):
+            payload["tags"] = list(options["tags"])
+        if at is None or at <= now:
+            payload["enqueued_at"] = now
+        else:
+            payload["at"] = at
+        return payload
+
+    def push(
+        self,
+        class_name: str,
+        args: Sequence[Any],
+        options: Mapping[str, Any] | None = None,
+        at: float | None = None,
+    ) -> str | None:
+        """Push one job; return its jid, or None if client middleware stopped the push.
+
+        Args:
+            class_name: registered job name (``module.Class`` or the job's ``name``).
+            args: JSON-native arguments.
+            options: job options.
+            at: run time (float epoch seconds); None or a past time runs now.
+
+        Raises:
+            ArgsNotSerializable, PayloadTooLarge, ConfigError: nothing is written.
+            redis.exceptions.ConnectionError: Redis cannot be reached.
+        """
+        payload = self._through_middleware(self.build(class_name, args, options or {}, at))
+        if payload is None:
+            return None
+        jid: str = payload["jid"]
+        self._write([self._serialize(payload)], [payload["queue"]])
+        return jid
+
+    def push_bulk(
+        self,
+        class_name: str,
+        args_list: Iterable[Sequence[Any]],
+        options: Mapping[str, Any] | None = None,
+        at: float | None = None,
+        batch_size: int = BULK_BATCH,
+    ) -> list[str]:
+        """Push many jobs of one class, ``batch_size`` per round trip (one LPUSH each).
+
+        Every payload is built and checked before anything is written, so bad arguments in
+        any job write nothing at all.
+
+        Returns:
+            The jids pushed (jobs dropped by client middleware are left out).
+
+        Raises:
+            ArgsNotSerializable, PayloadTooLarge, ConfigError: nothing is written.
+            ConfigError: ``jid`` given as a bulk option (it must be unique per job).
+        """
+        options = dict(options or {})
+        if "jid" in options:
+            raise ConfigError("jid cannot be given to push_bulk: each job needs its own")
+        payloads = []
+        for args in args_list:
+            if not isinstance(args, (list, tuple)):
+                raise ConfigError(
+                    f"push_bulk takes a list of argument lists; got an item {args!r}"
+                )
+            payload = self._through_middleware(self.build(class_name, list(args), options, at))
+            if payload is not None:
+                payloads.append(payload)
+        items = [self._serialize(p) for p in payloads]
+        queues = [p["queue"] for p in payloads]
+        for start in range(0, len(items), batch_size):
+            end = start + batch_size
+            self._write(items[start:end], queues[start:end])
+        return [p["jid"] for p in payloads]
+
+    def _through_middleware(self, payload: Payload) -> Payload | None:
+        chain = self.config.client_middleware
+        if not chain:
+            return payload
+        return run_client_chain(chain, payload["class"], payload, payload["queue"], self.redis)
+
+    def _serialize(self, payload: Payload) -> tuple[str, float | None]:
+        """JSON text and run time; Sidekiq removes ``at`` before storing (the score has it)."""
+        at = payload.pop("at", None)
+        return dumps(payload, self.config.max_payload_bytes), at
+
+    def _write(self, items: Sequence[tuple[str, float | None]], queues: Sequence[str]) -> None:
+        """Write serialised jobs in one round trip (MULTI/EXEC, as Sidekiq's raw_push)."""
+        by_queue: dict[str, list[str]] = {}
+        scheduled: dict[str, float] = {}
+        for (text, at), queue in zip(items, queues, strict=True):
+            if at is None:
+                by_queue.setdefault(queue, []).append(text)
+            else:
+                scheduled[text] = at
+        pipe = self.redis.pipeline(transaction=True)
+        for queue, queue_texts in by_queue.items():
+            pipe.sadd(self.keys.queues, queue)
+            pipe.lpush(self.keys.queue(queue), *queue_texts)
+        if scheduled:
+            pipe.zadd(self.keys.schedule, scheduled)
+        pipe.execute()
+
+
+class DefaultClient:
+    """Holder of the one process-wide client used by ``perform_async`` and friends.
+
+    This is the only module-level mutable state in rfetch (issue #2): set by
+    :func:`rfetch.configure`, or built from ``Config.from_env()`` at the first push.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._client: Client | None = None
+
+    def set(self, client: Client | None) -> None:
+        """Replace the default client (None: build from the environment at next use)."""
+        with self._lock:
+            self._client = client
+
+    def get(self) -> Client:
+        """The default client, building it from the environment on first use."""
+        with self._lock:
+            if self._client is None:
+                self._client = Client(Config.from_env())
+            return self._client
+
+
+DEFAULT = DefaultClient()
+
+
+def configure(config: Config | None = None, **fields: Any) -> Client:
+    """Set the process-wide client that ``Job.perform_async`` and friends use.
+
+    Args:
+        config: a Config; or omit it and pass Config fields (``redis_url=...``), which are
+            applied over ``Config.from_env()``.
+
+    Returns:
+        The new default client.
+    """
+    if config is None:
+        config = Config.from_env(**fields)
+    elif fields:
+        config = config.replace(**fields)
+    client = Client(config)
+    DEFAULT.set(client)
+    return client

@@ -1,0 +1,187 @@
+"""The one configuration object that every rfetch component receives.
+
+A :class:`Config` is built once (by the CLI, by :func:`rfetch.configure`, or by the
+application) and handed to every constructor. Nothing in rfetch reads the environment
+except :meth:`Config.from_env`, which is called explicitly, never at import time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rfetch.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rfetch.middleware import ClientMiddleware, ServerMiddleware
+
+DEFAULT_REDIS_URL = "redis://localhost:6379/0"
+
+ErrorHandler = Callable[[BaseException, dict[str, Any]], None]
+"""Called as ``handler(exception, context)``; context holds ``job`` (the payload dict, when
+there is one), ``queue`` and ``jid``, or ``context`` (a string naming the internal task)."""
+
+DeathHandler = Callable[[dict[str, Any], BaseException], None]
+"""Called as ``handler(job, exception)`` once for every job that dies (Sidekiq's
+``death_handlers``)."""
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    """A queue the worker fetches from, with its weight (Sidekiq's ``-q name,weight``)."""
+
+    name: str
+    weight: int = 1
+
+    @classmethod
+    def parse(cls, text: str) -> QueueSpec:
+        """Parse ``"name"`` or ``"name,weight"``.
+
+        Raises:
+            ConfigError: empty name, or a weight that is not a positive integer.
+        """
+        name, _, weight_text = text.partition(",")
+        name = name.strip()
+        if not name:
+            raise ConfigError(f"queue name is empty in {text!r}")
+        if not weight_text:
+            return cls(name)
+        try:
+            weight = int(weight_text)
+        except ValueError:
+            raise ConfigError(
+                f"queue weight must be a whole number, got {weight_text!r} in {text!r}"
+            ) from None
+        if weight < 1:
+            raise ConfigError(f"queue weight must be 1 or more, got {weight} in {text!r}")
+        return cls(name, weight)
+
+
+@dataclass
+class Config:
+    """Settings for clients and workers; times are in seconds unless a name says otherwise.
+
+    Attributes:
+        redis_url: Redis URL (``redis://``, ``rediss://`` or ``unix://``).
+        namespace: optional key prefix; every key becomes ``<namespace>:<key>``.
+        concurrency: processor threads per worker process (Sidekiq 7 default: 5).
+        queues: queues to fetch from, with weights.
+        strict: take queues in the listed order; when ``None``, strict exactly when no
+            queue has a weight above 1 (Sidekiq's rule).
+        shutdown_timeout: ``-t``; how long TERM waits for running jobs before pushing them
+            back to their queues (Sidekiq default 25).
+        tag: process tag shown in the heartbeat and the process title.
+        labels: extra labels shown in the heartbeat.
+        heartbeat_interval: seconds between heartbeats (Sidekiq: 10).
+        heartbeat_ttl: lifetime of the heartbeat hash; a process whose hash has expired is
+            dead (Sidekiq: 60).
+        poll_interval_average: average seconds between scheduled/retry polls across the whole
+            cluster; ``None`` means Sidekiq's ``process count x 5 s``.
+        poll_initial_wait: seconds before the first poll (Sidekiq: 10 + rand(5)); ``None``
+            means Sidekiq's value.
+        max_retries: retries for ``retry=True`` (Sidekiq: 25).
+        dead_max_jobs: cap of the dead set (Sidekiq: 10,000).
+        dead_timeout: age after which dead jobs are trimmed (Sidekiq: 180 days).
+        max_payload_bytes: largest JSON payload a client pushes (default 1 MiB).
+        prefetch: jobs a worker process may hold in its private lists beyond the ones
+            its threads are running; ``None`` means equal to ``concurrency``.
+        block_timeout: seconds a blocking fetch waits before looking at the other queues and
+            at shutdown (1-2 s, as the issue asks).
+        network_timeout: socket timeout for Redis commands other than blocking fetches.
+        error_handlers: called on job failures and internal errors.
+        death_handlers: called once per job that dies.
+        client_middleware, server_middleware: middleware chains, outermost first.
+        backtrace_lines_default: lines kept when a job sets ``backtrace=True``.
+    """
+
+    redis_url: str = DEFAULT_REDIS_URL
+    namespace: str | None = None
+    concurrency: int = 5
+    queues: Sequence[QueueSpec] = (QueueSpec("default"),)
+    strict: bool | None = None
+    shutdown_timeout: float = 25.0
+    tag: str = ""
+    labels: Sequence[str] = ()
+    heartbeat_interval: float = 10.0
+    heartbeat_ttl: int = 60
+    poll_interval_average: float | None = None
+    poll_initial_wait: float | None = None
+    max_retries: int = 25
+    dead_max_jobs: int = 10_000
+    dead_timeout: float = 180 * 24 * 3600
+    max_payload_bytes: int = 1024 * 1024
+    prefetch: int | None = None
+    block_timeout: float = 2.0
+    network_timeout: float = 5.0
+    error_handlers: list[ErrorHandler] = field(default_factory=list)
+    death_handlers: list[DeathHandler] = field(default_factory=list)
+    client_middleware: list[ClientMiddleware] = field(default_factory=list)
+    server_middleware: list[ServerMiddleware] = field(default_factory=list)
+    backtrace_lines_default: int = 1000
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Check every field.
+
+        Raises:
+            ConfigError: naming the first field that is out of range.
+        """
+        if self.concurrency < 1:
+            raise ConfigError(f"concurrency must be 1 or more, got {self.concurrency}")
+        if not self.queues:
+            raise ConfigError("at least one queue is needed")
+        names = [q.name for q in self.queues]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"a queue is listed twice: {names}")
+        if self.shutdown_timeout < 0:
+            raise ConfigError("shutdown timeout must not be negative")
+        if self.heartbeat_interval <= 0 or self.heartbeat_ttl <= self.heartbeat_interval:
+            raise ConfigError("heartbeat TTL must be longer than the heartbeat interval")
+        if self.max_retries < 0 or self.dead_max_jobs < 0:
+            raise ConfigError("max_retries and dead_max_jobs must not be negative")
+        if self.max_payload_bytes < 64:
+            raise ConfigError("max_payload_bytes must be at least 64")
+        if self.prefetch is not None and self.prefetch < 0:
+            raise ConfigError("prefetch must not be negative")
+        if not 0 < self.block_timeout < self.network_timeout:
+            raise ConfigError("block_timeout must be positive and below network_timeout")
+        if self.namespace is not None and (not self.namespace or ":" in self.namespace):
+            raise ConfigError(
+                f"namespace must be a non-empty name without ':', got {self.namespace!r}"
+            )
+
+    @property
+    def is_strict(self) -> bool:
+        """Whether queues are taken in strict listed order."""
+        if self.strict is not None:
+            return self.strict
+        return all(q.weight == 1 for q in self.queues)
+
+    @property
+    def prefetch_count(self) -> int:
+        """Jobs held beyond the running ones (``prefetch``, default ``concurrency``)."""
+        return self.concurrency if self.prefetch is None else self.prefetch
+
+    def replace(self, **changes: Any) -> Config:
+        """A copy with some fields changed (validated)."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> Config:
+        """Build a Config from ``REDIS_URL`` and ``RFETCH_NAMESPACE``, then ``overrides``.
+
+        Args:
+            environ: the mapping to read (default ``os.environ``).
+            overrides: any Config field.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {"redis_url": env.get("REDIS_URL") or DEFAULT_REDIS_URL}
+        if env.get("RFETCH_NAMESPACE"):
+            values["namespace"] = env["RFETCH_NAMESPACE"]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)

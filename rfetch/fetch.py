@@ -1,0 +1,278 @@
+"""Reliable fetch (Sidekiq Pro's super_fetch), many jobs per round trip.
+
+A fetched job is moved atomically from ``queue:<q>`` into this process's private list
+``queue:sq|<identity>|<q>`` and stays there until it is acknowledged (LREM after success),
+settled (moved into the retry or dead set by one conditional script), or pushed back.
+Whatever happens to the process, every accepted job is in exactly one list or set.
+
+Fetch order: one Lua call moves up to N jobs, taking the queues in weighted-random or strict
+order; when that finds nothing, one blocking BLMOVE waits on the first queue of the order
+for ``block_timeout`` seconds, so an idle worker costs about one command per second whatever
+its number of queues, and threads notice shutdown within that time.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from redis import Redis
+from redis.exceptions import ConnectionError, TimeoutError
+
+from rfetch.config import Config
+from rfetch.keys import Keys
+from rfetch.scripts import Scripts
+
+log = logging.getLogger("rfetch.fetch")
+
+REDIS_DOWN = (ConnectionError, TimeoutError, OSError)
+"""Errors that mean Redis could not be reached or did not answer."""
+
+
+@dataclass(eq=False)
+class UnitOfWork:
+    """One fetched job: where it came from and the exact bytes fetched (what LREM matches).
+
+    Attributes:
+        queue: queue name.
+        raw: the payload exactly as fetched.
+        private_key: the private list holding it until acknowledged.
+        fetched_at: ``time.time()`` at fetch (float epoch seconds).
+    """
+
+    queue: str
+    raw: bytes
+    private_key: str
+    fetched_at: float = field(default_factory=time.time)
+
+
+class QueueOrder:
+    """Sidekiq's queue order: strict as listed, or weighted random per fetch.
+
+    With weights, each queue appears ``weight`` times in a list that is shuffled for every
+    fetch and then de-duplicated (Sidekiq's BasicFetch#queues_cmd), so ``critical,2`` is
+    first twice as often as a queue of weight 1.
+    """
+
+    def __init__(self, config: Config, rng: random.Random | None = None) -> None:
+        self.strict = config.is_strict
+        self.names = [q.name for q in config.queues]
+        self._expanded = [q.name for q in config.queues for _ in range(q.weight)]
+        self._rng = rng or random.Random()
+
+    def next(self) -> list[str]:
+        """The queue names in the order to try for one fetch."""
+        if self.strict or len(self.names) == 1:
+            return list(self.names)
+        self._rng.shuffle(self._expanded)
+        return list(dict.fromkeys(self._expanded))
+
+
+class ReliableFetch:
+    """Fetch, acknowledge, settle and push back jobs of one worker process.
+
+    Args:
+        config: supplies queues, weights and ``block_timeout`` (seconds).
+        redis: the client (no automatic retries: see ``rfetch.connection``).
+        identity: the process identity ``host:pid:hex``.
+        scripts: the Lua scripts registered on ``redis``.
+    """
+
+    def __init__(self, config: Config, redis: Redis, identity: str, scripts: Scripts) -> None:
+        self.config = config
+        self.redis = redis
+        self.identity = identity
+        self.scripts = scripts
+        self.keys = Keys(config.namespace)
+        self.order = QueueOrder(config)
+        self._private = {q.name: self.keys.private(identity, q.name) for q in config.queues}
+        self._public = {q.name: self.keys.queue(q.name) for q in config.queues}
+
+    def private_key(self, queue: str) -> str:
+        """This process's private list for ``queue``."""
+        return self._private.get(queue) or self.keys.private(self.identity, queue)
+
+    def retrieve_work(self, limit: int, exclude: Iterable[str] = ()) -> list[UnitOfWork]:
+        """Move up to ``limit`` jobs into the private lists and return them, oldest first.
+
+        One Lua call over every queue in order; if it finds nothing, one BLMOVE on the first
+        queue for up to ``block_timeout`` seconds.
+
+        Args:
+            limit: the most jobs to take (>= 1).
+            exclude: queue names to skip (paused queues).
+
+        Raises:
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable; a job may
+                have been moved without our seeing it (see :meth:`requeue_unheld`).
+        """
+        skip = set(exclude)
+        names = [q for q in self.order.next() if q not in skip]
+        if not names:
+            time.sleep(self.config.block_timeout)
+            return []
+        keys: list[str] = []
+        for name in names:
+            keys.append(self._public[name])
+            keys.append(self._private[name])
+        reply = self.scripts.fetch(keys=keys, args=[limit], client=self.redis)
+        if reply:
+            units = []
+            for i in range(0, len(reply), 2):
+                name = names[int(reply[i]) - 1]
+                units.append(UnitOfWork(name, reply[i + 1], self._private[name]))
+            return units
+        first = names[0]
+        raw = self.redis.blmove(
+            self._public[first],
+            self._private[first],
+            self.config.block_timeout,  # type: ignore[arg-type]  # redis-py accepts float
+            "RIGHT",
+            "LEFT",
+        )
+        if raw is None:
+            return []
+        return [UnitOfWork(first, raw, self._private[first])]  # type: ignore[arg-type]
+
+    def acknowledge(self, unit: UnitOfWork, give_up: float | None = None) -> bool:
+        """Remove a finished job from the private list (LREM of the exact bytes).
+
+        A failed LREM is retried until Redis answers (Sidekiq #4495 left such jobs in the
+        private list until the next restart).
+
+        Args:
+            unit: the job.
+            give_up: ``time.monotonic()`` deadline after which to stop trying (shutdown);
+                the job then stays in the private list and is recovered as an orphan.
+
+        Returns:
+            True once acknowledged, False if given up.
+        """
+        key, raw = unit.private_key, unit.raw
+        lrem = self.redis.lrem
+        answer = self._until_answered(
+            lambda: lrem(key, 1, raw),  # type: ignore[arg-type]
+            "acknowledge",
+            give_up,
+        )
+        return answer is not None
+
+    def settle(
+        self,
+        unit: UnitOfWork,
+        zset: str,
+        score: float,
+        payload: str,
+        trim_before: float | None = None,
+        cap: int | None = None,
+        give_up: float | None = None,
+    ) -> bool:
+        """Atomically move a failed job from the private list into the retry or dead set.
+
+        Retried until Redis answers. Writes nothing if the job is no longer in the private
+        list (it was pushed back meanwhile), so a job is never both requeued and retried
+        (Sidekiq #4112).
+
+        Args:
+            unit: the job.
+            zset: key of the retry or dead set.
+            score: next retry time or time of death (float epoch seconds).
+            payload: the JSON to store.
+            trim_before: dead set: drop entries scored below this (epoch seconds).
+            cap: dead set: keep at most this many entries.
+            give_up: ``time.monotonic()`` deadline (see :meth:`acknowledge`).
+
+        Returns:
+            True if written, False if the job was no longer ours or we gave up.
+        """
+        args: list[bytes | str] = [
+            unit.raw,
+            repr(score),
+            payload,
+            "" if trim_before is None else repr(trim_before),
+            "" if cap is None else str(cap),
+        ]
+        result = self._until_answered(
+            lambda: self.scripts.settle(
+                keys=[unit.private_key, zset], args=args, client=self.redis
+            ),
+            "settle",
+            give_up,
+        )
+        return bool(result)
+
+    def requeue(self, units: Sequence[UnitOfWork]) -> int:
+        """Push jobs back to the head of their queues (next to run), if still ours.
+
+        Jobs are grouped per private list; within a group the first given runs first.
+
+        Returns:
+            How many jobs were pushed back.
+
+        Raises:
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable (the jobs
+                stay in the private lists and are recovered as orphans).
+        """
+        groups: dict[tuple[str, str], list[bytes]] = {}
+        for unit in units:
+            groups.setdefault((unit.queue, unit.private_key), []).append(unit.raw)
+        pushed = 0
+        for (queue, private_key), raws in groups.items():
+            pushed += int(
+                self.scripts.requeue(
+                    keys=[private_key, self.keys.queue(queue), self.keys.queues],
+                    args=[queue, *raws],
+                    client=self.redis,
+                )
+            )
+        return pushed
+
+    def requeue_unheld(self, held: Iterable[UnitOfWork]) -> int:
+        """Push back every job in this process's private lists that no thread holds.
+
+        Called after a Redis connection error: a move whose reply was lost leaves a job in
+        a private list that nobody will run (issue #3).
+
+        Args:
+            held: the jobs this process has fetched and not yet finished.
+
+        Returns:
+            How many jobs were pushed back.
+        """
+        held_count = Counter((u.private_key, u.raw) for u in held)
+        stray: list[UnitOfWork] = []
+        for queue, private_key in self._private.items():
+            raws: list[bytes] = self.redis.lrange(private_key, 0, -1)  # type: ignore[assignment]
+            for raw in reversed(raws):
+                if held_count[(private_key, raw)] > 0:
+                    held_count[(private_key, raw)] -= 1
+                else:
+                    stray.append(UnitOfWork(queue, raw, private_key))
+        if not stray:
+            return 0
+        pushed = self.requeue(stray)
+        log.warning("pushed back %d job(s) left in private lists by a lost reply", pushed)
+        return pushed
+
+    def _until_answered(
+        self, call: Callable[[], object], what: str, give_up: float | None
+    ) -> object:
+        delay = 0.05
+        warned = False
+        while True:
+            try:
+                return call()
+            except REDIS_DOWN as exc:
+                if not warned:
+                    log.warning("%s failed, retrying until Redis answers: %s", what, exc)
+                    warned = True
+                if give_up is not None and time.monotonic() + delay > give_up:
+                    log.error("%s abandoned at shutdown; the job stays in its private list", what)
+                    return None
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+

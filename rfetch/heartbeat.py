@@ -1,0 +1,176 @@
+"""The heartbeat: the process hash, its busy threads, stats flush and remote signals.
+
+Every ``heartbeat_interval`` seconds one MULTI transaction writes what Sidekiq 7's launcher
+writes (``../shared/SIDEKIQ.md``): counters, the ``<identity>:work`` hash, the
+``<identity>`` hash (info, busy, beat, quiet, rss, rtt_us) with a TTL, membership of
+``processes``, and it pops one remote signal from ``<identity>-signals``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from redis import Redis
+
+from rfetch.config import Config
+from rfetch.fetch import REDIS_DOWN
+from rfetch.keys import Keys
+from rfetch.manager import Manager
+from rfetch.stats import Stats
+from rfetch.version import __version__
+
+log = logging.getLogger("rfetch.heartbeat")
+
+REMOTE_SIGNALS = frozenset({"TSTP", "TERM", "TTIN", "USR1", "USR2"})
+
+
+def rss_kb() -> int:
+    """Resident set size of this process in KiB (0 where /proc is missing)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            pages = int(statm.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE") // 1024
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class Heartbeat:
+    """Writes this process's heartbeat.
+
+    Args:
+        config: interval, TTL, tag, labels, queues.
+        redis: the client.
+        identity: ``host:pid:hex``.
+        manager: the pool (busy threads, quiet state).
+        stats: counters to flush.
+        on_signal: called with a signal name popped from the remote signal list.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        redis: Redis,
+        identity: str,
+        manager: Manager,
+        stats: Stats,
+        on_signal: Callable[[str], None],
+    ) -> None:
+        self.config = config
+        self.redis = redis
+        self.identity = identity
+        self.manager = manager
+        self.stats = stats
+        self.on_signal = on_signal
+        self.keys = Keys(config.namespace)
+        self.started_at = time.time()
+        self.stopping = False
+        self._failing = False
+        self._info = json.dumps(self.info())
+
+    def info(self) -> dict[str, Any]:
+        """The ``info`` field: Sidekiq 7's process description."""
+        hostname, pid, _ = self.identity.rsplit(":", 2)
+        return {
+            "hostname": hostname,
+            "started_at": self.started_at,
+            "pid": int(pid),
+            "tag": self.config.tag,
+            "concurrency": self.config.concurrency,
+            "queues": [q.name for q in self.config.queues],
+            "weights": [{q.name: q.weight for q in self.config.queues}],
+            "labels": list(self.config.labels),
+            "identity": self.identity,
+            "version": __version__,
+            "embedded": False,
+        }
+
+    def beat(self) -> None:
+        """Write one heartbeat; Redis errors are logged and counts kept for the next one."""
+        processed, failed = self.stats.take()
+        try:
+            rtt_start = time.perf_counter()
+            self.redis.ping()
+            rtt_us = int((time.perf_counter() - rtt_start) * 1_000_000)
+            running = self.manager.running()
+            pipe = self.redis.pipeline(transaction=True)
+            self.stats.queue_flush(pipe, processed, failed)
+            work_key = self.keys.work(self.identity)
+            pipe.unlink(work_key)
+            if running:
+                pipe.hset(
+                    work_key,
+                    mapping={
+                        f"{tid:x}": json.dumps(
+                            {
+                                "queue": unit.queue,
+                                "payload": unit.raw.decode("utf-8", "replace"),
+                                "run_at": int(run_at),
+                            }
+                        )
+                        for tid, (unit, run_at) in running.items()
+                    },
+                )
+                pipe.expire(work_key, self.config.heartbeat_ttl)
+            key = self.keys.process(self.identity)
+            pipe.sadd(self.keys.processes, self.identity)
+            pipe.hset(
+                key,
+                mapping={
+                    "info": self._info,
+                    "busy": len(running),
+                    "beat": time.time(),
+                    "rtt_us": rtt_us,
+                    "quiet": "true" if self.manager.quiet else "false",
+                    "rss": rss_kb(),
+                },
+            )
+            pipe.expire(key, self.config.heartbeat_ttl)
+            pipe.rpop(self.keys.signals(self.identity))
+            signal_name = pipe.execute()[-1]
+        except REDIS_DOWN as exc:
+            self.stats.give_back(processed, failed)
+            if not self._failing:
+                log.error("heartbeat failed, Redis unreachable: %s", exc)
+                self._failing = True
+            return
+        if self._failing:
+            log.info("heartbeat restored")
+            self._failing = False
+        if signal_name:
+            name = signal_name.decode() if isinstance(signal_name, bytes) else str(signal_name)
+            if name in REMOTE_SIGNALS:
+                log.info("remote signal %s", name)
+                self.on_signal(name)
+            else:
+                log.warning("ignored unknown remote signal %r", name)
+
+    def run(self, stop: threading.Event) -> None:
+        """Beat every ``heartbeat_interval`` seconds until ``stop`` is set."""
+        while True:
+            self.beat()
+            if stop.wait(self.config.heartbeat_interval):
+                return
+
+    def clear(self) -> None:
+        """Flush counters and remove this process from ``processes`` (clean exit)."""
+        processed, failed = self.stats.take()
+        try:
+            pipe = self.redis.pipeline(transaction=True)
+            self.stats.queue_flush(pipe, processed, failed)
+            pipe.srem(self.keys.processes, self.identity)
+            pipe.unlink(self.keys.process(self.identity), self.keys.work(self.identity))
+            pipe.execute()
+        except REDIS_DOWN as exc:
+            log.error("could not clear the heartbeat: %s", exc)
+
+
+def make_identity() -> str:
+    """``hostname:pid:<12 hex>``, Sidekiq's process identity."""
+    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(6).hex()}"

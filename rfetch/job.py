@@ -1,0 +1,257 @@
+"""The Job base class, job options and the ``@rfetch.job`` decorator."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Generic, Literal, ParamSpec, TypeVar
+
+from rfetch.client import DEFAULT, Client, check_options
+from rfetch.errors import ConfigError
+
+RetryDecision = float | int | Literal["discard", "kill"] | None
+"""What ``retry_in`` returns: seconds until the retry, ``"discard"`` (drop the job),
+``"kill"`` (straight to the dead set), or None for Sidekiq's default backoff."""
+
+
+def to_epoch(when: dt.datetime | float | int) -> float:
+    """A run time as float epoch seconds.
+
+    Args:
+        when: an aware datetime, a naive datetime (taken as local time, as
+            ``datetime.timestamp`` does), or epoch seconds.
+
+    Raises:
+        ConfigError: anything else.
+    """
+    if isinstance(when, dt.datetime):
+        return when.timestamp()
+    if isinstance(when, (int, float)) and not isinstance(when, bool):
+        return float(when)
+    raise ConfigError(f"a run time must be a datetime or epoch seconds, got {when!r}")
+
+
+def to_seconds(interval: dt.timedelta | float | int) -> float:
+    """An interval as float seconds.
+
+    Raises:
+        ConfigError: anything but a timedelta or a number.
+    """
+    if isinstance(interval, dt.timedelta):
+        return interval.total_seconds()
+    if isinstance(interval, (int, float)) and not isinstance(interval, bool):
+        return float(interval)
+    raise ConfigError(f"an interval must be a timedelta or seconds, got {interval!r}")
+
+
+class JobSetter:
+    """A job class with options overridden for the next pushes (``Job.set(...)``)."""
+
+    def __init__(
+        self, job_class: type[Job], options: Mapping[str, Any], client: Client | None = None
+    ) -> None:
+        check_options(options)
+        self.job_class = job_class
+        self.options = dict(options)
+        self.client = client
+
+    def set(self, **options: Any) -> JobSetter:
+        """More options on top of these."""
+        return JobSetter(self.job_class, {**self.options, **options}, self.client)
+
+    def _client(self) -> Client:
+        return self.client if self.client is not None else DEFAULT.get()
+
+    def _options(self) -> dict[str, Any]:
+        return {**self.job_class.default_options(), **self.options}
+
+    def perform_async(self, *args: Any) -> str | None:
+        """Enqueue now; the jid (24 hex), or None if client middleware dropped the push.
+
+        Raises:
+            ArgsNotSerializable, PayloadTooLarge: nothing is written.
+        """
+        return self._client().push(self.job_class.job_name(), args, self._options())
+
+    def perform_in(self, interval: dt.timedelta | float, *args: Any) -> str | None:
+        """Enqueue to run after ``interval`` (seconds or timedelta)."""
+        return self.perform_at(time.time() + to_seconds(interval), *args)
+
+    def perform_at(self, when: dt.datetime | float, *args: Any) -> str | None:
+        """Enqueue to run at ``when`` (datetime or epoch seconds); a past time runs now."""
+        return self._client().push(
+            self.job_class.job_name(), args, self._options(), at=to_epoch(when)
+        )
+
+    def perform_bulk(
+        self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000
+    ) -> list[str]:
+        """Enqueue one job per argument list, ``batch_size`` per round trip; their jids."""
+        return self._client().push_bulk(
+            self.job_class.job_name(), args_list, self._options(), batch_size=batch_size
+        )
+
+
+class Job:
+    """Base class of job classes.
+
+    Subclass it and define ``perform``; class attributes are the default options::
+
+        class SendWelcome(rfetch.Job):
+            queue = "mail"
+            retry = 5
+            def perform(self, user_id: int, template: str) -> None: ...
+
+    Options (Sidekiq's): ``queue`` (default ``"default"``), ``retry`` (True = 25 retries,
+    an int = that many, 0 = straight to the dead set, False = no retry and no dead set),
+    ``dead`` (False: discard instead of the dead set), ``backtrace`` (True or a line count:
+    keep the traceback in the payload), ``retry_queue`` (queue for retries), ``tags``.
+    ``name`` sets the registered name (default ``module.QualName``), e.g. to take jobs that a
+    Ruby client pushes as ``"SendWelcome"``.
+
+    A worker sets ``jid`` on the instance before calling ``perform``.
+    """
+
+    queue: ClassVar[str] = "default"
+    retry: ClassVar[bool | int] = True
+    dead: ClassVar[bool | None] = None
+    backtrace: ClassVar[bool | int | None] = None
+    retry_queue: ClassVar[str | None] = None
+    tags: ClassVar[Sequence[str] | None] = None
+    name: ClassVar[str | None] = None
+
+    jid: str = ""
+
+    def perform(self, *args: Any) -> None:
+        """The work; raise to fail (the job is then retried)."""
+        raise NotImplementedError(f"{type(self).__name__} must define perform()")
+
+    def retry_in(self, count: int, exc: BaseException, job: dict[str, Any]) -> RetryDecision:
+        """Delay before retry number ``count`` (0-based), Sidekiq's ``sidekiq_retry_in``.
+
+        Return seconds, ``"discard"``, ``"kill"``, or None for the default backoff
+        ``count**4 + 15 + rand(10) * (count + 1)``.
+        """
+        return None
+
+    def retries_exhausted(self, job: dict[str, Any], exc: BaseException) -> None:
+        """Called once when the job has no retries left (Sidekiq's
+        ``sidekiq_retries_exhausted``), before it goes to the dead set."""
+
+    @classmethod
+    def job_name(cls) -> str:
+        """The name in payloads: ``name`` if set, else ``module.QualName``."""
+        return cls.name or f"{cls.__module__}.{cls.__qualname__}"
+
+    @classmethod
+    def default_options(cls) -> dict[str, Any]:
+        """The class-level options, as payload fields."""
+        options: dict[str, Any] = {"queue": cls.queue, "retry": cls.retry}
+        for option in ("dead", "backtrace", "retry_queue", "tags"):
+            value = getattr(cls, option)
+            if value is not None:
+                options[option] = value
+        return options
+
+    @classmethod
+    def set(cls, **options: Any) -> JobSetter:
+        """Override options for one push: ``SendWelcome.set(queue="critical").perform_async(7)``.
+
+        ``client=`` picks a Client other than the process-wide default.
+
+        Raises:
+            ConfigError: an unknown option.
+        """
+        client = options.pop("client", None)
+        return JobSetter(cls, options, client)
+
+    @classmethod
+    def perform_async(cls, *args: Any) -> str | None:
+        """Enqueue now; returns the jid (24 hex characters)."""
+        return JobSetter(cls, {}).perform_async(*args)
+
+    @classmethod
+    def perform_in(cls, interval: dt.timedelta | float, *args: Any) -> str | None:
+        """Enqueue to run after ``interval`` (seconds or timedelta)."""
+        return JobSetter(cls, {}).perform_in(interval, *args)
+
+    @classmethod
+    def perform_at(cls, when: dt.datetime | float, *args: Any) -> str | None:
+        """Enqueue to run at ``when`` (datetime or float epoch seconds)."""
+        return JobSetter(cls, {}).perform_at(when, *args)
+
+    @classmethod
+    def perform_bulk(cls, args_list: Iterable[Sequence[Any]], batch_size: int = 1000) -> list[str]:
+        """Enqueue many jobs, pipelined ``batch_size`` (default 1,000) per round trip."""
+        return JobSetter(cls, {}).perform_bulk(args_list, batch_size)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class JobFunction(Generic[P, R]):
+    """A plain function made into a job by ``@rfetch.job``; calling it runs it inline."""
+
+    def __init__(self, func: Callable[P, R], job_class: type[Job]) -> None:
+        functools.update_wrapper(self, func)
+        self.func = func
+        self.job_class = job_class
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.func(*args, **kwargs)
+
+    def set(self, **options: Any) -> JobSetter:
+        """Override options for one push."""
+        return self.job_class.set(**options)
+
+    def perform_async(self, *args: Any) -> str | None:
+        """Enqueue now; returns the jid."""
+        return self.job_class.perform_async(*args)
+
+    def perform_in(self, interval: dt.timedelta | float, *args: Any) -> str | None:
+        """Enqueue to run after ``interval``."""
+        return self.job_class.perform_in(interval, *args)
+
+    def perform_at(self, when: dt.datetime | float, *args: Any) -> str | None:
+        """Enqueue to run at ``when``."""
+        return self.job_class.perform_at(when, *args)
+
+    def perform_bulk(self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000) -> list[str]:
+        """Enqueue many jobs."""
+        return self.job_class.perform_bulk(args_list, batch_size)
+
+
+def job(
+    func: Callable[P, R] | None = None, **options: Any
+) -> JobFunction[P, R] | Callable[[Callable[P, R]], JobFunction[P, R]]:
+    """Make a plain function a job: ``@rfetch.job`` or ``@rfetch.job(queue="mail", retry=3)``.
+
+    The job is registered as ``module.function_name`` unless ``name=`` is given.
+
+    Raises:
+        ConfigError: an unknown option.
+    """
+    name = options.pop("name", None)
+    check_options(options)
+
+    def wrap(fn: Callable[P, R]) -> JobFunction[P, R]:
+        def perform(self: Job, *args: Any) -> None:
+            fn(*args)  # type: ignore[call-arg]
+
+        attrs: dict[str, Any] = {
+            "perform": perform,
+            "__module__": fn.__module__,
+            "__qualname__": fn.__qualname__,
+            "__doc__": fn.__doc__,
+            "name": name,
+        }
+        attrs.update(options)
+        job_class = type(fn.__name__, (Job,), attrs)
+        return JobFunction(fn, job_class)
+
+    if func is not None:
+        return wrap(func)
+    return wrap

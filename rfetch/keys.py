@@ -1,0 +1,90 @@
+"""Every Redis key name rfetch uses, in one place (Sidekiq 7's data model).
+
+See ``docs/data-model.md``. All keys take the optional namespace prefix ``<ns>:``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PRIVATE_PREFIX = "queue:sq|"
+"""Sidekiq Pro super_fetch private lists: ``queue:sq|<identity>|<queue>``."""
+
+
+@dataclass(frozen=True)
+class Keys:
+    """Key names under one namespace."""
+
+    namespace: str | None = None
+
+    def _k(self, name: str) -> str:
+        return f"{self.namespace}:{name}" if self.namespace else name
+
+    def strip(self, key: str) -> str:
+        """The key without the namespace prefix."""
+        prefix = f"{self.namespace}:" if self.namespace else ""
+        return key[len(prefix) :] if prefix and key.startswith(prefix) else key
+
+    def queue(self, name: str) -> str:
+        """Public queue list ``queue:<name>``; producers LPUSH, consumers take the right end."""
+        return self._k(f"queue:{name}")
+
+    @property
+    def queues(self) -> str:
+        """Set of every queue name ever pushed to."""
+        return self._k("queues")
+
+    @property
+    def schedule(self) -> str:
+        """Scheduled set: score = run time, epoch seconds."""
+        return self._k("schedule")
+
+    @property
+    def retry(self) -> str:
+        """Retry set: score = next retry time, epoch seconds."""
+        return self._k("retry")
+
+    @property
+    def dead(self) -> str:
+        """Dead set (morgue): score = time of death, epoch seconds."""
+        return self._k("dead")
+
+    @property
+    def processes(self) -> str:
+        """Set of live process identities."""
+        return self._k("processes")
+
+    def process(self, identity: str) -> str:
+        """Heartbeat hash of one process."""
+        return self._k(identity)
+
+    def work(self, identity: str) -> str:
+        """Busy threads of one process: thread id -> JSON ``{queue, payload, run_at}``."""
+        return self._k(f"{identity}:work")
+
+    def signals(self, identity: str) -> str:
+        """Remote-control list of one process (``TSTP``, ``TERM``, ``TTIN``)."""
+        return self._k(f"{identity}-signals")
+
+    def private(self, identity: str, queue: str) -> str:
+        """Private (processing) list of one process for one queue."""
+        return self._k(f"{PRIVATE_PREFIX}{identity}|{queue}")
+
+    def private_pattern(self) -> str:
+        """SCAN pattern matching every private list."""
+        return self._k(f"{PRIVATE_PREFIX}*")
+
+    def parse_private(self, key: str) -> tuple[str, str] | None:
+        """``(identity, queue)`` of a private list key, or None if it is not one.
+
+        Identities (``host:pid:hex``) contain no ``|``; queue names may.
+        """
+        bare = self.strip(key)
+        if not bare.startswith(PRIVATE_PREFIX):
+            return None
+        identity, sep, queue = bare[len(PRIVATE_PREFIX) :].partition("|")
+        return (identity, queue) if sep and identity and queue else None
+
+    def stat(self, name: str, day: str | None = None) -> str:
+        """``stat:processed`` / ``stat:failed``, or the daily ``stat:<name>:YYYY-MM-DD``."""
+        return self._k(f"stat:{name}:{day}" if day else f"stat:{name}")

@@ -1,0 +1,186 @@
+"""One worker process: wires the parts, handles signals, heartbeat, poller and shutdown.
+
+Signals (Sidekiq's, ``../shared/SIDEKIQ.md``):
+
+* TSTP: quiet. Stop fetching, push back jobs fetched but not started, finish running jobs,
+  keep heartbeating with ``quiet=true``, do not exit.
+* TERM / INT: quiet, wait up to ``shutdown_timeout`` seconds for running jobs, push the
+  unfinished ones back to the head of their queue, exit 0. A second TERM/INT stops at once
+  (still pushing back), as RQ's second signal does.
+* TTIN: log every thread's stack.
+
+The same names popped from ``<identity>-signals`` by the heartbeat act the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import signal
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+from redis import Redis
+
+from rfetch.config import Config
+from rfetch.connection import connect
+from rfetch.fetch import ReliableFetch
+from rfetch.heartbeat import Heartbeat, make_identity
+from rfetch.keys import Keys
+from rfetch.manager import Manager
+from rfetch.processor import Processor
+from rfetch.registry import Registry
+from rfetch.retry import JobRetry
+from rfetch.scheduled import Poller
+from rfetch.scripts import Scripts
+from rfetch.stats import Stats
+from rfetch.version import __version__
+
+log = logging.getLogger("rfetch.launcher")
+
+HANDLED_SIGNALS = ("TERM", "INT", "TSTP", "TTIN")
+
+
+def set_title(text: str) -> None:
+    """Set the process title (``ps``, ``top``) when setproctitle is available."""
+    try:
+        import setproctitle
+    except ImportError:  # pragma: no cover - a declared dependency
+        return
+    setproctitle.setproctitle(text)
+
+
+class Launcher:
+    """A worker process.
+
+    Args:
+        config: the settings.
+        registry: the jobs this process may run.
+        redis: an existing client (default: connect to ``config.redis_url``).
+    """
+
+    def __init__(self, config: Config, registry: Registry, redis: Redis | None = None) -> None:
+        self.config = config
+        self.registry = registry
+        self.identity = make_identity()
+        self.keys = Keys(config.namespace)
+        pool_size = config.concurrency + 8
+        self.redis = redis if redis is not None else connect(config, max_connections=pool_size)
+        self.scripts = Scripts.load(self.redis)
+        self.fetch = ReliableFetch(config, self.redis, self.identity, self.scripts)
+        self.stats = Stats(self.keys)
+        self.processor = Processor(
+            config, self.fetch, registry, JobRetry(config, self.fetch), self.stats
+        )
+        self.manager = Manager(config, self.fetch, self.processor, report=self._report)
+        self.events: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self.heartbeat = Heartbeat(
+            config, self.redis, self.identity, self.manager, self.stats, self.events.put
+        )
+        self.poller = Poller(config, self.redis, self.scripts)
+        self._stop_threads = threading.Event()
+        self._deadline: float | None = None
+
+    def run(self) -> int:
+        """Run until TERM/INT; returns the exit code (0 after a clean shutdown)."""
+        self._install_signal_handlers()
+        log.info(
+            "rfetch %s starting: identity=%s concurrency=%d queues=%s jobs=%d",
+            __version__,
+            self.identity,
+            self.config.concurrency,
+            ",".join(f"{q.name}:{q.weight}" for q in self.config.queues),
+            len(self.registry),
+        )
+        self.manager.start()
+        for target, name in ((self.heartbeat.run, "heartbeat"), (self.poller.run, "poller")):
+            threading.Thread(
+                target=target, args=(self._stop_threads,), name=f"rfetch-{name}", daemon=True
+            ).start()
+        self._update_title()
+        while True:
+            try:
+                event = self.events.get(timeout=self._wait_slice())
+            except queue.Empty:
+                event = None
+            if event is not None:
+                self._handle(event)
+            self._update_title()
+            if self._deadline is not None and (
+                self.manager.busy() == 0 or time.monotonic() >= self._deadline
+            ):
+                return self._shutdown()
+
+    def _wait_slice(self) -> float:
+        if self._deadline is None:
+            return 1.0
+        return 0.05
+
+    def _handle(self, event: str) -> None:
+        if event == "TSTP":
+            if not self.manager.quiet:
+                log.info("quiet: no new jobs will be fetched")
+                self.manager.quiet_down()
+        elif event in ("TERM", "INT"):
+            if self._deadline is None:
+                log.info(
+                    "shutting down: waiting up to %.1f s for %d running job(s)",
+                    self.config.shutdown_timeout,
+                    self.manager.busy(),
+                )
+                self.manager.quiet_down()
+                self._deadline = time.monotonic() + self.config.shutdown_timeout
+                self.heartbeat.stopping = True
+            else:
+                log.info("second %s: stopping now", event)
+                self._deadline = time.monotonic()
+        elif event == "TTIN":
+            self._dump_threads()
+        else:
+            log.warning("ignored signal %s", event)
+
+    def _shutdown(self) -> int:
+        busy = self.manager.busy()
+        if busy:
+            log.info("%d job(s) still running at the deadline; pushing them back", busy)
+        pushed = self.manager.finish()
+        self._stop_threads.set()
+        self.heartbeat.clear()
+        log.info("stopped (%d job(s) pushed back)", pushed)
+        return 0
+
+    def _install_signal_handlers(self) -> None:
+        for name in HANDLED_SIGNALS:
+            signal.signal(getattr(signal, f"SIG{name}"), self._on_signal)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        # SimpleQueue.put is reentrant: safe in a signal handler.
+        self.events.put(signal.Signals(signum).name[3:])
+
+    def _update_title(self) -> None:
+        state = ""
+        if self._deadline is not None:
+            state = " stopping"
+        elif self.manager.quiet:
+            state = " quiet"
+        tag = f" {self.config.tag}" if self.config.tag else ""
+        set_title(
+            f"rfetch {__version__}{tag} [{self.manager.busy()} of "
+            f"{self.config.concurrency} busy]{state}"
+        )
+
+    def _dump_threads(self) -> None:
+        names = {t.ident: t.name for t in threading.enumerate()}
+        for ident, frame in sys._current_frames().items():
+            stack = "".join(traceback.format_stack(frame))
+            log.info("thread %s (%x):\n%s", names.get(ident, "?"), ident, stack)
+
+    def _report(self, exc: BaseException, context: dict[str, Any]) -> None:
+        for handler in self.config.error_handlers:
+            try:
+                handler(exc, context)
+            except Exception as handler_exc:
+                log.error("error handler %r raised %r", handler, handler_exc)

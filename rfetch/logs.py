@@ -1,0 +1,64 @@
+"""Log formats: Sidekiq-like text lines or one JSON object per line."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+import time
+
+JOB_FIELDS = ("job_class", "jid", "queue", "elapsed_ms")
+
+
+def _context(record: logging.LogRecord) -> dict[str, object]:
+    return {f: getattr(record, f) for f in JOB_FIELDS if getattr(record, f, None) is not None}
+
+
+class TextFormatter(logging.Formatter):
+    """``2026-11-22T07:33:31.123Z pid=1 tid=7f2a class=app.Job jid=... INFO: start``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+        tid = f"{threading.get_ident():x}"
+        parts = [f"{stamp}.{int(record.msecs):03d}Z pid={os.getpid()} tid={tid}"]
+        ctx = _context(record)
+        if "job_class" in ctx:
+            parts.append(f"class={ctx['job_class']}")
+        if "jid" in ctx:
+            parts.append(f"jid={ctx['jid']}")
+        if "elapsed_ms" in ctx:
+            parts.append(f"elapsed={ctx['elapsed_ms']}ms")
+        line = " ".join(parts) + f" {record.levelname}: {record.getMessage()}"
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ts, pid, tid, lvl, msg and the job fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, object] = {
+            "ts": record.created,
+            "pid": os.getpid(),
+            "tid": f"{threading.get_ident():x}",
+            "lvl": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        entry.update(_context(record))
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+def setup_logging(verbose: bool, json_logs: bool) -> None:
+    """Send rfetch's logs to stderr, INFO (or DEBUG with ``verbose``), text or JSON."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if json_logs else TextFormatter())
+    root = logging.getLogger("rfetch")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    root.propagate = False

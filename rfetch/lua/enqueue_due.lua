@@ -1,0 +1,80 @@
+-- enqueue_due.lua: move due jobs from the scheduled or retry set to their queues, atomically
+-- (Sidekiq Pro's reliable scheduler; OSS Sidekiq removes then pushes in two steps and can
+-- lose a job in between).
+--
+-- KEYS[1]: the sorted set: "schedule" or "retry".
+-- KEYS[2]: the "queues" set.
+-- KEYS[3]: the dead set, for entries that are not JSON objects with a "queue" string.
+-- ARGV[1]: key prefix of public queues, e.g. "queue:" or "<ns>:queue:".
+-- ARGV[2]: the most jobs to move in this call (Sidekiq moves one per call; we move 100).
+-- Also touches: the public queues "<ARGV[1]><queue>" named by each job (computed here, as
+-- Sidekiq's own scheduler script does; not Redis Cluster safe).
+--
+-- "Due" is decided by Redis's clock (TIME), so a worker whose clock is skewed neither delays
+-- nor advances jobs. Each moved payload gets a fresh top-level "enqueued_at" (float epoch
+-- seconds) by editing the JSON text in place, so every other byte, including large integers
+-- and float arguments, is kept exactly as the producer wrote it.
+-- Returns the number of jobs moved.
+
+local t = redis.call('TIME')
+local now = t[1] .. '.' .. string.format('%06d', tonumber(t[2]))
+
+-- Span (start, end) of the value of a top-level key of the JSON object text s, or nil.
+local function top_level_value(s, name)
+  local quoted = '"' .. name .. '"'
+  local depth, i = 0, 1
+  while true do
+    local j = string.find(s, '[{}%[%]"]', i)
+    if not j then return nil end
+    local c = string.sub(s, j, j)
+    if c == '"' then
+      local k = j + 1
+      while true do
+        local q = string.find(s, '["\\]', k)
+        if not q then return nil end
+        if string.sub(s, q, q) == '\\' then k = q + 2 else k = q; break end
+      end
+      if depth == 1 and string.sub(s, j, k) == quoted then
+        local vs, ve = string.find(s, '^%s*:%s*', k + 1)
+        if vs then
+          local ns, ne = string.find(s, '^[-+%deE%.]+', ve + 1)
+          if ns then return ns, ne end
+          local ls, le = string.find(s, '^null', ve + 1)
+          if ls then return ls, le end
+          return nil
+        end
+      end
+      i = k + 1
+    elseif c == '{' or c == '[' then
+      depth = depth + 1
+      i = j + 1
+    else
+      depth = depth - 1
+      i = j + 1
+    end
+  end
+end
+
+local jobs = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+local moved = 0
+for _, job in ipairs(jobs) do
+  if redis.call('ZREM', KEYS[1], job) == 1 then
+    local ok, decoded = pcall(cjson.decode, job)
+    if ok and type(decoded) == 'table' and type(decoded['queue']) == 'string' then
+      local s, e = top_level_value(job, 'enqueued_at')
+      local out
+      if s then
+        out = string.sub(job, 1, s - 1) .. now .. string.sub(job, e + 1)
+      else
+        local brace = string.find(job, '{', 1, true)
+        out = string.sub(job, 1, brace) .. '"enqueued_at":' .. now .. ',' .. string.sub(job, brace + 1)
+      end
+      redis.call('LPUSH', ARGV[1] .. decoded['queue'], out)
+      redis.call('SADD', KEYS[2], decoded['queue'])
+    else
+      redis.call('ZADD', KEYS[3], now, job)
+    end
+    moved = moved + 1
+  end
+end
+return moved

@@ -1,0 +1,25 @@
+-- settle.lua: take a failed job out of the private list and into the retry or dead set.
+--
+-- KEYS[1]: private list "queue:sq|<identity>|<q>" holding the fetched payload.
+-- KEYS[2]: the sorted set to write: "retry" or "dead".
+-- ARGV[1]: the raw payload as fetched (what LREM must match).
+-- ARGV[2]: score: next retry time, or time of death (float epoch seconds).
+-- ARGV[3]: the payload to store (with retry_count, error_message, ...).
+-- ARGV[4]: for the dead set, trim entries scored below this (now - 180 days); "" for none.
+-- ARGV[5]: for the dead set, the most entries to keep (10,000); "" for no cap.
+--
+-- The write and the acknowledgement are one atomic step, and happen only if the job is still
+-- in the private list: a job that was pushed back by shutdown or recovery meanwhile is not
+-- also put in the retry set (Sidekiq #4112). Returns 1 if written, 0 if the job was no longer
+-- ours.
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
+  return 0
+end
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+if ARGV[4] ~= '' then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[4])
+end
+if ARGV[5] ~= '' then
+  redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[5]) + 1))
+end
+return 1

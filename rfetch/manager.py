@@ -1,0 +1,226 @@
+"""The pool of processor threads and the one fetcher thread that feeds them.
+
+The fetcher moves jobs into the private lists in batches (``ReliableFetch.retrieve_work``)
+and hands them to the processor threads. It keeps at most ``concurrency + prefetch`` jobs
+held (running or waiting), so a process never holds more than that; on quiet, waiting jobs
+are pushed back at once, and on stop everything still in the private lists is pushed back
+to the head of its queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Collection
+
+from rfetch.config import Config
+from rfetch.fetch import REDIS_DOWN, ReliableFetch, UnitOfWork
+from rfetch.processor import Processor
+
+log = logging.getLogger("rfetch.manager")
+
+
+class Manager:
+    """Runs ``config.concurrency`` processor threads fed by one fetcher thread.
+
+    Args:
+        config: concurrency, prefetch, block timeout.
+        fetch: the reliable fetch of this process.
+        processor: runs one job.
+        paused: returns the names of queues not to fetch from now (queue pausing).
+        report: called with (exception, context) for internal errors.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        fetch: ReliableFetch,
+        processor: Processor,
+        paused: Callable[[], Collection[str]] = frozenset,
+        report: Callable[[BaseException, dict[str, object]], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.fetch = fetch
+        self.processor = processor
+        self.paused = paused
+        self.report = report
+        self.capacity = config.concurrency + config.prefetch_count
+        self._handoff: queue.SimpleQueue[UnitOfWork | None] = queue.SimpleQueue()
+        self._cond = threading.Condition()
+        self._held: dict[int, UnitOfWork] = {}
+        self._running: dict[int, tuple[UnitOfWork, float]] = {}
+        self._quiet = threading.Event()
+        self._sweep_needed = False
+        self._threads: list[threading.Thread] = []
+        self._fetcher: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the processor threads and the fetcher."""
+        for index in range(self.config.concurrency):
+            thread = threading.Thread(
+                target=self._process_loop, name=f"rfetch-processor-{index}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+        self._fetcher = threading.Thread(
+            target=self._fetch_loop, name="rfetch-fetcher", daemon=True
+        )
+        self._fetcher.start()
+
+    @property
+    def quiet(self) -> bool:
+        """Whether fetching has stopped."""
+        return self._quiet.is_set()
+
+    def quiet_down(self) -> None:
+        """Stop fetching; push back jobs fetched but not started. Running jobs go on."""
+        with self._cond:
+            self._quiet.set()
+            waiting = []
+            while True:
+                try:
+                    unit = self._handoff.get_nowait()
+                except queue.Empty:
+                    break
+                if unit is not None:
+                    waiting.append(unit)
+                    self._held.pop(id(unit), None)
+            self._cond.notify_all()
+        if waiting:
+            self._requeue(waiting, "quiet")
+
+    def busy(self) -> int:
+        """Threads running a job now."""
+        with self._cond:
+            return len(self._running)
+
+    def running(self) -> dict[int, tuple[UnitOfWork, float]]:
+        """Thread id -> (job, start time in epoch seconds) for every busy thread."""
+        with self._cond:
+            return dict(self._running)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for no job to be running; True if idle."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._running:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+        return True
+
+    def finish(self) -> int:
+        """End the pool: push back everything still in this process's private lists.
+
+        Jobs still running are pushed back to the head of their queue (their threads are
+        abandoned when the process exits; a late acknowledgement finds nothing to remove).
+
+        Returns:
+            The number of jobs pushed back.
+        """
+        self.quiet_down()
+        if self._fetcher is not None:
+            self._fetcher.join(self.config.block_timeout + self.config.network_timeout)
+        for _ in self._threads:
+            self._handoff.put(None)
+        left = self.running()
+        try:
+            pushed = self.fetch.requeue_unheld(())
+        except REDIS_DOWN as exc:
+            log.error(
+                "could not push back %d unfinished job(s), Redis is unreachable (%s); they stay "
+                "in the private lists and are recovered as orphans",
+                len(left),
+                exc,
+            )
+            return 0
+        for unit, _ in left.values():
+            log.info("pushed back unfinished job to queue %s", unit.queue)
+        return pushed
+
+    # -- threads -----------------------------------------------------------------------
+
+    def _process_loop(self) -> None:
+        ident = threading.get_ident()
+        while True:
+            unit = self._handoff.get()
+            if unit is None:
+                return
+            with self._cond:
+                self._running[ident] = (unit, time.time())
+            try:
+                self.processor.process(unit)
+            except BaseException as exc:  # an rfetch bug: keep the thread, sweep the job
+                log.exception("internal error while processing a job; it will be pushed back")
+                self._report(exc, "processor")
+                with self._cond:
+                    self._sweep_needed = True
+            finally:
+                with self._cond:
+                    del self._running[ident]
+                    self._held.pop(id(unit), None)
+                    self._cond.notify_all()
+
+    def _fetch_loop(self) -> None:
+        delay = 0.0
+        down_since: float | None = None
+        while not self._quiet.is_set():
+            with self._cond:
+                while len(self._held) >= self.capacity and not self._quiet.is_set():
+                    self._cond.wait(1.0)
+                room = self.capacity - len(self._held)
+                sweep = self._sweep_needed
+                held = list(self._held.values())
+            if self._quiet.is_set():
+                return
+            try:
+                if sweep:
+                    self.fetch.requeue_unheld(held)
+                    with self._cond:
+                        self._sweep_needed = False
+                units = self.fetch.retrieve_work(room, self.paused())
+            except REDIS_DOWN as exc:
+                with self._cond:
+                    self._sweep_needed = True
+                if down_since is None:
+                    down_since = time.monotonic()
+                    log.error("Redis unreachable, fetch paused, retrying: %s", exc)
+                delay = min(max(delay * 2, 0.1), 5.0)
+                self._quiet.wait(delay)
+                continue
+            except Exception as exc:
+                log.exception("fetch failed")
+                self._report(exc, "fetch")
+                self._quiet.wait(1.0)
+                continue
+            if down_since is not None:
+                log.info("Redis reachable again after %.1f s", time.monotonic() - down_since)
+                down_since = None
+            delay = 0.0
+            if units:
+                self._hand_off(units)
+
+    def _hand_off(self, units: list[UnitOfWork]) -> None:
+        with self._cond:
+            if not self._quiet.is_set():
+                for unit in units:
+                    self._held[id(unit)] = unit
+                    self._handoff.put(unit)
+                return
+        self._requeue(units, "fetched while going quiet")
+
+    def _requeue(self, units: list[UnitOfWork], why: str) -> None:
+        try:
+            pushed = self.fetch.requeue(units)
+            log.info("pushed back %d job(s) not started (%s)", pushed, why)
+        except REDIS_DOWN as exc:
+            log.error("could not push back %d job(s) (%s): %s", len(units), why, exc)
+
+    def _report(self, exc: BaseException, context: str) -> None:
+        if self.report is not None:
+            self.report(exc, {"context": context})

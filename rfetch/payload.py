@@ -1,0 +1,112 @@
+"""Job payloads: the JSON object Sidekiq stores, its validation and its timestamps."""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+from typing import Any
+
+from rfetch.errors import ArgsNotSerializable, InvalidJob, PayloadTooLarge
+
+Payload = dict[str, Any]
+
+MS_THRESHOLD = 100_000_000_000.0
+"""Epoch values above this are milliseconds (Sidekiq 8); below, seconds (Sidekiq 6/7).
+1e11 s is the year 5138, 1e11 ms is 1973."""
+
+
+def new_jid() -> str:
+    """A fresh job id: 24 lowercase hex characters, as Sidekiq's ``SecureRandom.hex(12)``."""
+    return secrets.token_hex(12)
+
+
+def epoch_seconds(value: Any) -> float | None:
+    """Read a Sidekiq timestamp as float epoch seconds.
+
+    Sidekiq 6/7 write float seconds; Sidekiq 8 writes integer milliseconds. Anything that is
+    not a number gives None.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    seconds = float(value)
+    return seconds / 1000.0 if seconds > MS_THRESHOLD else seconds
+
+
+def check_args(value: Any, path: str = "args") -> None:
+    """Raise unless ``value`` is made only of native JSON types.
+
+    Raises:
+        ArgsNotSerializable: naming the path of the first offending value, e.g.
+            ``args[1]['when'] is a datetime``.
+    """
+    if value is None or isinstance(value, (str, bool, int)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ArgsNotSerializable(f"{path} is {value!r}, which JSON cannot represent")
+        return
+    if isinstance(value, (list, tuple)):
+        if isinstance(value, tuple):
+            raise ArgsNotSerializable(
+                f"{path} is a tuple; pass a list (JSON has no tuples, it would come back as a list)"
+            )
+        for index, item in enumerate(value):
+            check_args(item, f"{path}[{index}]")
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ArgsNotSerializable(
+                    f"{path} has a key {key!r} of type {type(key).__name__}; only str keys travel"
+                )
+            check_args(item, f"{path}[{key!r}]")
+        return
+    raise ArgsNotSerializable(
+        f"{path} is a {type(value).__name__} ({value!r:.80}); only str, int, float, bool, "
+        "None, list and dict with str keys can be job arguments"
+    )
+
+
+def dumps(payload: Payload, max_bytes: int) -> str:
+    """Serialise a payload compactly.
+
+    Raises:
+        PayloadTooLarge: the UTF-8 encoding is longer than ``max_bytes``.
+    """
+    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    size = len(text.encode("utf-8")) if len(text) * 4 > max_bytes else len(text)
+    if size > max_bytes:
+        raise PayloadTooLarge(
+            f"job {payload.get('class')} jid={payload.get('jid')} is {size} bytes of JSON, over "
+            f"the limit of {max_bytes} bytes; pass an id and load the data in the job instead"
+        )
+    return text
+
+
+def loads(raw: bytes | str) -> Payload:
+    """Parse a fetched payload and check its shape.
+
+    Raises:
+        InvalidJob: not JSON, not an object, no string ``class``, or ``args`` not a list.
+    """
+    try:
+        job = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidJob(f"payload is not valid JSON: {exc}") from None
+    if not isinstance(job, dict):
+        raise InvalidJob(f"payload is a JSON {type(job).__name__}, not an object")
+    if not isinstance(job.get("class"), str) or not job["class"]:
+        raise InvalidJob("payload has no 'class' string")
+    if not isinstance(job.get("args", []), list):
+        raise InvalidJob(f"payload 'args' is a {type(job['args']).__name__}, not a list")
+    job.setdefault("args", [])
+    if not isinstance(job.get("jid"), str):
+        job["jid"] = new_jid()
+    return job
+
+
+def describe(raw: bytes | str) -> str:
+    """A short printable form of a raw payload for log lines."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    return text if len(text) <= 200 else text[:200] + "..."

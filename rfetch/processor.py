@@ -1,0 +1,103 @@
+"""One job execution: parse, look up the class, middleware, perform, then ack or retry."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from rfetch.config import Config
+from rfetch.errors import InvalidJob, UnknownJob
+from rfetch.fetch import ReliableFetch, UnitOfWork
+from rfetch.job import Job
+from rfetch.middleware import run_server_chain
+from rfetch.payload import loads
+from rfetch.registry import Registry
+from rfetch.retry import JobRetry
+from rfetch.stats import Stats
+
+log = logging.getLogger("rfetch.job")
+
+
+class Processor:
+    """Runs fetched jobs; shared by the pool's threads (it keeps no per-job state).
+
+    Args:
+        config: server middleware and error handlers.
+        fetch: acknowledges finished jobs.
+        registry: the job classes this worker may run.
+        job_retry: records failures.
+        stats: processed/failed counters.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        fetch: ReliableFetch,
+        registry: Registry,
+        job_retry: JobRetry,
+        stats: Stats,
+    ) -> None:
+        self.config = config
+        self.fetch = fetch
+        self.registry = registry
+        self.job_retry = job_retry
+        self.stats = stats
+
+    def process(self, unit: UnitOfWork) -> None:
+        """Run one job to its end: acknowledged, in the retry/dead set, or discarded.
+
+        Never raises for a job's own failure; the worker thread goes on.
+
+        Args:
+            unit: the fetched job.
+        """
+        try:
+            job = loads(unit.raw)
+        except InvalidJob as exc:
+            self.job_retry.bury_invalid(unit, exc)
+            self._report(exc, {"queue": unit.queue, "context": "invalid job"})
+            return
+        name = job["class"]
+        ctx = {"job_class": name, "jid": job["jid"], "queue": unit.queue}
+        log.info("start", extra=ctx)
+        started = time.perf_counter()
+        instance: Job | None = None
+        try:
+            cls = self.registry.get(name)
+            if cls is None:
+                raise UnknownJob(
+                    f"no job named {name!r} is registered in this worker (is the module that "
+                    "defines it passed with -r, and deployed?)"
+                )
+            instance = cls()
+            instance.jid = job["jid"]
+            self._perform(instance, job, unit.queue)
+        except BaseException as exc:  # a job's failure, whatever it raised, is a retry
+            elapsed = round((time.perf_counter() - started) * 1000, 3)
+            log.warning(
+                "fail: %s: %s", type(exc).__name__, exc, extra={**ctx, "elapsed_ms": elapsed}
+            )
+            self.stats.record(failed=True)
+            self._report(exc, {"job": job, "queue": unit.queue, "jid": job["jid"]})
+            self.job_retry.fail(unit, job, instance, exc)
+            return
+        self.fetch.acknowledge(unit)
+        self.stats.record(failed=False)
+        elapsed = round((time.perf_counter() - started) * 1000, 3)
+        log.info("done", extra={**ctx, "elapsed_ms": elapsed})
+
+    def _perform(self, instance: Job, job: dict[str, Any], queue: str) -> None:
+        args = job["args"]
+        chain = self.config.server_middleware
+        if not chain:
+            instance.perform(*args)
+            return
+        run_server_chain(chain, instance, job, queue, lambda: instance.perform(*args))
+
+    def _report(self, exc: BaseException, context: dict[str, Any]) -> None:
+        for handler in self.config.error_handlers:
+            try:
+                handler(exc, context)
+            except Exception as handler_exc:
+                log.error("error handler %r raised %r", handler, handler_exc)

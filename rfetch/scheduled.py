@@ -1,0 +1,105 @@
+"""The poller that moves due jobs from the scheduled and retry sets to their queues.
+
+The move is one Lua call (``enqueue_due.lua``) per up to 100 jobs, decided by Redis's clock.
+The interval follows Sidekiq: the whole cluster polls on average every
+``poll_interval_average`` seconds (default: 5 s per live process, so ``processes x 5``
+between polls of one process), each wait randomised to [0.5x, 1.5x], and the first poll
+after 10 + rand(5) s.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+
+from redis import Redis
+
+from rfetch.config import Config
+from rfetch.fetch import REDIS_DOWN
+from rfetch.keys import Keys
+from rfetch.scripts import Scripts
+
+log = logging.getLogger("rfetch.scheduled")
+
+BATCH = 100
+"""Jobs moved per Lua call."""
+
+PER_PROCESS_INTERVAL = 5.0
+"""Sidekiq's ``average_scheduled_poll_interval``, seconds."""
+
+
+class Poller:
+    """Enqueues due scheduled jobs and retries.
+
+    Args:
+        config: poll interval settings.
+        redis: the client.
+        scripts: holds ``enqueue_due``.
+        rng: random source for the jitter.
+    """
+
+    def __init__(
+        self, config: Config, redis: Redis, scripts: Scripts, rng: random.Random | None = None
+    ) -> None:
+        self.config = config
+        self.redis = redis
+        self.scripts = scripts
+        self.keys = Keys(config.namespace)
+        self.rng = rng or random.Random()
+        self._failing = False
+
+    def enqueue_due(self) -> int:
+        """Move every due job of both sets now; returns how many were moved."""
+        moved_total = 0
+        prefix = self.keys.queue("")
+        for zset in (self.keys.schedule, self.keys.retry):
+            while True:
+                moved = int(
+                    self.scripts.enqueue_due(
+                        keys=[zset, self.keys.queues, self.keys.dead],
+                        args=[prefix, BATCH],
+                        client=self.redis,
+                    )
+                )
+                moved_total += moved
+                if moved < BATCH:
+                    break
+        return moved_total
+
+    def interval(self) -> float:
+        """Seconds until the next poll: the average, randomised to [0.5x, 1.5x]."""
+        average = self.config.poll_interval_average
+        if average is None:
+            count = int(self.redis.scard(self.keys.processes)) or 1
+            average = count * PER_PROCESS_INTERVAL
+        return average * self.rng.random() + average / 2
+
+    def initial_wait(self) -> float:
+        """Seconds before the first poll (Sidekiq: 10 + rand(5))."""
+        if self.config.poll_initial_wait is not None:
+            return self.config.poll_initial_wait
+        return 10.0 + self.rng.random() * 5.0
+
+    def run(self, stop: threading.Event) -> None:
+        """Poll until ``stop`` is set."""
+        if stop.wait(self.initial_wait()):
+            return
+        while True:
+            wait = 1.0
+            try:
+                moved = self.enqueue_due()
+                if moved:
+                    log.debug("enqueued %d due job(s)", moved)
+                wait = self.interval()
+                if self._failing:
+                    log.info("scheduled poller reconnected")
+                    self._failing = False
+            except REDIS_DOWN as exc:
+                if not self._failing:
+                    log.error("scheduled poller: Redis unreachable: %s", exc)
+                    self._failing = True
+            except Exception:
+                log.exception("scheduled poller failed")
+            if stop.wait(wait):
+                return

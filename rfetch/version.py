@@ -1,0 +1,3 @@
+"""rfetch version."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,74 @@
+"""Jobs used by the integration tests; workers load them with ``-r testjobs``.
+
+Evidence of execution is written outside Redis: one line per event appended to the file
+named by ``RFETCH_TEST_RECORD`` (``<event> <jid> <pid> <time>``), with O_APPEND so lines
+from several processes never interleave.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import redis
+
+import rfetch
+
+
+def record(event: str, jid: str, extra: str = "") -> None:
+    path = os.environ.get("RFETCH_TEST_RECORD")
+    if not path:
+        return
+    line = f"{event} {jid} {os.getpid()} {time.time():.6f} {extra}\n".encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+class Noop(rfetch.Job):
+    def perform(self, *args: Any) -> None:
+        record("done", self.jid)
+
+
+class Sleep(rfetch.Job):
+    """Sleeps ``seconds``, recording start and finish."""
+
+    def perform(self, seconds: float, *rest: Any) -> None:
+        record("start", self.jid)
+        time.sleep(seconds)
+        record("done", self.jid)
+
+
+class Counter(rfetch.Job):
+    """INCR a key, as the benchmark's no-op job does."""
+
+    def perform(self, key: str) -> None:
+        redis.Redis.from_url(os.environ["REDIS_URL"]).incr(key)
+
+
+class AlwaysFails(rfetch.Job):
+    retry = 2
+
+    def perform(self, *args: Any) -> None:
+        record("fail", self.jid)
+        raise RuntimeError("always fails")
+
+
+class Hard(rfetch.Job):
+    """Named as a Ruby client would push it."""
+
+    name = "HardJob"
+
+    def perform(self, *args: Any) -> None:
+        record("done", self.jid, repr(args))
+
+
+class Crash(rfetch.Job):
+    """Kills its own process (a poison pill)."""
+
+    def perform(self) -> None:
+        record("start", self.jid)
+        os._exit(1)

@@ -1,0 +1,1 @@
+"""Test helpers: a private redis-server and real worker processes."""

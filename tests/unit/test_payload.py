@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from rfetch.errors import ArgsNotSerializable, InvalidJob, PayloadTooLarge
+from rfetch.payload import check_args, dumps, epoch_seconds, loads, new_jid
+
+
+def test_jid_is_24_hex() -> None:
+    jid = new_jid()
+    assert len(jid) == 24
+    int(jid, 16)
+    assert new_jid() != jid
+
+
+@pytest.mark.parametrize(
+    ("value", "path"),
+    [
+        ([dt.datetime(2020, 1, 1)], "args[0]"),
+        ([1, {"when": {1, 2}}], "args[1]['when']"),
+        ([{1: "int key"}], "args[0]"),
+        ([(1, 2)], "args[0]"),
+        ([float("nan")], "args[0]"),
+    ],
+)
+def test_non_json_args_name_the_bad_value(value: list[object], path: str) -> None:
+    with pytest.raises(ArgsNotSerializable) as info:
+        check_args(value)
+    assert path in str(info.value)
+    assert isinstance(info.value, TypeError)
+
+
+def test_json_native_args_pass() -> None:
+    check_args([1, 2.5, "s", True, None, [1, [2]], {"a": {"b": [None]}}])
+
+
+def test_dumps_refuses_oversized_payload() -> None:
+    with pytest.raises(PayloadTooLarge, match="over the limit of 100 bytes"):
+        dumps({"class": "X", "args": ["x" * 200]}, 100)
+
+
+def test_epoch_seconds_reads_sidekiq_8_milliseconds() -> None:
+    assert epoch_seconds(1_700_000_000.5) == 1_700_000_000.5
+    assert epoch_seconds(1_700_000_000_500) == 1_700_000_000.5
+    assert epoch_seconds("x") is None
+    assert epoch_seconds(True) is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b"[1, 2]", "not an object"),
+        (b'{"args": []}', "no 'class'"),
+        (b'{"class": "X", "args": {"a": 1}}', "not a list"),
+    ],
+)
+def test_loads_rejects_bad_shapes(raw: bytes, message: str) -> None:
+    with pytest.raises(InvalidJob, match=message):
+        loads(raw)
