@@ -39,13 +39,13 @@ def main() -> None:
     help="Queue to process, with an optional weight; repeat for more. Weighted random "
     "order if any weight is given, else strict order. [default: default]",
 )
-@click.option("-c", "--concurrency", type=click.IntRange(min=1), default=5, show_default=True,
-              help="Processor threads.")
+@click.option("-c", "--concurrency", type=click.IntRange(min=1), default=None,
+              help="Processor threads. [default: 5]")
 @click.option("-r", "--require", "requires", multiple=True, metavar="MODULE_OR_FILE",
               help="Module path (myapp.jobs) or file (./jobs.py) defining the jobs; repeatable.")
-@click.option("-t", "--timeout", type=click.FloatRange(min=0), default=25.0, show_default=True,
-              help="Seconds TERM waits for running jobs before pushing them back.")
-@click.option("-g", "--tag", default="", help="Tag shown in the process title and heartbeat.")
+@click.option("-t", "--timeout", type=click.FloatRange(min=0), default=None,
+              help="Seconds TERM waits for running jobs before pushing them back. [default: 25]")
+@click.option("-g", "--tag", default=None, help="Tag shown in the process title and heartbeat.")
 @click.option("--redis-url", envvar="REDIS_URL", default=None, help=REDIS_URL_HELP)
 @click.option("--namespace", envvar="RFETCH_NAMESPACE", default=None,
               help="Key prefix (keys become NAMESPACE:queue:...).")
@@ -58,10 +58,10 @@ def main() -> None:
 @click.option("--json-logs", is_flag=True, help="One JSON object per log line.")
 def worker(
     queues: tuple[str, ...],
-    concurrency: int,
+    concurrency: int | None,
     requires: tuple[str, ...],
-    timeout: float,
-    tag: str,
+    timeout: float | None,
+    tag: str | None,
     redis_url: str | None,
     namespace: str | None,
     strict: bool | None,
@@ -71,6 +71,9 @@ def worker(
     json_logs: bool,
 ) -> None:
     """Run a worker process.
+
+    Settings not given as options are read from RFETCH_<FIELD> environment variables
+    (e.g. RFETCH_HEARTBEAT_INTERVAL, RFETCH_POLL_INTERVAL_AVERAGE; see docs/configuration.md).
 
     \b
     Signals: TSTP = quiet (stop fetching, finish running jobs);

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -172,16 +172,63 @@ class Config:
         return dataclasses.replace(self, **changes)
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> Config:
-        """Build a Config from ``REDIS_URL`` and ``RFETCH_NAMESPACE``, then ``overrides``.
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Config:
+        """Build a Config from the environment, then ``overrides`` (None values ignored).
+
+        Reads ``REDIS_URL``, and ``RFETCH_<FIELD>`` for every number, text or flag field
+        (e.g. ``RFETCH_NAMESPACE``, ``RFETCH_HEARTBEAT_INTERVAL``,
+        ``RFETCH_POLL_INTERVAL_AVERAGE``, ``RFETCH_MAX_RETRIES``).
 
         Args:
             environ: the mapping to read (default ``os.environ``).
             overrides: any Config field.
+
+        Raises:
+            ConfigError: a variable that does not parse as its field's type.
         """
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {"redis_url": env.get("REDIS_URL") or DEFAULT_REDIS_URL}
-        if env.get("RFETCH_NAMESPACE"):
-            values["namespace"] = env["RFETCH_NAMESPACE"]
+        for name, kind in _SCALAR_FIELDS.items():
+            text = env.get(f"RFETCH_{name.upper()}")
+            if text:
+                values[name] = _parse_scalar(name, kind, text)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+_SCALAR_FIELDS: dict[str, str] = {
+    "redis_url": "str",
+    "namespace": "str",
+    "concurrency": "int",
+    "shutdown_timeout": "float",
+    "tag": "str",
+    "strict": "bool",
+    "heartbeat_interval": "float",
+    "heartbeat_ttl": "int",
+    "poll_interval_average": "float",
+    "poll_initial_wait": "float",
+    "max_retries": "int",
+    "dead_max_jobs": "int",
+    "dead_timeout": "float",
+    "max_payload_bytes": "int",
+    "prefetch": "int",
+    "block_timeout": "float",
+    "network_timeout": "float",
+}
+
+
+def _parse_scalar(name: str, kind: str, text: str) -> Any:
+    try:
+        if kind == "int":
+            return int(text)
+        if kind == "float":
+            return float(text)
+        if kind == "bool":
+            if text.lower() in ("1", "true", "yes"):
+                return True
+            if text.lower() in ("0", "false", "no"):
+                return False
+            raise ValueError(text)
+    except ValueError:
+        raise ConfigError(f"RFETCH_{name.upper()}={text!r} is not a valid {kind}") from None
+    return text
