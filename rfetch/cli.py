@@ -83,7 +83,7 @@ def worker(
     from rfetch.launcher import Launcher
     from rfetch.registry import Registry, require
 
-    setup_logging(verbose, json_logs)
+    listener = setup_logging(verbose, json_logs)
     try:
         config = Config.from_env(
             redis_url=redis_url,
@@ -103,7 +103,11 @@ def worker(
         raise click.ClickException(str(exc)) from None
     if not requires:
         click.echo("warning: no -r given, so no job classes are registered", err=True)
-    sys.exit(Launcher(config, registry).run())
+    try:
+        code = Launcher(config, registry).run()
+    finally:
+        listener.stop()
+    sys.exit(code)
 
 
 @main.command()

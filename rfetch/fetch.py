@@ -5,10 +5,11 @@ A fetched job is moved atomically from ``queue:<q>`` into this process's private
 settled (moved into the retry or dead set by one conditional script), or pushed back.
 Whatever happens to the process, every accepted job is in exactly one list or set.
 
-Fetch order: one Lua call moves up to N jobs, taking the queues in weighted-random or strict
-order; when that finds nothing, one blocking BLMOVE waits on the first queue of the order
-for ``block_timeout`` seconds, so an idle worker costs about one command per second whatever
-its number of queues, and threads notice shutdown within that time.
+Fetch order: one Lua call acknowledges finished jobs and moves up to N new ones, taking the
+queues in weighted-random or strict order; when that finds nothing, one blocking BLMOVE
+waits on the first queue of the order for ``block_timeout`` seconds, so an idle worker costs
+about one command per second whatever its number of queues, and notices shutdown within
+that time.
 """
 
 from __future__ import annotations
@@ -96,36 +97,67 @@ class ReliableFetch:
         """This process's private list for ``queue``."""
         return self._private.get(queue) or self.keys.private(self.identity, queue)
 
-    def retrieve_work(self, limit: int, exclude: Iterable[str] = ()) -> list[UnitOfWork]:
-        """Move up to ``limit`` jobs into the private lists and return them, oldest first.
-
-        One Lua call over every queue in order; if it finds nothing, one BLMOVE on the first
-        queue for up to ``block_timeout`` seconds.
+    def retrieve_work(
+        self,
+        limit: int,
+        exclude: Iterable[str] = (),
+        acks: Sequence[UnitOfWork] = (),
+    ) -> list[UnitOfWork]:
+        """Acknowledge ``acks`` and move up to ``limit`` jobs into the private lists, in one
+        Lua call (no blocking). Returns the jobs moved, oldest first.
 
         Args:
-            limit: the most jobs to take (>= 1).
-            exclude: queue names to skip (paused queues).
+            limit: the most jobs to take (0: only acknowledge).
+            exclude: queue names not to fetch from (paused queues).
+            acks: finished jobs to remove from the private lists (LREM of the exact bytes).
 
         Raises:
-            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable; a job may
-                have been moved without our seeing it (see :meth:`requeue_unheld`).
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable; the
+                acknowledgements may or may not have been applied (repeating them is
+                harmless), and a job may have been moved without our seeing it (see
+                :meth:`requeue_unheld`).
+        """
+        skip = set(exclude)
+        names = [q for q in self.order.next() if q not in skip]
+        fetch_pairs = len(names) if limit > 0 else 0
+        names += [q for q in self._private if q not in names]
+        index = {name: i for i, name in enumerate(names, 1)}
+        keys: list[str] = []
+        for name in names:
+            keys.append(self._public[name])
+            keys.append(self._private[name])
+        args: list[bytes | int] = [limit, fetch_pairs]
+        for unit in acks:
+            pair = index.get(unit.queue)
+            if pair is None or self._private[unit.queue] != unit.private_key:
+                self._ack_now(unit)
+                continue
+            args.append(pair)
+            args.append(unit.raw)
+        reply = self.scripts.fetch(keys=keys, args=args, client=self.redis)
+        units = []
+        for i in range(0, len(reply), 2):
+            name = names[int(reply[i]) - 1]
+            units.append(UnitOfWork(name, reply[i + 1], self._private[name]))
+        return units
+
+    def wait_for_work(self, exclude: Iterable[str] = ()) -> list[UnitOfWork]:
+        """Block up to ``block_timeout`` seconds on the first queue of the order (BLMOVE).
+
+        Args:
+            exclude: paused queue names.
+
+        Returns:
+            The one job moved, or an empty list after the timeout.
+
+        Raises:
+            redis.exceptions.ConnectionError / TimeoutError: as :meth:`retrieve_work`.
         """
         skip = set(exclude)
         names = [q for q in self.order.next() if q not in skip]
         if not names:
             time.sleep(self.config.block_timeout)
             return []
-        keys: list[str] = []
-        for name in names:
-            keys.append(self._public[name])
-            keys.append(self._private[name])
-        reply = self.scripts.fetch(keys=keys, args=[limit], client=self.redis)
-        if reply:
-            units = []
-            for i in range(0, len(reply), 2):
-                name = names[int(reply[i]) - 1]
-                units.append(UnitOfWork(name, reply[i + 1], self._private[name]))
-            return units
         first = names[0]
         raw = self.redis.blmove(
             self._public[first],
@@ -137,6 +169,9 @@ class ReliableFetch:
         if raw is None:
             return []
         return [UnitOfWork(first, raw, self._private[first])]  # type: ignore[arg-type]
+
+    def _ack_now(self, unit: UnitOfWork) -> None:
+        self.redis.lrem(unit.private_key, 1, unit.raw)  # type: ignore[arg-type]
 
     def acknowledge(self, unit: UnitOfWork, give_up: float | None = None) -> bool:
         """Remove a finished job from the private list (LREM of the exact bytes).
@@ -166,7 +201,7 @@ class ReliableFetch:
         unit: UnitOfWork,
         zset: str,
         score: float,
-        payload: str,
+        payload: bytes | str,
         trim_before: float | None = None,
         cap: int | None = None,
         give_up: float | None = None,

@@ -5,6 +5,14 @@ and hands them to the processor threads. It keeps at most ``concurrency + prefet
 held (running or waiting), so a process never holds more than that; on quiet, waiting jobs
 are pushed back at once, and on stop everything still in the private lists is pushed back
 to the head of its queue.
+
+Acknowledgements are deferred while the queues are busy: a finished job's LREM rides on the
+fetcher's next Lua call, so under load one round trip acknowledges a batch and fetches the
+next one (issue #4). The fetcher waits for room for ``min_batch`` jobs unless the threads
+have nothing left to run, and flushes pending acknowledgements within ``ACK_MAX_DELAY``
+seconds; while it blocks on an empty queue, threads acknowledge their jobs at once. A
+deferred acknowledgement widens the window in which a kill -9 runs a finished job again to
+at most ``concurrency + prefetch`` jobs, the bound docs/guarantees.md states.
 """
 
 from __future__ import annotations
@@ -20,6 +28,9 @@ from rfetch.fetch import REDIS_DOWN, ReliableFetch, UnitOfWork
 from rfetch.processor import Processor
 
 log = logging.getLogger("rfetch.manager")
+
+ACK_MAX_DELAY = 0.05
+"""Seconds a finished job waits at most for its acknowledgement to be sent."""
 
 
 class Manager:
@@ -47,12 +58,18 @@ class Manager:
         self.paused = paused
         self.report = report
         self.capacity = config.concurrency + config.prefetch_count
+        self.min_batch = max(1, self.capacity // 4)
         self._handoff: queue.SimpleQueue[UnitOfWork | None] = queue.SimpleQueue()
         self._cond = threading.Condition()
         self._held: dict[int, UnitOfWork] = {}
         self._running: dict[int, tuple[UnitOfWork, float]] = {}
         self._quiet = threading.Event()
+        self._acks: list[UnitOfWork] = []
+        self._acks_since = 0.0
+        self._blocking = False
         self._sweep_needed = False
+        # The processor's successful jobs are acknowledged through this pool.
+        processor.ack = self.defer_ack
         self._threads: list[threading.Thread] = []
         self._fetcher: threading.Thread | None = None
 
@@ -166,26 +183,66 @@ class Manager:
                     self._held.pop(id(unit), None)
                     self._cond.notify_all()
 
+    def defer_ack(self, unit: UnitOfWork) -> None:
+        """Acknowledge a finished job: with the next fetch, or now if the fetcher is idle."""
+        with self._cond:
+            if not self._blocking and not self._quiet.is_set():
+                if not self._acks:
+                    self._acks_since = time.monotonic()
+                self._acks.append(unit)
+                self._cond.notify_all()
+                return
+        self.fetch.acknowledge(unit)
+
+    def _take_acks(self) -> list[UnitOfWork]:
+        acks, self._acks = self._acks, []
+        return acks
+
+    def _next_request(self) -> tuple[int, list[UnitOfWork], bool, list[UnitOfWork]] | None:
+        """Wait until there is room for a batch (or threads starve, or acks are due).
+
+        Returns (room, acks, sweep, held), or None when quiet.
+        """
+        with self._cond:
+            while not self._quiet.is_set():
+                room = self.capacity - len(self._held)
+                starving = self._handoff.empty()
+                acks_due = bool(self._acks) and (
+                    time.monotonic() - self._acks_since >= ACK_MAX_DELAY
+                )
+                if (room > 0 and (starving or room >= self.min_batch)) or acks_due:
+                    return room, self._take_acks(), self._sweep_needed, list(self._held.values())
+                self._cond.wait(ACK_MAX_DELAY)
+        return None
+
     def _fetch_loop(self) -> None:
         delay = 0.0
         down_since: float | None = None
-        while not self._quiet.is_set():
-            with self._cond:
-                while len(self._held) >= self.capacity and not self._quiet.is_set():
-                    self._cond.wait(1.0)
-                room = self.capacity - len(self._held)
-                sweep = self._sweep_needed
-                held = list(self._held.values())
-            if self._quiet.is_set():
+        idle = False
+        while True:
+            request = self._next_request()
+            if request is None:
+                self._flush_acks()
                 return
+            room, acks, sweep, held = request
             try:
                 if sweep:
                     self.fetch.requeue_unheld(held)
                     with self._cond:
                         self._sweep_needed = False
-                units = self.fetch.retrieve_work(room, self.paused())
+                paused = self.paused()
+                single = len(self.config.queues) == 1
+                if idle and single and not acks and room > 0:
+                    units = []  # an empty single queue: go straight back to blocking
+                else:
+                    units = self.fetch.retrieve_work(room, paused, acks)
+                acks = []
+                if not units and room > 0:
+                    units = self._block(paused)
+                idle = not units
             except REDIS_DOWN as exc:
                 with self._cond:
+                    self._acks[:0] = acks
                     self._sweep_needed = True
                 if down_since is None:
                     down_since = time.monotonic()
@@ -194,6 +251,8 @@ class Manager:
                 self._quiet.wait(delay)
                 continue
             except Exception as exc:
+                with self._cond:
+                    self._acks[:0] = acks
                 log.exception("fetch failed")
                 self._report(exc, "fetch")
                 self._quiet.wait(1.0)
@@ -204,6 +263,27 @@ class Manager:
             delay = 0.0
             if units:
                 self._hand_off(units)
+
+    def _block(self, paused: Collection[str]) -> list[UnitOfWork]:
+        """Blocking fetch; meanwhile threads acknowledge their jobs themselves."""
+        with self._cond:
+            self._blocking = True
+            late = self._take_acks()
+        try:
+            for unit in late:
+                self.fetch.acknowledge(unit)
+            if self._quiet.is_set():
+                return []
+            return self.fetch.wait_for_work(paused)
+        finally:
+            with self._cond:
+                self._blocking = False
+
+    def _flush_acks(self) -> None:
+        with self._cond:
+            acks = self._take_acks()
+        for unit in acks:
+            self.fetch.acknowledge(unit)
 
     def _hand_off(self, units: list[UnitOfWork]) -> None:
         with self._cond:

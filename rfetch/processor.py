@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rfetch.config import Config
@@ -28,6 +29,8 @@ class Processor:
         registry: the job classes this worker may run.
         job_retry: records failures.
         stats: processed/failed counters.
+        ack: acknowledges a finished job (default ``fetch.acknowledge``; the manager passes
+            its deferred acknowledgement, which rides on the next fetch).
     """
 
     def __init__(
@@ -37,9 +40,11 @@ class Processor:
         registry: Registry,
         job_retry: JobRetry,
         stats: Stats,
+        ack: Callable[[UnitOfWork], object] | None = None,
     ) -> None:
         self.config = config
         self.fetch = fetch
+        self.ack = ack if ack is not None else fetch.acknowledge
         self.registry = registry
         self.job_retry = job_retry
         self.stats = stats
@@ -82,7 +87,7 @@ class Processor:
             self._report(exc, {"job": job, "queue": unit.queue, "jid": job["jid"]})
             self.job_retry.fail(unit, job, instance, exc)
             return
-        self.fetch.acknowledge(unit)
+        self.ack(unit)
         self.stats.record(failed=False)
         elapsed = round((time.perf_counter() - started) * 1000, 3)
         log.info("done", extra={**ctx, "elapsed_ms": elapsed})

@@ -92,7 +92,7 @@ class JobRetry:
             unit,
             self.keys.dead,
             now,
-            unit.raw.decode("utf-8", "replace"),
+            unit.raw,  # the exact bytes, even when they are not UTF-8
             trim_before=now - self.config.dead_timeout,
             cap=self.config.dead_max_jobs,
         )
@@ -112,6 +112,10 @@ class JobRetry:
             been pushed back meanwhile and nothing was written).
         """
         now = time.time()
+        if job.get("retry") is None:
+            # Sidekiq's job_retry.rb: a payload without "retry" takes the job class's option
+            # (a raw producer that leaves it out must not lose the class's retries).
+            job["retry"] = instance.retry if instance is not None else True
         if job.get("retry_queue"):
             job["queue"] = job["retry_queue"]
         job["error_message"] = str(exc)[:ERROR_MESSAGE_LIMIT]

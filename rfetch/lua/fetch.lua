@@ -1,24 +1,34 @@
--- fetch.lua: reliable batch fetch (Sidekiq Pro super_fetch, many jobs per round trip).
+-- fetch.lua: acknowledge finished jobs and fetch new ones, in one round trip
+-- (Sidekiq Pro super_fetch, batched).
 --
--- KEYS: pairs in fetch order: KEYS[2i-1] = public queue "queue:<q>",
+-- KEYS: pairs, one per queue of the process: KEYS[2i-1] = public queue "queue:<q>",
 --       KEYS[2i] = this process's private list "queue:sq|<identity>|<q>".
--- ARGV[1]: the most jobs to move in this call (>= 1).
+-- ARGV[1]: the most jobs to move in this call (0 = acknowledge only).
+-- ARGV[2]: how many of the pairs, from the first, to fetch from (the others are paused or
+--          only named for acknowledgements).
+-- ARGV[3..]: acknowledgements, as pairs: pair index (1-based), exact payload to LREM from
+--          that pair's private list.
 --
--- Moves jobs one by one from the right end (oldest) of each public queue to the left end of
--- its private list (LMOVE RIGHT LEFT, as super_fetch), taking queues in the order given until
--- ARGV[1] jobs are moved. Atomic: a job is always in exactly one of the two lists.
--- Returns a flat array {pair_index, payload, pair_index, payload, ...} (pair_index 1-based).
+-- Acknowledgements first (LREM count 1 of the exact bytes). Then jobs are moved one by one
+-- from the right end (oldest) of each public queue to the left end of its private list
+-- (LMOVE RIGHT LEFT, as super_fetch), taking queues in the order given until ARGV[1] jobs
+-- are moved. Atomic: a job is always in exactly one of the two lists.
+-- Returns a flat array {pair_index, payload, pair_index, payload, ...}.
+for i = 3, #ARGV, 2 do
+  redis.call('LREM', KEYS[2 * tonumber(ARGV[i])], 1, ARGV[i + 1])
+end
 local limit = tonumber(ARGV[1])
+local pairs_to_fetch = tonumber(ARGV[2])
 local out = {}
 local moved = 0
-for i = 1, #KEYS, 2 do
+for p = 1, pairs_to_fetch do
+  if moved >= limit then break end
   while moved < limit do
-    local job = redis.call('LMOVE', KEYS[i], KEYS[i + 1], 'RIGHT', 'LEFT')
+    local job = redis.call('LMOVE', KEYS[2 * p - 1], KEYS[2 * p], 'RIGHT', 'LEFT')
     if not job then break end
     moved = moved + 1
-    out[#out + 1] = (i + 1) / 2
+    out[#out + 1] = p
     out[#out + 1] = job
   end
-  if moved >= limit then break end
 end
 return out

@@ -1,0 +1,32 @@
+"""Jobs for the benchmarks: each does one Redis INCR, so completion is counted the same way
+for every framework (issue #4)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+
+import redis
+
+import rfetch
+
+
+@functools.cache
+def _redis() -> redis.Redis:
+    return redis.Redis.from_url(os.environ["REDIS_URL"])
+
+
+class Noop(rfetch.Job):
+    """INCR bench:done."""
+
+    def perform(self, n: int) -> None:
+        _redis().incr("bench:done")
+
+
+class SleepIO(rfetch.Job):
+    """Sleeps 1 ms (simulated I/O), then INCR bench:done."""
+
+    def perform(self, n: int) -> None:
+        time.sleep(0.001)
+        _redis().incr("bench:done")
