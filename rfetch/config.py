@@ -29,6 +29,11 @@ DeathHandler = Callable[[dict[str, Any], BaseException], None]
 ``death_handlers``)."""
 
 
+RecoveryHandler = Callable[[dict[str, Any], bool], None]
+"""Called as ``on_recovery(job, poison)`` for each job recovered from a dead process;
+``poison`` is True when it went to the dead set as a poison pill instead."""
+
+
 @dataclass(frozen=True)
 class QueueSpec:
     """A queue the worker fetches from, with its weight (Sidekiq's ``-q name,weight``)."""
@@ -95,6 +100,14 @@ class Config:
         death_handlers: called once per job that dies.
         client_middleware, server_middleware: middleware chains, outermost first.
         backtrace_lines_default: lines kept when a job sets ``backtrace=True``.
+        orphan_check_interval: average seconds between checks for dead processes (jittered
+            to [0.5x, 1.5x]); a suspect is looked at again after 2 heartbeat intervals.
+        orphan_full_scan_interval: seconds between full SCANs for private lists of
+            identities rfetch does not know (Sidekiq Pro: hourly).
+        poison_max_recoveries: recoveries within ``poison_window`` that make a job a poison
+            pill, sent to the dead set (Sidekiq Pro 5.2: 3 in 72 h).
+        poison_window: seconds over which recoveries are counted.
+        on_recovery: called as ``on_recovery(job, poison)`` for each recovered job.
     """
 
     redis_url: str = DEFAULT_REDIS_URL
@@ -121,6 +134,11 @@ class Config:
     client_middleware: list[ClientMiddleware] = field(default_factory=list)
     server_middleware: list[ServerMiddleware] = field(default_factory=list)
     backtrace_lines_default: int = 1000
+    orphan_check_interval: float = 60.0
+    orphan_full_scan_interval: float = 3600.0
+    poison_max_recoveries: int = 3
+    poison_window: float = 72 * 3600
+    on_recovery: RecoveryHandler | None = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -146,6 +164,10 @@ class Config:
             raise ConfigError("max_retries and dead_max_jobs must not be negative")
         if self.max_payload_bytes < 64:
             raise ConfigError("max_payload_bytes must be at least 64")
+        if self.orphan_check_interval <= 0 or self.orphan_full_scan_interval <= 0:
+            raise ConfigError("orphan check intervals must be positive")
+        if self.poison_max_recoveries < 1 or self.poison_window <= 0:
+            raise ConfigError("poison_max_recoveries must be >= 1 and poison_window positive")
         if self.prefetch is not None and self.prefetch < 0:
             raise ConfigError("prefetch must not be negative")
         if not 0 < self.block_timeout < self.network_timeout:
@@ -214,6 +236,10 @@ _SCALAR_FIELDS: dict[str, str] = {
     "prefetch": "int",
     "block_timeout": "float",
     "network_timeout": "float",
+    "orphan_check_interval": "float",
+    "orphan_full_scan_interval": "float",
+    "poison_max_recoveries": "int",
+    "poison_window": "float",
 }
 
 

@@ -92,6 +92,8 @@ class ReliableFetch:
         self.order = QueueOrder(config)
         self._private = {q.name: self.keys.private(identity, q.name) for q in config.queues}
         self._public = {q.name: self.keys.queue(q.name) for q in config.queues}
+        self.broken: dict[str, str] = {}
+        """Queues whose key holds another Redis type than a list: name -> type."""
 
     def private_key(self, queue: str) -> str:
         """This process's private list for ``queue``."""
@@ -136,10 +138,35 @@ class ReliableFetch:
             args.append(unit.raw)
         reply = self.scripts.fetch(keys=keys, args=args, client=self.redis)
         units = []
+        broken: dict[str, str] = {}
         for i in range(0, len(reply), 2):
-            name = names[int(reply[i]) - 1]
+            pair = int(reply[i])
+            if pair < 0:
+                kind = reply[i + 1]
+                broken[names[-pair - 1]] = kind.decode() if isinstance(kind, bytes) else kind
+                continue
+            name = names[pair - 1]
             units.append(UnitOfWork(name, reply[i + 1], self._private[name]))
+        if limit > 0:
+            self._note_broken(broken, names[:fetch_pairs])
         return units
+
+    def _note_broken(self, broken: dict[str, str], looked_at: list[str]) -> None:
+        """Log once when a queue key holds something other than a list, and when fixed."""
+        for name, kind in broken.items():
+            if name not in self.broken:
+                log.error(
+                    "%s is a Redis %s, not a list: queue %r is skipped until the key is fixed "
+                    "(WRONGTYPE); the other queues go on",
+                    self._public[name],
+                    kind,
+                    name,
+                )
+            self.broken[name] = kind
+        for name in looked_at:
+            if name in self.broken and name not in broken:
+                del self.broken[name]
+                log.info("%s is a list again: queue %r resumes", self._public[name], name)
 
     def wait_for_work(self, exclude: Iterable[str] = ()) -> list[UnitOfWork]:
         """Block up to ``block_timeout`` seconds on the first queue of the order (BLMOVE).
@@ -153,7 +180,7 @@ class ReliableFetch:
         Raises:
             redis.exceptions.ConnectionError / TimeoutError: as :meth:`retrieve_work`.
         """
-        skip = set(exclude)
+        skip = set(exclude) | set(self.broken)
         names = [q for q in self.order.next() if q not in skip]
         if not names:
             time.sleep(self.config.block_timeout)

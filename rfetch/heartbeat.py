@@ -73,6 +73,7 @@ class Heartbeat:
         self.stopping = False
         self._failing = False
         self._info = json.dumps(self.info())
+        self._queues = json.dumps([q.name for q in config.queues])
 
     def info(self) -> dict[str, Any]:
         """The ``info`` field: Sidekiq 7's process description."""
@@ -120,6 +121,7 @@ class Heartbeat:
                 pipe.expire(work_key, self.config.heartbeat_ttl)
             key = self.keys.process(self.identity)
             pipe.sadd(self.keys.processes, self.identity)
+            pipe.hset(self.keys.identities, self.identity, self._queues)
             pipe.hset(
                 key,
                 mapping={
@@ -152,11 +154,10 @@ class Heartbeat:
                 log.warning("ignored unknown remote signal %r", name)
 
     def run(self, stop: threading.Event) -> None:
-        """Beat every ``heartbeat_interval`` seconds until ``stop`` is set."""
-        while True:
+        """Beat every ``heartbeat_interval`` seconds until ``stop`` is set (the launcher
+        beats once itself before it starts fetching)."""
+        while not stop.wait(self.config.heartbeat_interval):
             self.beat()
-            if stop.wait(self.config.heartbeat_interval):
-                return
 
     def clear(self) -> None:
         """Flush counters and remove this process from ``processes`` (clean exit)."""
@@ -165,6 +166,7 @@ class Heartbeat:
             pipe = self.redis.pipeline(transaction=True)
             self.stats.queue_flush(pipe, processed, failed)
             pipe.srem(self.keys.processes, self.identity)
+            pipe.hdel(self.keys.identities, self.identity)
             pipe.unlink(self.keys.process(self.identity), self.keys.work(self.identity))
             pipe.execute()
         except REDIS_DOWN as exc:

@@ -85,6 +85,27 @@ class Keys:
         identity, sep, queue = bare[len(PRIVATE_PREFIX) :].partition("|")
         return (identity, queue) if sep and identity and queue else None
 
+    @property
+    def identities(self) -> str:
+        """rfetch's own hash: identity -> JSON list of its queues, for every process that may
+        own private lists. Unlike ``processes``, Sidekiq's ProcessSet cleanup never removes
+        a dead identity from it, so orphan recovery can always find the dead."""
+        return self._k("rfetch:identities")
+
+    @property
+    def suspects(self) -> str:
+        """Hash: identity -> Redis time (epoch s) its heartbeat was first seen missing."""
+        return self._k("rfetch:suspects")
+
+    @property
+    def recovery_lock(self) -> str:
+        """Lock held by the one process that recovers orphans at a time."""
+        return self._k("rfetch:lock:recovery")
+
+    def recoveries(self, jid: str) -> str:
+        """How often a job was recovered from dead processes (expires after the window)."""
+        return self._k(f"rfetch:recoveries:{jid}")
+
     def stat(self, name: str, day: str | None = None) -> str:
         """``stat:processed`` / ``stat:failed``, or the daily ``stat:<name>:YYYY-MM-DD``."""
         return self._k(f"stat:{name}:{day}" if day else f"stat:{name}")

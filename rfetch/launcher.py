@@ -32,6 +32,7 @@ from rfetch.heartbeat import Heartbeat, make_identity
 from rfetch.keys import Keys
 from rfetch.manager import Manager
 from rfetch.processor import Processor
+from rfetch.recovery import OrphanRecovery
 from rfetch.registry import Registry
 from rfetch.retry import JobRetry
 from rfetch.scheduled import Poller
@@ -81,6 +82,7 @@ class Launcher:
             config, self.redis, self.identity, self.manager, self.stats, self.events.put
         )
         self.poller = Poller(config, self.redis, self.scripts)
+        self.recovery = OrphanRecovery(config, self.redis, self.scripts, self.identity)
         self._stop_threads = threading.Event()
         self._deadline: float | None = None
 
@@ -95,8 +97,14 @@ class Launcher:
             ",".join(f"{q.name}:{q.weight}" for q in self.config.queues),
             len(self.registry),
         )
+        # Beat once before fetching, so no private list exists without a known identity.
+        self.heartbeat.beat()
         self.manager.start()
-        for target, name in ((self.heartbeat.run, "heartbeat"), (self.poller.run, "poller")):
+        for target, name in (
+            (self.heartbeat.run, "heartbeat"),
+            (self.poller.run, "poller"),
+            (self.recovery.run, "recovery"),
+        ):
             threading.Thread(
                 target=target, args=(self._stop_threads,), name=f"rfetch-{name}", daemon=True
             ).start()

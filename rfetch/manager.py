@@ -232,7 +232,7 @@ class Manager:
                         self._sweep_needed = False
                 paused = self.paused()
                 single = len(self.config.queues) == 1
-                if idle and single and not acks and room > 0:
+                if idle and single and not acks and room > 0 and not self.fetch.broken:
                     units = []  # an empty single queue: go straight back to blocking
                 else:
                     units = self.fetch.retrieve_work(room, paused, acks)

@@ -27,6 +27,8 @@ class Scripts:
     requeue: Script
     settle: Script
     enqueue_due: Script
+    recover: Script
+    unlock: Script
 
     @classmethod
     def load(cls, redis: Redis) -> Scripts:
