@@ -16,6 +16,7 @@ from rfetch.client import Client, configure
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import (
     ArgsNotSerializable,
+    BufferFull,
     ConfigError,
     DuplicateJobName,
     InvalidJob,
@@ -28,6 +29,7 @@ from rfetch.version import __version__
 
 __all__ = [
     "ArgsNotSerializable",
+    "BufferFull",
     "Client",
     "Config",
     "ConfigError",

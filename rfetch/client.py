@@ -3,23 +3,36 @@
 The wire format is Sidekiq's (``../shared/SIDEKIQ.md``): an immediate job is LPUSHed onto
 ``queue:<q>`` and ``<q>`` is added to ``queues``; a scheduled job is ZADDed to ``schedule``
 with its run time as score and no ``enqueued_at``.
+
+Reliable push (Sidekiq Pro's, issue #3): when Redis cannot be reached, the job is kept in a
+buffer (memory, or a durable SQLite spool) and the push still returns its jid. Buffered
+jobs are delivered in order before any newer push, by a background thread with backoff,
+and at interpreter exit. A full buffer raises BufferFull; nothing is dropped silently.
 """
 
 from __future__ import annotations
 
+import atexit
+import logging
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from redis import Redis
+from redis.exceptions import ConnectionError, TimeoutError
 
 from rfetch.config import Config
 from rfetch.connection import connect
-from rfetch.errors import ConfigError
+from rfetch.errors import BufferFull, ConfigError
 from rfetch.keys import Keys
 from rfetch.middleware import run_client_chain
 from rfetch.payload import Payload, check_args, dumps, new_jid
+from rfetch.push_buffer import BufferedJob, MemoryBuffer, PushBuffer, SpoolBuffer
+
+log = logging.getLogger("rfetch.client")
+
+REDIS_DOWN = (ConnectionError, TimeoutError, OSError)
 
 JOB_OPTIONS = frozenset({"queue", "retry", "dead", "backtrace", "retry_queue", "tags", "jid"})
 """Options that travel in the payload (Sidekiq's names)."""
@@ -62,6 +75,39 @@ class Client:
         self.config = config
         self.keys = Keys(config.namespace)
         self.redis = redis if redis is not None else connect(config)
+        self.buffer: PushBuffer = (
+            SpoolBuffer(config.push_spool) if config.push_spool else MemoryBuffer()
+        )
+        self._lock = threading.RLock()
+        self._retrier: threading.Thread | None = None
+        self._exit_hook = False
+        # Whether the buffer may hold jobs; saves a look at the spool file on every push.
+        self._maybe_pending = bool(len(self.buffer))
+        if self._maybe_pending:  # a spool left by an earlier process during an outage
+            self._start_retrier()
+
+    def pending(self) -> int:
+        """Jobs buffered because Redis was unreachable, not yet delivered."""
+        return len(self.buffer)
+
+    def flush(self, timeout: float = 0.0) -> int:
+        """Deliver buffered jobs, retrying for up to ``timeout`` seconds.
+
+        Returns:
+            Jobs still buffered (0 when everything was delivered).
+        """
+        deadline = time.monotonic() + timeout
+        delay = 0.05
+        while True:
+            try:
+                with self._lock:
+                    self._drain()
+                return 0
+            except REDIS_DOWN:
+                if time.monotonic() + delay > deadline:
+                    return self.pending()
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
 
     def build(
         self, class_name: str, args: Sequence[Any], options: Mapping[str, Any], at: float | None
@@ -178,21 +224,100 @@ class Client:
         return dumps(payload, self.config.max_payload_bytes), at
 
     def _write(self, items: Sequence[tuple[str, float | None]], queues: Sequence[str]) -> None:
-        """Write serialised jobs in one round trip (MULTI/EXEC, as Sidekiq's raw_push)."""
+        """Push serialised jobs, or buffer them if Redis is unreachable.
+
+        Raises:
+            BufferFull: Redis is unreachable and the buffer cannot take them all; none of
+                them was accepted.
+        """
+        jobs = [BufferedJob(q, text, at) for (text, at), q in zip(items, queues, strict=True)]
+        with self._lock:
+            try:
+                self._drain()
+                self._send(jobs)
+                return
+            except REDIS_DOWN as exc:
+                self._keep(jobs, exc)
+
+    def _keep(self, jobs: Sequence[BufferedJob], exc: Exception) -> None:
+        held = len(self.buffer)
+        if held + len(jobs) > self.config.push_buffer_size:
+            raise BufferFull(
+                f"Redis is unreachable ({exc}) and the push buffer holds {held} of "
+                f"{self.config.push_buffer_size} jobs; {len(jobs)} more do not fit. Nothing "
+                "was accepted: retry later, or raise Config.push_buffer_size"
+            ) from exc
+        self.buffer.extend(jobs)
+        self._maybe_pending = True
+        if held == 0:
+            log.warning("Redis unreachable (%s); buffering pushes and retrying", exc)
+        self._start_retrier()
+        if not self._exit_hook:
+            atexit.register(self._flush_at_exit)
+            self._exit_hook = True
+
+    def _drain(self) -> None:
+        """Deliver every buffered job in order (raises REDIS_DOWN errors)."""
+        while self._maybe_pending:
+            with self.buffer.deliver(BULK_BATCH) as batch:
+                if batch:
+                    self._send(batch)
+            if not batch:
+                self._maybe_pending = False
+                return
+            log.info("delivered %d buffered job(s)", len(batch))
+
+    def _send(self, jobs: Sequence[BufferedJob]) -> None:
+        """One MULTI/EXEC round trip, as Sidekiq's raw_push."""
         by_queue: dict[str, list[str]] = {}
         scheduled: dict[str, float] = {}
-        for (text, at), queue in zip(items, queues, strict=True):
-            if at is None:
-                by_queue.setdefault(queue, []).append(text)
+        for job in jobs:
+            if job.at is None:
+                by_queue.setdefault(job.queue, []).append(job.text)
             else:
-                scheduled[text] = at
+                scheduled[job.text] = job.at
         pipe = self.redis.pipeline(transaction=True)
-        for queue, queue_texts in by_queue.items():
+        for queue, texts in by_queue.items():
             pipe.sadd(self.keys.queues, queue)
-            pipe.lpush(self.keys.queue(queue), *queue_texts)
+            pipe.lpush(self.keys.queue(queue), *texts)
         if scheduled:
             pipe.zadd(self.keys.schedule, scheduled)
         pipe.execute()
+
+    def _start_retrier(self) -> None:
+        if self._retrier is not None and self._retrier.is_alive():
+            return
+        self._retrier = threading.Thread(
+            target=self._retry_loop, name="rfetch-push-retry", daemon=True
+        )
+        self._retrier.start()
+
+    def _retry_loop(self) -> None:
+        delay = 0.1
+        while self._maybe_pending:
+            time.sleep(delay)
+            try:
+                with self._lock:
+                    self._drain()
+            except REDIS_DOWN:
+                delay = min(delay * 2, 5.0)
+            except Exception:
+                log.exception("delivering buffered jobs failed")
+                delay = 5.0
+
+    def _flush_at_exit(self) -> None:
+        if not self.pending():
+            return
+        left = self.flush(self.config.push_exit_timeout)
+        if left:
+            where = (
+                f"kept in the spool {self.config.push_spool} for the next process"
+                if self.config.push_spool
+                else "LOST: configure Config.push_spool to keep them across restarts"
+            )
+            log.error(
+                "exiting with %d undelivered job(s) while Redis is unreachable: %s", left, where
+            )
 
 
 class DefaultClient:

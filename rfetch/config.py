@@ -108,6 +108,12 @@ class Config:
             pill, sent to the dead set (Sidekiq Pro 5.2: 3 in 72 h).
         poison_window: seconds over which recoveries are counted.
         on_recovery: called as ``on_recovery(job, poison)`` for each recovered job.
+        push_buffer_size: jobs a client keeps while Redis is unreachable (Sidekiq Pro: 1,000);
+            beyond that a push raises BufferFull.
+        push_spool: a folder for a durable SQLite spool of those jobs, so they survive a
+            restart of the pushing process; None keeps them in memory only.
+        push_exit_timeout: seconds the client keeps trying to deliver buffered jobs at
+            interpreter exit.
     """
 
     redis_url: str = DEFAULT_REDIS_URL
@@ -139,6 +145,9 @@ class Config:
     poison_max_recoveries: int = 3
     poison_window: float = 72 * 3600
     on_recovery: RecoveryHandler | None = None
+    push_buffer_size: int = 1000
+    push_spool: str | None = None
+    push_exit_timeout: float = 10.0
 
     def __post_init__(self) -> None:
         self.validate()
@@ -168,6 +177,8 @@ class Config:
             raise ConfigError("orphan check intervals must be positive")
         if self.poison_max_recoveries < 1 or self.poison_window <= 0:
             raise ConfigError("poison_max_recoveries must be >= 1 and poison_window positive")
+        if self.push_buffer_size < 1 or self.push_exit_timeout < 0:
+            raise ConfigError("push_buffer_size must be >= 1 and push_exit_timeout >= 0")
         if self.prefetch is not None and self.prefetch < 0:
             raise ConfigError("prefetch must not be negative")
         if not 0 < self.block_timeout < self.network_timeout:
@@ -240,6 +251,9 @@ _SCALAR_FIELDS: dict[str, str] = {
     "orphan_full_scan_interval": "float",
     "poison_max_recoveries": "int",
     "poison_window": "float",
+    "push_buffer_size": "int",
+    "push_spool": "str",
+    "push_exit_timeout": "float",
 }
 
 

@@ -37,3 +37,8 @@ class InvalidJob(RfetchError):
 
 class DuplicateJobName(RfetchError):
     """Two job classes registered the same name in one worker."""
+
+
+class BufferFull(RfetchError):
+    """Redis is unreachable and the client's reliable-push buffer is full; the job was not
+    accepted (never dropped silently; Sidekiq Pro 7.1.4 also raises here)."""
