@@ -94,7 +94,8 @@ class Keys:
 
     @property
     def suspects(self) -> str:
-        """Hash: identity -> Redis time (epoch s) its heartbeat was first seen missing."""
+        """Hash: identity -> JSON ``{"since": Redis time (epoch s) its heartbeat was first
+        seen missing, "queues": [names of its private lists]}``."""
         return self._k("rfetch:suspects")
 
     @property

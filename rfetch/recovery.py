@@ -120,24 +120,26 @@ class OrphanRecovery:
         if self._full_scan_due(now):
             for identity, queue in self._scan_private_lists():
                 candidates.setdefault(identity, set()).add(queue)
+        suspects: dict[str, dict[str, Any]] = {
+            _text(k): json.loads(v) for k, v in self.redis.hgetall(self.keys.suspects).items()
+        }
+        for identity, entry in suspects.items():  # found by an earlier SCAN, maybe
+            candidates.setdefault(identity, set()).update(entry["queues"])
         candidates.pop(self.identity, None)
         alive = self._alive(candidates)
-        suspects = {
-            _text(k): float(v) for k, v in self.redis.hgetall(self.keys.suspects).items()
-        }
         pending = False
         for identity, queues in candidates.items():
             if alive[identity]:
                 continue
-            first_seen = suspects.pop(identity, None)
+            first_seen = suspects.pop(identity, {}).get("since")
             if first_seen is None:
-                self.redis.hset(self.keys.suspects, identity, repr(now))
+                entry = {"since": now, "queues": sorted(queues)}
+                self.redis.hset(self.keys.suspects, identity, json.dumps(entry))
                 log.info("process %s missed its heartbeat; will look again", identity)
                 pending = True
             elif now - first_seen >= 2 * self.config.heartbeat_interval:
                 self.reap(identity, queues)
             else:
-                self.redis.hset(self.keys.suspects, identity, repr(first_seen))
                 pending = True
         if suspects:  # came back to life, or reaped by someone else
             self.redis.hdel(self.keys.suspects, *suspects)

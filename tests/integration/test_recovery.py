@@ -1,0 +1,203 @@
+"""Orphan recovery: dead processes' jobs go back; live ones are never reaped; poison pills."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from rfetch.client import Client
+from rfetch.config import Config
+from rfetch.keys import Keys
+from rfetch.recovery import POISON_ERROR_CLASS, OrphanRecovery
+from rfetch.scripts import Scripts
+from tests.support.redis_server import RedisServer
+from tests.support.workers import WorkerProcess, wait_for
+
+DEAD = "host:111:aaaaaaaaaaaa"
+KEYS = Keys()
+
+
+def make_recovery(r: redis.Redis, url: str, **fields: Any) -> OrphanRecovery:
+    config = Config(redis_url=url, heartbeat_interval=0.2, heartbeat_ttl=1, **fields)
+    return OrphanRecovery(config, r, Scripts.load(r), identity="me:1:bbbbbbbbbbbb")
+
+
+def orphan(r: redis.Redis, url: str, count: int, identity: str = DEAD) -> list[bytes]:
+    """Jobs sitting in a dead process's private list, as a kill -9 leaves them."""
+    client = Client(Config(redis_url=url), r)
+    client.push_bulk("Anything", [[i] for i in range(count)])
+    moved = [
+        r.lmove("queue:default", KEYS.private(identity, "default"), "RIGHT", "LEFT")
+        for _ in range(count)
+    ]
+    r.hset(KEYS.identities, identity, json.dumps(["default"]))
+    return moved  # type: ignore[return-value]
+
+
+def test_second_look_reaps_and_keeps_order(r: redis.Redis, redis_server: RedisServer) -> None:
+    fetched = orphan(r, redis_server.url, 3)
+    recovery = make_recovery(r, redis_server.url)
+    assert recovery.check() is True  # first look: suspect only
+    assert r.llen(KEYS.private(DEAD, "default")) == 3
+    time.sleep(0.45)  # two heartbeat intervals by Redis's clock
+    assert recovery.check() is False
+    assert r.llen(KEYS.private(DEAD, "default")) == 0
+    # Back at the head, oldest fetch first to run (the right end runs next).
+    assert r.lrange("queue:default", 0, -1) == list(reversed(fetched))
+    assert r.hget(KEYS.identities, DEAD) is None
+    assert r.sismember("queues", "default")
+
+
+def test_a_process_whose_heartbeat_returns_is_not_reaped(
+    r: redis.Redis, redis_server: RedisServer
+) -> None:
+    orphan(r, redis_server.url, 2)
+    recovery = make_recovery(r, redis_server.url)
+    assert recovery.check() is True
+    r.hset(KEYS.process(DEAD), "beat", time.time())  # a frozen Redis thawed, it beat again
+    time.sleep(0.45)
+    recovery.check()
+    assert r.llen(KEYS.private(DEAD, "default")) == 2
+    assert r.hget(KEYS.suspects, DEAD) is None
+
+
+def test_only_the_lock_holder_recovers(r: redis.Redis, redis_server: RedisServer) -> None:
+    orphan(r, redis_server.url, 1)
+    recovery = make_recovery(r, redis_server.url)
+    r.set(KEYS.recovery_lock, "someone-else", ex=30)
+    assert recovery.check() is False
+    assert r.hget(KEYS.suspects, DEAD) is None
+    assert r.get(KEYS.recovery_lock) == b"someone-else"  # not released by us
+
+
+def test_unknown_identity_found_by_scan(r: redis.Redis, redis_server: RedisServer) -> None:
+    orphan(r, redis_server.url, 2)
+    r.hdel(KEYS.identities, DEAD)  # e.g. written by another tool, or cleanup removed it
+    recovery = make_recovery(r, redis_server.url)
+    recovery.check()
+    time.sleep(0.45)
+    recovery.check()
+    assert r.llen(KEYS.private(DEAD, "default")) == 0
+    assert r.llen("queue:default") == 2
+
+
+def test_poison_pill_goes_dead_after_three_recoveries(
+    r: redis.Redis, redis_server: RedisServer
+) -> None:
+    seen: list[tuple[str, bool]] = []
+    deaths: list[str] = []
+    recovery = make_recovery(
+        r,
+        redis_server.url,
+        on_recovery=lambda job, poison: seen.append((job["jid"], poison)),
+        death_handlers=[lambda job, exc: deaths.append(job["jid"])],
+    )
+    [raw] = orphan(r, redis_server.url, 1)
+    jid = json.loads(raw)["jid"]
+    for round_ in range(3):
+        if round_:  # it crashed its next worker again
+            r.lmove("queue:default", KEYS.private(DEAD, "default"), "RIGHT", "LEFT")
+            r.hset(KEYS.identities, DEAD, json.dumps(["default"]))
+        recovery.reap(DEAD, ["default"])
+    assert seen == [(jid, False), (jid, False), (jid, True)]
+    assert deaths == [jid]
+    assert r.llen("queue:default") == 0
+    [entry] = r.zrange("dead", 0, -1)
+    dead_job = json.loads(entry)
+    assert dead_job["jid"] == jid
+    assert dead_job["error_class"] == POISON_ERROR_CLASS
+    assert "3 times" in dead_job["error_message"]
+    assert r.get(KEYS.recoveries(jid)) is None
+
+
+def test_poison_pill_with_dead_false_is_discarded(
+    r: redis.Redis, redis_server: RedisServer
+) -> None:
+    recovery = make_recovery(r, redis_server.url, poison_max_recoveries=1)
+    Client(Config(redis_url=redis_server.url), r).push("Anything", [1], {"dead": False})
+    r.lmove("queue:default", KEYS.private(DEAD, "default"), "RIGHT", "LEFT")
+    recovery.reap(DEAD, ["default"])
+    assert r.zcard("dead") == 0
+    assert r.llen(KEYS.private(DEAD, "default")) == 0
+    assert r.llen("queue:default") == 0
+
+
+def test_recovery_counter_expires_after_the_window(
+    r: redis.Redis, redis_server: RedisServer
+) -> None:
+    recovery = make_recovery(r, redis_server.url, poison_window=3600)
+    [raw] = orphan(r, redis_server.url, 1)
+    recovery.reap(DEAD, ["default"])
+    ttl = r.ttl(KEYS.recoveries(json.loads(raw)["jid"]))
+    assert 3500 < ttl <= 3600
+
+
+def test_killed_worker_jobs_run_elsewhere(
+    r: redis.Redis, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    record = tmp_path / "record"
+    env = {
+        "RFETCH_TEST_RECORD": str(record),
+        "RFETCH_HEARTBEAT_INTERVAL": "0.5",
+        "RFETCH_HEARTBEAT_TTL": "2",
+        "RFETCH_ORPHAN_CHECK_INTERVAL": "1",
+        "RFETCH_BLOCK_TIMEOUT": "0.5",
+    }
+    client = Client(Config(redis_url=redis_server.url), r)
+    jids = client.push_bulk("testjobs.Sleep", [[0.3] for _ in range(20)])
+    victim = WorkerProcess(redis_server.url, ["-r", "testjobs", "-c", "4"], env, tmp_path)
+    victim_id = victim.identity(r)
+    wait_for(lambda: r.llen(KEYS.private(victim_id, "default")) > 0, 10, "the victim to fetch")
+    victim.kill()
+    survivor = WorkerProcess(redis_server.url, ["-r", "testjobs", "-c", "4"], env, tmp_path)
+    try:
+
+        def all_done() -> bool:
+            if not record.exists():
+                return False
+            lines = record.read_text().splitlines()
+            done = {ln.split()[1] for ln in lines if ln.startswith("done")}
+            return set(jids) <= done
+
+        wait_for(all_done, 30, "every job, the victim's included, to finish")
+        assert r.llen(KEYS.private(victim_id, "default")) == 0
+        assert "reaped dead process " + victim_id in survivor.log()
+    finally:
+        survivor.signal(signal.SIGTERM)
+        assert survivor.wait(15) == 0
+
+
+@pytest.mark.parametrize("stray_count", [1, 3])
+def test_stray_private_entries_are_pushed_back_after_a_connection_error(
+    own_redis: RedisServer, tmp_path: Path, stray_count: int
+) -> None:
+    """A BLMOVE whose reply was lost leaves a job in the private list that no thread runs."""
+    record = tmp_path / "record"
+    env = {"RFETCH_TEST_RECORD": str(record), "RFETCH_BLOCK_TIMEOUT": "0.5"}
+    r = own_redis.client()
+    worker = WorkerProcess(own_redis.url, ["-r", "testjobs", "-c", "2"], env, tmp_path)
+    try:
+        identity = worker.identity(r)
+        client = Client(Config(redis_url=own_redis.url), r)
+        # Simulate moves whose replies never arrived: jobs in the private list, unheld.
+        payloads = [client.build("testjobs.Noop", [i], {}, None) for i in range(stray_count)]
+        r.lpush(KEYS.private(identity, "default"), *[json.dumps(p) for p in payloads])
+        own_redis.restart()  # every connection of the worker fails once
+        wait_for(
+            lambda: record.exists() and len(record.read_text().splitlines()) >= stray_count,
+            20,
+            "the stray jobs to be pushed back and run",
+        )
+        r = own_redis.client()
+        assert r.llen(KEYS.private(identity, "default")) == 0
+        done = {ln.split()[1] for ln in record.read_text().splitlines()}
+        assert done == {p["jid"] for p in payloads}
+    finally:
+        worker.signal(signal.SIGTERM)
+        assert worker.wait(15) == 0
