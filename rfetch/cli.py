@@ -56,6 +56,9 @@ def main() -> None:
 @click.option("--label", "labels", multiple=True, help="Label shown in the heartbeat.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 @click.option("--json-logs", is_flag=True, help="One JSON object per log line.")
+@click.option("--sentry-dsn", envvar="SENTRY_DSN", default=None, metavar="DSN",
+              help="Report job failures and internal errors to Sentry (needs the sentry "
+              "extra) [env: SENTRY_DSN].")
 def worker(
     queues: tuple[str, ...],
     concurrency: int | None,
@@ -69,6 +72,7 @@ def worker(
     labels: tuple[str, ...],
     verbose: bool,
     json_logs: bool,
+    sentry_dsn: str | None,
 ) -> None:
     """Run a worker process.
 
@@ -80,8 +84,9 @@ def worker(
     TERM/INT = quiet, wait up to -t seconds, push unfinished jobs back, exit 0
     (a second TERM/INT stops at once); TTIN = log every thread's stack.
     """
+    from rfetch.integrations import sentry
     from rfetch.launcher import Launcher
-    from rfetch.registry import Registry, require
+    from rfetch.registry import Registry, configure_from, require
 
     listener = setup_logging(verbose, json_logs)
     try:
@@ -96,9 +101,12 @@ def worker(
             labels=tuple(labels),
             prefetch=prefetch,
         )
-        for target in requires:
-            require(target)
+        modules = [require(target) for target in requires]
+        configure_from(modules, config)
         registry = Registry.from_loaded()
+        # After -r: a client the application's own modules initialised is kept.
+        if sentry.install(config, dsn=sentry_dsn):
+            click.echo("reporting errors to Sentry", err=True)
     except RfetchError as exc:
         raise click.ClickException(str(exc)) from None
     if not requires:

@@ -230,7 +230,6 @@ class Config:
 
 
 _SCALAR_FIELDS: dict[str, str] = {
-    "redis_url": "str",
     "namespace": "str",
     "concurrency": "int",
     "shutdown_timeout": "float",

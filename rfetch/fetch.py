@@ -139,7 +139,8 @@ class ReliableFetch:
         reply = self.scripts.fetch(keys=keys, args=args, client=self.redis)
         units = []
         broken: dict[str, str] = {}
-        for i in range(0, len(reply), 2):
+        looked_at = int(reply[0])
+        for i in range(1, len(reply), 2):
             pair = int(reply[i])
             if pair < 0:
                 kind = reply[i + 1]
@@ -147,8 +148,7 @@ class ReliableFetch:
                 continue
             name = names[pair - 1]
             units.append(UnitOfWork(name, reply[i + 1], self._private[name]))
-        if limit > 0:
-            self._note_broken(broken, names[:fetch_pairs])
+        self._note_broken(broken, names[:looked_at])
         return units
 
     def _note_broken(self, broken: dict[str, str], looked_at: list[str]) -> None:
@@ -196,6 +196,14 @@ class ReliableFetch:
         if raw is None:
             return []
         return [UnitOfWork(first, raw, self._private[first])]  # type: ignore[arg-type]
+
+    def any_waiting(self, exclude: Iterable[str] = ()) -> bool:
+        """Whether any queue (but ``exclude``) holds a job: one EXISTS over all of them
+        (an empty list does not exist in Redis), so an idle worker's cost does not grow
+        with its number of queues (Sidekiq Pro's fetch polls every queue, issue #6394)."""
+        skip = set(exclude) | set(self.broken)
+        keys = [self._public[q] for q in self._public if q not in skip]
+        return bool(keys) and int(self.redis.exists(*keys)) > 0
 
     def _ack_now(self, unit: UnitOfWork) -> None:
         self.redis.lrem(unit.private_key, 1, unit.raw)  # type: ignore[arg-type]
@@ -293,14 +301,15 @@ class ReliableFetch:
             )
         return pushed
 
-    def requeue_unheld(self, held: Iterable[UnitOfWork]) -> int:
+    def requeue_unheld(self, held: Iterable[UnitOfWork], why: str) -> int:
         """Push back every job in this process's private lists that no thread holds.
 
-        Called after a Redis connection error: a move whose reply was lost leaves a job in
-        a private list that nobody will run (issue #3).
+        Called after a Redis connection error (a move whose reply was lost leaves a job in
+        a private list that nobody will run, issue #3), and at shutdown with nothing held.
 
         Args:
             held: the jobs this process has fetched and not yet finished.
+            why: the reason, for the log line.
 
         Returns:
             How many jobs were pushed back.
@@ -317,7 +326,8 @@ class ReliableFetch:
         if not stray:
             return 0
         pushed = self.requeue(stray)
-        log.warning("pushed back %d job(s) left in private lists by a lost reply", pushed)
+        if pushed:
+            log.warning("pushed back %d job(s) from the private lists (%s)", pushed, why)
         return pushed
 
     def _until_answered(

@@ -1,9 +1,12 @@
 """The heartbeat: the process hash, its busy threads, stats flush and remote signals.
 
-Every ``heartbeat_interval`` seconds one MULTI transaction writes what Sidekiq 7's launcher
-writes (``../shared/SIDEKIQ.md``): counters, the ``<identity>:work`` hash, the
+Every ``heartbeat_interval`` seconds one pipelined round trip writes what Sidekiq 7's
+launcher writes (``../shared/SIDEKIQ.md``): counters, the ``<identity>:work`` hash, the
 ``<identity>`` hash (info, busy, beat, quiet, rss, rtt_us) with a TTL, membership of
-``processes``, and it pops one remote signal from ``<identity>-signals``.
+``processes``, and it pops one remote signal from ``<identity>-signals``. Sidekiq wraps
+this in MULTI and pings separately for ``rtt_us``; rfetch times the round trip itself and
+skips the work hash while no thread is busy, so an idle process costs about 0.5 commands
+per second for its heartbeat (issue #4's idle-cost target).
 """
 
 from __future__ import annotations
@@ -70,8 +73,11 @@ class Heartbeat:
         self.on_signal = on_signal
         self.keys = Keys(config.namespace)
         self.started_at = time.time()
-        self.stopping = False
         self._failing = False
+        self._rtt_us = 0  # round trip of the previous heartbeat, microseconds
+        self._lock = threading.Lock()
+        self._cleared = False
+        self._work_written = False
         self._info = json.dumps(self.info())
         self._queues = json.dumps([q.name for q in config.queues])
 
@@ -94,16 +100,19 @@ class Heartbeat:
 
     def beat(self) -> None:
         """Write one heartbeat; Redis errors are logged and counts kept for the next one."""
+        with self._lock:
+            if not self._cleared:
+                self._beat()
+
+    def _beat(self) -> None:
         processed, failed = self.stats.take()
         try:
-            rtt_start = time.perf_counter()
-            self.redis.ping()
-            rtt_us = int((time.perf_counter() - rtt_start) * 1_000_000)
             running = self.manager.running()
-            pipe = self.redis.pipeline(transaction=True)
+            pipe = self.redis.pipeline(transaction=False)
             self.stats.queue_flush(pipe, processed, failed)
             work_key = self.keys.work(self.identity)
-            pipe.unlink(work_key)
+            if running or self._work_written:
+                pipe.unlink(work_key)
             if running:
                 pipe.hset(
                     work_key,
@@ -128,14 +137,17 @@ class Heartbeat:
                     "info": self._info,
                     "busy": len(running),
                     "beat": time.time(),
-                    "rtt_us": rtt_us,
+                    "rtt_us": self._rtt_us,
                     "quiet": "true" if self.manager.quiet else "false",
                     "rss": rss_kb(),
                 },
             )
             pipe.expire(key, self.config.heartbeat_ttl)
             pipe.rpop(self.keys.signals(self.identity))
+            rtt_start = time.perf_counter()
             signal_name = pipe.execute()[-1]
+            self._rtt_us = int((time.perf_counter() - rtt_start) * 1_000_000)
+            self._work_written = bool(running)
         except REDIS_DOWN as exc:
             self.stats.give_back(processed, failed)
             if not self._failing:
@@ -160,7 +172,13 @@ class Heartbeat:
             self.beat()
 
     def clear(self) -> None:
-        """Flush counters and remove this process from ``processes`` (clean exit)."""
+        """Flush counters and remove this process from ``processes`` (clean exit). A beat
+        in flight finishes first, and none follows, so nothing re-adds the process."""
+        with self._lock:
+            self._cleared = True
+            self._clear()
+
+    def _clear(self) -> None:
         processed, failed = self.stats.take()
         try:
             pipe = self.redis.pipeline(transaction=True)

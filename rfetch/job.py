@@ -138,7 +138,8 @@ class Job:
 
     def retries_exhausted(self, job: dict[str, Any], exc: BaseException) -> None:
         """Called once when the job has no retries left (Sidekiq's
-        ``sidekiq_retries_exhausted``), before it goes to the dead set."""
+        ``sidekiq_retries_exhausted``), right after it was written to the dead set (or
+        discarded), so a job pushed back meanwhile never triggers it."""
 
     @classmethod
     def job_name(cls) -> str:

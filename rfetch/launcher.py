@@ -34,6 +34,7 @@ from rfetch.manager import Manager
 from rfetch.processor import Processor
 from rfetch.recovery import OrphanRecovery
 from rfetch.registry import Registry
+from rfetch.reporting import report
 from rfetch.retry import JobRetry
 from rfetch.scheduled import Poller
 from rfetch.scripts import Scripts
@@ -141,7 +142,6 @@ class Launcher:
                 )
                 self.manager.quiet_down()
                 self._deadline = time.monotonic() + self.config.shutdown_timeout
-                self.heartbeat.stopping = True
             else:
                 log.info("second %s: stopping now", event)
                 self._deadline = time.monotonic()
@@ -187,8 +187,4 @@ class Launcher:
             log.info("thread %s (%x):\n%s", names.get(ident, "?"), ident, stack)
 
     def _report(self, exc: BaseException, context: dict[str, Any]) -> None:
-        for handler in self.config.error_handlers:
-            try:
-                handler(exc, context)
-            except Exception as handler_exc:
-                log.error("error handler %r raised %r", handler, handler_exc)
+        report(self.config.error_handlers, exc, context)

@@ -145,20 +145,15 @@ class Manager:
             self._fetcher.join(self.config.block_timeout + self.config.network_timeout)
         for _ in self._threads:
             self._handoff.put(None)
-        left = self.running()
         try:
-            pushed = self.fetch.requeue_unheld(())
+            return self.fetch.requeue_unheld((), "shutdown")
         except REDIS_DOWN as exc:
             log.error(
-                "could not push back %d unfinished job(s), Redis is unreachable (%s); they stay "
-                "in the private lists and are recovered as orphans",
-                len(left),
+                "could not push back unfinished jobs, Redis is unreachable (%s); they stay in "
+                "the private lists and are recovered as orphans",
                 exc,
             )
             return 0
-        for unit, _ in left.values():
-            log.info("pushed back unfinished job to queue %s", unit.queue)
-        return pushed
 
     # -- threads -----------------------------------------------------------------------
 
@@ -227,13 +222,15 @@ class Manager:
             room, acks, sweep, held = request
             try:
                 if sweep:
-                    self.fetch.requeue_unheld(held)
+                    # Finished jobs whose acks are still pending are not strays.
+                    self.fetch.requeue_unheld([*held, *acks], "a reply lost to a connection error")
                     with self._cond:
                         self._sweep_needed = False
                 paused = self.paused()
-                single = len(self.config.queues) == 1
-                if idle and single and not acks and room > 0 and not self.fetch.broken:
-                    units = []  # an empty single queue: go straight back to blocking
+                if idle and not acks and room > 0 and not self.fetch.broken and (
+                    len(self.config.queues) == 1 or not self.fetch.any_waiting(paused)
+                ):
+                    units = []  # still idle: go straight back to blocking
                 else:
                     units = self.fetch.retrieve_work(room, paused, acks)
                 acks = []

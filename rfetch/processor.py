@@ -14,6 +14,7 @@ from rfetch.job import Job
 from rfetch.middleware import run_server_chain
 from rfetch.payload import loads
 from rfetch.registry import Registry
+from rfetch.reporting import report
 from rfetch.retry import JobRetry
 from rfetch.stats import Stats
 
@@ -101,8 +102,4 @@ class Processor:
         run_server_chain(chain, instance, job, queue, lambda: instance.perform(*args))
 
     def _report(self, exc: BaseException, context: dict[str, Any]) -> None:
-        for handler in self.config.error_handlers:
-            try:
-                handler(exc, context)
-            except Exception as handler_exc:
-                log.error("error handler %r raised %r", handler, handler_exc)
+        report(self.config.error_handlers, exc, context)

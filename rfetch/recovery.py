@@ -32,6 +32,7 @@ from rfetch.errors import InvalidJob
 from rfetch.fetch import REDIS_DOWN, UnitOfWork
 from rfetch.keys import Keys
 from rfetch.payload import dumps, loads
+from rfetch.reporting import report
 from rfetch.scripts import Scripts
 
 log = logging.getLogger("rfetch.recovery")
@@ -88,8 +89,9 @@ class OrphanRecovery:
             return self.check()
         except REDIS_DOWN as exc:
             log.warning("orphan check skipped, Redis unreachable: %s", exc)
-        except Exception:
+        except Exception as exc:
             log.exception("orphan check failed")
+            report(self.config.error_handlers, exc, {"context": "recovery"})
         return False
 
     # -- one check -----------------------------------------------------------------------
@@ -101,7 +103,7 @@ class OrphanRecovery:
             True if some process is suspected dead and awaits its second look.
         """
         lock_ttl = max(30, int(self.config.network_timeout * 6))
-        if not self.redis.set(self.keys.recovery_lock, self.identity, nx=True, ex=lock_ttl):
+        if not self._lock(lock_ttl):
             return False
         try:
             return self._check_locked()
@@ -109,6 +111,19 @@ class OrphanRecovery:
             self.scripts.unlock(
                 keys=[self.keys.recovery_lock], args=[self.identity], client=self.redis
             )
+
+    def _lock(self, ttl: int) -> bool:
+        """Take the recovery lock for ``ttl`` seconds; True if this process holds it.
+
+        A SET whose reply was lost (a timeout while Redis was frozen) may have set the lock
+        to this identity although the call raised, and an unlock may have failed the same
+        way. The lock is then ours: take it up again rather than make every process wait
+        out its TTL, which is far longer than a short ``orphan_check_interval``.
+        """
+        if self.redis.set(self.keys.recovery_lock, self.identity, nx=True, ex=ttl):
+            return True
+        holder = self.redis.get(self.keys.recovery_lock)
+        return holder is not None and _text(holder) == self.identity
 
     def _check_locked(self) -> bool:
         seconds, micros = self.redis.time()

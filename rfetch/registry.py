@@ -9,11 +9,12 @@ no global registry is kept.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from types import ModuleType
 
+from rfetch.config import Config
 from rfetch.errors import ConfigError, DuplicateJobName
 from rfetch.job import Job
 
@@ -65,12 +66,15 @@ class Registry:
         return len(self._by_name)
 
 
-def require(target: str) -> None:
+def require(target: str) -> ModuleType:
     """Import the jobs module named by ``-r``: a module path (``myapp.jobs``) or a file path.
 
     A file is imported under its own name with its folder put first on ``sys.path``, so its
     job classes are registered as ``<file stem>.<Class>``, the same name a client that
     imports that module pushes. A folder is imported as a package.
+
+    Returns:
+        The imported module.
 
     Raises:
         ConfigError: the module or file cannot be found.
@@ -85,11 +89,40 @@ def require(target: str) -> None:
         module_name = path.stem if path.is_file() else path.name
         if str(folder) not in sys.path:
             sys.path.insert(0, str(folder))
-        importlib.import_module(module_name)
-        return
+        return importlib.import_module(module_name)
     cwd = str(Path.cwd())
     if cwd not in sys.path:
         sys.path.insert(0, cwd)  # as `python -m` does, so `-r myapp.jobs` finds ./myapp
-    if importlib.util.find_spec(target.split(".")[0]) is None:
-        raise ConfigError(f"-r {target}: no module named {target.split('.')[0]!r}")
-    importlib.import_module(target)
+    try:
+        return importlib.import_module(target)
+    except ModuleNotFoundError as exc:
+        # Only the target itself (or a package on its path, e.g. a typo in
+        # `myapp.jobz`) missing is a configuration error; a found module that imports a
+        # missing dependency raises as it is.
+        missing = exc.name or ""
+        if missing and (target == missing or target.startswith(missing + ".")):
+            raise ConfigError(f"-r {target}: no module named {missing!r}") from None
+        raise
+
+
+def configure_from(modules: Iterable[ModuleType], config: Config) -> None:
+    """Call ``configure_worker(config)`` of every ``-r`` module that defines one.
+
+    This is how a module run by ``rfetch worker`` adds server middleware, error and death
+    handlers or ``on_recovery`` (Sidekiq's ``configure_server``)::
+
+        def configure_worker(config: rfetch.Config) -> None:
+            config.server_middleware.append(timing)
+            config.death_handlers.append(page_someone)
+
+    Raises:
+        ConfigError: ``configure_worker`` is not callable, or left the Config invalid.
+    """
+    for module in modules:
+        hook = getattr(module, "configure_worker", None)
+        if hook is None:
+            continue
+        if not callable(hook):
+            raise ConfigError(f"{module.__name__}.configure_worker is not callable")
+        hook(config)
+    config.validate()

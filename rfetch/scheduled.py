@@ -18,6 +18,7 @@ from redis import Redis
 from rfetch.config import Config
 from rfetch.fetch import REDIS_DOWN
 from rfetch.keys import Keys
+from rfetch.reporting import report
 from rfetch.scripts import Scripts
 
 log = logging.getLogger("rfetch.scheduled")
@@ -50,9 +51,13 @@ class Poller:
         self._failing = False
 
     def enqueue_due(self) -> int:
-        """Move every due job of both sets now; returns how many were moved."""
+        """Move every due job of both sets now; returns how many were moved.
+
+        One EXISTS first: when both sets are empty a poll costs one command."""
         moved_total = 0
         prefix = self.keys.queue("")
+        if not self.redis.exists(self.keys.schedule, self.keys.retry):
+            return 0
         for zset in (self.keys.schedule, self.keys.retry):
             while True:
                 moved = int(
@@ -99,7 +104,8 @@ class Poller:
                 if not self._failing:
                     log.error("scheduled poller: Redis unreachable: %s", exc)
                     self._failing = True
-            except Exception:
+            except Exception as exc:
                 log.exception("scheduled poller failed")
+                report(self.config.error_handlers, exc, {"context": "poller"})
             if stop.wait(wait):
                 return

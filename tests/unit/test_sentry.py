@@ -1,0 +1,456 @@
+"""The Sentry integration, with sentry-sdk's own client and a recording transport (no network).
+
+Jobs are driven through the worker's real parts against the session redis-server: fetched
+with ``ReliableFetch``, run by ``Processor.process``; internal errors go through a real
+``Launcher``'s manager threads, so its logging and its error reporting are both exercised.
+sentry-sdk's default integrations (logging, dedupe) stay on, as in an application.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+import sentry_sdk
+from click.testing import CliRunner
+from sentry_sdk.envelope import Envelope
+from sentry_sdk.integrations.logging import unignore_logger
+from sentry_sdk.transport import Transport
+
+import rfetch
+from rfetch.cli import main
+from rfetch.client import Client
+from rfetch.config import Config
+from rfetch.connection import connect
+from rfetch.errors import ConfigError
+from rfetch.fetch import ReliableFetch, UnitOfWork
+from rfetch.heartbeat import make_identity
+from rfetch.integrations.sentry import DUPLICATE_LOGGERS, SentryErrorHandler, install
+from rfetch.launcher import Launcher
+from rfetch.processor import Processor
+from rfetch.registry import Registry
+from rfetch.retry import JobRetry
+from rfetch.scheduled import Poller
+from rfetch.scripts import Scripts
+from rfetch.stats import Stats
+from tests.support.redis_server import RedisServer
+from tests.support.workers import wait_for
+
+DSN = "http://public@localhost/1"
+"""Never contacted: the recording transport replaces HTTP."""
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Fails(rfetch.Job):
+    retry = 3
+
+    def perform(self, *args: Any) -> None:
+        raise ValueError(f"failed with {list(args)}")
+
+
+class Ok(rfetch.Job):
+    ran: list[str] = []
+
+    def perform(self, *args: Any) -> None:
+        Ok.ran.append(self.jid)
+
+
+class RecordingTransport(Transport):
+    """Keeps every envelope sentry-sdk hands over (sentry-sdk 2.x ``capture_envelope``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.envelopes: list[Envelope] = []
+        self._lock = threading.Lock()
+
+    def capture_envelope(self, envelope: Envelope) -> None:
+        with self._lock:
+            self.envelopes.append(envelope)
+
+    def events(self) -> list[dict[str, Any]]:
+        with self._lock:
+            found = [envelope.get_event() for envelope in self.envelopes]
+        return [dict(event) for event in found if event is not None]
+
+
+@pytest.fixture
+def transport(monkeypatch: pytest.MonkeyPatch) -> Iterator[RecordingTransport]:
+    """A fresh recording transport; sentry-sdk is left uninitialised afterwards."""
+    monkeypatch.delenv("SENTRY_DSN", raising=False)
+    Ok.ran.clear()
+    recording = RecordingTransport()
+    yield recording
+    sentry_sdk.get_client().close()
+    sentry_sdk.get_global_scope().set_client(None)
+    for name in DUPLICATE_LOGGERS:
+        unignore_logger(name)
+
+
+def start_sentry(config: Config, transport: RecordingTransport) -> None:
+    # auto_enabling_integrations=False: no patching of redis-py for the rest of the session.
+    assert install(config, dsn=DSN, transport=transport, auto_enabling_integrations=False)
+
+
+@pytest.fixture
+def cfg(redis_server: RedisServer, r: redis.Redis) -> Config:
+    return Config(redis_url=redis_server.url, block_timeout=0.2)
+
+
+class Parts:
+    """One worker's parts, wired as ``Launcher`` wires them, driven one job at a time."""
+
+    def __init__(self, config: Config) -> None:
+        self.redis = connect(config)
+        scripts = Scripts.load(self.redis)
+        self.fetch = ReliableFetch(config, self.redis, make_identity(), scripts)
+        self.processor = Processor(
+            config, self.fetch, Registry([Fails, Ok]), JobRetry(config, self.fetch), Stats(
+                self.fetch.keys
+            )
+        )
+        self.poller = Poller(config, self.redis, scripts)
+        self.client = Client(config, self.redis)
+
+    def work_one(self) -> UnitOfWork:
+        [unit] = self.fetch.retrieve_work(1)
+        self.processor.process(unit)
+        return unit
+
+
+@pytest.fixture
+def parts(cfg: Config) -> Iterator[Parts]:
+    p = Parts(cfg)
+    yield p
+    p.redis.close()
+
+
+def exception_of(event: dict[str, Any]) -> tuple[str, str]:
+    last = event["exception"]["values"][-1]
+    return last["type"], last["value"]
+
+
+# -- job failures -----------------------------------------------------------------------------
+
+
+def test_a_job_failure_is_one_event_with_the_job_as_tags_and_context(
+    cfg: Config, parts: Parts, transport: RecordingTransport, r: redis.Redis
+) -> None:
+    start_sentry(cfg, transport)
+    args = [7, "x", {"k": [1, None]}]
+    jid = parts.client.push(Fails.job_name(), args)
+
+    parts.work_one()
+
+    [event] = transport.events()
+    assert exception_of(event) == ("ValueError", f"failed with {args}")
+    assert event["tags"] == {
+        "jid": jid,
+        "queue": "default",
+        "job_class": Fails.job_name(),
+        "retry_count": "0",
+    }
+    assert event["contexts"]["rfetch"] == {
+        "jid": jid,
+        "class": Fails.job_name(),
+        "queue": "default",
+        "retry_count": 0,
+        "args": args,
+    }
+    assert event["transaction"] == f"rfetch/{Fails.job_name()}"
+    # Reporting did not change the outcome: the job waits in the retry set.
+    assert r.zcard("retry") == 1
+
+
+def test_a_retried_job_that_fails_twice_is_two_events(
+    cfg: Config, parts: Parts, transport: RecordingTransport, r: redis.Redis
+) -> None:
+    start_sentry(cfg, transport)
+    jid = parts.client.push(Fails.job_name(), ["again"])
+
+    parts.work_one()
+    r.zadd("retry", {member: 1.0 for member in r.zrange("retry", 0, -1)}, xx=True)
+    assert parts.poller.enqueue_due() == 1
+    parts.work_one()
+
+    events = transport.events()
+    assert len(events) == 2
+    assert [e["tags"]["jid"] for e in events] == [jid, jid]
+    # Sidekiq's count after each failure: 0 for the first run, 1 for the first retry.
+    assert [e["tags"]["retry_count"] for e in events] == ["0", "1"]
+    assert [e["contexts"]["rfetch"]["retry_count"] for e in events] == [0, 1]
+    assert events[0]["event_id"] != events[1]["event_id"]
+    assert r.zcard("retry") == 1
+
+
+def test_tags_of_one_job_do_not_leak_into_the_next_event(
+    cfg: Config, parts: Parts, transport: RecordingTransport
+) -> None:
+    start_sentry(cfg, transport)
+    parts.client.push(Fails.job_name(), [1])
+    parts.work_one()
+
+    logging.getLogger("myapp").error("the application's own error")
+
+    [job_event, app_event] = transport.events()
+    assert job_event["tags"]["job_class"] == Fails.job_name()
+    # The application's own error logs still reach Sentry (only rfetch's duplicating
+    # loggers are ignored), and carry none of the job's tags or context.
+    assert app_event["logentry"]["message"] == "the application's own error"
+    assert "jid" not in app_event.get("tags", {})
+    assert "rfetch" not in app_event.get("contexts", {})
+
+
+def test_args_can_be_left_out(cfg: Config, parts: Parts, transport: RecordingTransport) -> None:
+    start_sentry(cfg, transport)
+    cfg.error_handlers[:] = [SentryErrorHandler(include_args=False)]
+    parts.client.push(Fails.job_name(), ["secret@example.com"])
+
+    parts.work_one()
+
+    [event] = transport.events()
+    assert "args" not in event["contexts"]["rfetch"]
+    assert "secret@example.com" not in repr(event["contexts"]) + repr(event["tags"])
+
+
+def test_an_invalid_job_is_one_event_with_its_context(
+    cfg: Config, parts: Parts, transport: RecordingTransport, r: redis.Redis
+) -> None:
+    start_sentry(cfg, transport)
+    r.lpush("queue:default", b"{not json")
+
+    parts.work_one()
+
+    # One event: rfetch.retry's "invalid job" log line is not turned into a second one.
+    [event] = transport.events()
+    assert exception_of(event)[0] == "InvalidJob"
+    assert event["tags"] == {"queue": "default", "rfetch.context": "invalid job"}
+    assert event["contexts"]["rfetch"] == {"queue": "default", "context": "invalid job"}
+    assert r.zrange("dead", 0, -1) == [b"{not json"]
+
+
+# -- internal errors --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def launcher(cfg: Config) -> Iterator[Launcher]:
+    worker = Launcher(cfg, Registry([Fails, Ok]))
+    yield worker
+    worker.manager.finish()
+    worker.redis.close()
+
+
+def test_an_internal_fetch_error_is_reported_with_its_context(
+    cfg: Config,
+    launcher: Launcher,
+    transport: RecordingTransport,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    start_sentry(cfg, transport)
+    real = launcher.fetch.retrieve_work
+    calls: list[int] = []
+
+    def broken_once(*args: Any, **kwargs: Any) -> list[UnitOfWork]:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("a bug in fetch")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(launcher.fetch, "retrieve_work", broken_once)
+    jid = Client(cfg, launcher.redis).push(Ok.job_name(), [])
+
+    launcher.manager.start()
+    wait_for(lambda: jid in Ok.ran, 10, "the job to run after the fetch error")
+
+    # Exactly one event, and it is the handler's (the manager's log.exception of the same
+    # error would otherwise be kept by sentry-sdk's dedupe, without the context).
+    [event] = transport.events()
+    assert exception_of(event) == ("RuntimeError", "a bug in fetch")
+    assert event["tags"] == {"rfetch.context": "fetch"}
+    assert event["contexts"]["rfetch"] == {"context": "fetch"}
+    assert event["transaction"] == "rfetch/fetch"
+
+
+def test_an_internal_processor_error_is_reported_with_its_context(
+    cfg: Config,
+    launcher: Launcher,
+    transport: RecordingTransport,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    start_sentry(cfg, transport)
+    real = launcher.processor.process
+    calls: list[int] = []
+
+    def broken_once(unit: UnitOfWork) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("a bug in the processor")
+        real(unit)
+
+    monkeypatch.setattr(launcher.processor, "process", broken_once)
+    jid = Client(cfg, launcher.redis).push(Ok.job_name(), [])
+
+    launcher.manager.start()
+    # The job is pushed back by the manager's sweep and runs on the next try.
+    wait_for(lambda: jid in Ok.ran, 10, "the job to run after the processor error")
+
+    [event] = transport.events()
+    assert exception_of(event) == ("RuntimeError", "a bug in the processor")
+    assert event["tags"] == {"rfetch.context": "processor"}
+
+
+# -- install ----------------------------------------------------------------------------------
+
+
+def test_install_without_a_dsn_does_nothing(cfg: Config, transport: RecordingTransport) -> None:
+    assert install(cfg) is False
+    assert cfg.error_handlers == []
+    assert not sentry_sdk.is_initialized()
+
+
+def test_install_reads_sentry_dsn_when_called_and_adds_the_handler_once(
+    cfg: Config, transport: RecordingTransport, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SENTRY_DSN", DSN)
+
+    assert install(cfg, transport=transport, auto_enabling_integrations=False) is True
+    assert install(cfg) is True
+
+    assert sentry_sdk.get_client().dsn == DSN
+    assert [type(h) for h in cfg.error_handlers] == [SentryErrorHandler]
+
+
+def test_install_keeps_a_client_the_application_initialised(
+    cfg: Config, transport: RecordingTransport
+) -> None:
+    sentry_sdk.init(dsn=DSN, transport=transport, auto_enabling_integrations=False)
+
+    assert install(cfg, dsn="http://other@localhost/2") is True
+
+    assert sentry_sdk.get_client().dsn == DSN
+    assert len(cfg.error_handlers) == 1
+
+
+def test_install_rejects_a_malformed_dsn(cfg: Config, transport: RecordingTransport) -> None:
+    with pytest.raises(ConfigError, match="DSN is not valid"):
+        install(cfg, dsn="not a dsn")
+    assert cfg.error_handlers == []
+
+
+def test_install_with_a_dsn_but_no_sentry_sdk_names_the_extra(
+    cfg: Config, transport: RecordingTransport, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "sentry_sdk", None)  # makes ``import sentry_sdk`` fail
+
+    assert install(cfg) is False
+    with pytest.raises(ConfigError, match=r"pip install 'rfetch\[sentry\]'"):
+        install(cfg, dsn=DSN)
+    assert cfg.error_handlers == []
+
+
+def run_python(code: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "SENTRY_DSN"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+@pytest.mark.parametrize("blocked", [True, False], ids=["sentry-sdk absent", "present"])
+def test_the_module_and_the_cli_import_without_loading_sentry_sdk(blocked: bool) -> None:
+    code = (
+        f"import sys\nif {blocked}: sys.modules['sentry_sdk'] = None\n"
+        "import rfetch.cli, rfetch.integrations.sentry as s\n"
+        "from rfetch.config import Config\n"
+        "print(s.install(Config()), sys.modules.get('sentry_sdk'))\n"
+    )
+    # No DSN: install is inactive and never imports sentry-sdk.
+    assert run_python(code) == "False None"
+
+
+# -- the CLI ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def rfetch_logger() -> Iterator[None]:
+    """The CLI configures the "rfetch" logger; put it back for the other tests."""
+    logger = logging.getLogger("rfetch")
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    yield
+    logger.handlers[:], logger.level, logger.propagate = saved
+
+
+class FakeLauncher:
+    """Stands in for Launcher: reports one error through the handlers the CLI configured."""
+
+    configs: list[Config] = []
+
+    def __init__(self, config: Config, registry: Registry) -> None:
+        self.config = config
+
+    def run(self) -> int:
+        FakeLauncher.configs.append(self.config)
+        for handler in self.config.error_handlers:
+            handler(RuntimeError("from the worker"), {"context": "cli test"})
+        return 0
+
+
+def test_the_worker_command_installs_sentry_from_sentry_dsn(
+    redis_server: RedisServer,
+    transport: RecordingTransport,
+    monkeypatch: pytest.MonkeyPatch,
+    rfetch_logger: None,
+) -> None:
+    # An application module (-r) that initialised sentry-sdk itself: its client is kept,
+    # which also keeps this test off the network.
+    sentry_sdk.init(dsn=DSN, transport=transport, auto_enabling_integrations=False)
+    monkeypatch.setattr("rfetch.launcher.Launcher", FakeLauncher)
+    monkeypatch.setattr(Registry, "from_loaded", classmethod(lambda cls: cls([Ok])))
+    FakeLauncher.configs.clear()
+
+    result = CliRunner().invoke(
+        main, ["worker", "--redis-url", redis_server.url], env={"SENTRY_DSN": DSN}
+    )
+
+    assert result.exit_code == 0, result.output
+    [config] = FakeLauncher.configs
+    assert [type(h) for h in config.error_handlers] == [SentryErrorHandler]
+    [event] = transport.events()
+    assert event["tags"] == {"rfetch.context": "cli test"}
+
+
+def test_the_worker_command_without_sentry_sdk_fails_with_the_install_hint(
+    redis_server: RedisServer,
+    transport: RecordingTransport,
+    monkeypatch: pytest.MonkeyPatch,
+    rfetch_logger: None,
+) -> None:
+    monkeypatch.setitem(sys.modules, "sentry_sdk", None)
+    monkeypatch.setattr("rfetch.launcher.Launcher", FakeLauncher)
+    monkeypatch.setattr(Registry, "from_loaded", classmethod(lambda cls: cls([Ok])))
+    FakeLauncher.configs.clear()
+
+    result = CliRunner().invoke(
+        main, ["worker", "--redis-url", redis_server.url, "--sentry-dsn", DSN]
+    )
+
+    assert result.exit_code == 1
+    assert "pip install 'rfetch[sentry]'" in result.output
+    assert FakeLauncher.configs == []
+
+
+def test_the_handler_does_not_raise_when_sentry_is_not_initialised(
+    transport: RecordingTransport,
+) -> None:
+    assert not sentry_sdk.is_initialized()
+    SentryErrorHandler()(RuntimeError("nowhere"), {"context": "fetch"})
