@@ -86,6 +86,16 @@ class Keys:
         return (identity, queue) if sep and identity and queue else None
 
     @property
+    def paused(self) -> str:
+        """Set of paused queue names: workers take no job from them."""
+        return self._k("paused")
+
+    @property
+    def pause_channel(self) -> str:
+        """Pub/sub channel on which a pause or unpause is announced, so workers act at once."""
+        return self._k("rfetch:pause")
+
+    @property
     def identities(self) -> str:
         """rfetch's own hash: identity -> JSON list of its queues, for every process that may
         own private lists. Unlike ``processes``, Sidekiq's ProcessSet cleanup never removes

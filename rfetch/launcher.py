@@ -27,10 +27,11 @@ from redis import Redis
 
 from rfetch.config import Config
 from rfetch.connection import connect
-from rfetch.fetch import ReliableFetch
+from rfetch.fetch import REDIS_DOWN, ReliableFetch
 from rfetch.heartbeat import Heartbeat, make_identity
 from rfetch.keys import Keys
 from rfetch.manager import Manager
+from rfetch.pausing import PauseWatcher
 from rfetch.processor import Processor
 from rfetch.recovery import OrphanRecovery
 from rfetch.registry import Registry
@@ -77,7 +78,16 @@ class Launcher:
         self.processor = Processor(
             config, self.fetch, registry, JobRetry(config, self.fetch), self.stats
         )
-        self.manager = Manager(config, self.fetch, self.processor, report=self._report)
+        self.pause_watcher = PauseWatcher(
+            config, self.redis, on_change=lambda names: self.manager.release(names)
+        )
+        self.manager = Manager(
+            config,
+            self.fetch,
+            self.processor,
+            paused=self.pause_watcher.paused,
+            report=self._report,
+        )
         self.events: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.heartbeat = Heartbeat(
             config, self.redis, self.identity, self.manager, self.stats, self.events.put
@@ -98,13 +108,19 @@ class Launcher:
             ",".join(f"{q.name}:{q.weight}" for q in self.config.queues),
             len(self.registry),
         )
-        # Beat once before fetching, so no private list exists without a known identity.
+        # Beat once before fetching, so no private list exists without a known identity,
+        # and read the paused queues so none is fetched from in the first moments.
         self.heartbeat.beat()
+        try:
+            self.pause_watcher.refresh()
+        except REDIS_DOWN as exc:
+            log.error("could not read the paused queues yet: %s", exc)
         self.manager.start()
         for target, name in (
             (self.heartbeat.run, "heartbeat"),
             (self.poller.run, "poller"),
             (self.recovery.run, "recovery"),
+            (self.pause_watcher.run, "pause-watcher"),
         ):
             threading.Thread(
                 target=target, args=(self._stop_threads,), name=f"rfetch-{name}", daemon=True

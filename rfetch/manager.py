@@ -110,6 +110,29 @@ class Manager:
         if waiting:
             self._requeue(waiting, "quiet")
 
+    def release(self, paused: Collection[str]) -> None:
+        """Push back jobs fetched from queues that were just paused and not started yet."""
+        if not paused:
+            return
+        with self._cond:
+            keep: list[UnitOfWork | None] = []
+            released: list[UnitOfWork] = []
+            while True:
+                try:
+                    unit = self._handoff.get_nowait()
+                except queue.Empty:
+                    break
+                if unit is not None and unit.queue in paused:
+                    released.append(unit)
+                    self._held.pop(id(unit), None)
+                else:
+                    keep.append(unit)
+            for item in keep:
+                self._handoff.put(item)
+            self._cond.notify_all()
+        if released:
+            self._requeue(released, "queue paused")
+
     def busy(self) -> int:
         """Threads running a job now."""
         with self._cond:
@@ -283,11 +306,16 @@ class Manager:
             self.fetch.acknowledge(unit)
 
     def _hand_off(self, units: list[UnitOfWork]) -> None:
+        paused = self.paused()
+        late = [u for u in units if u.queue in paused]  # a BLMOVE racing a pause
         with self._cond:
             if not self._quiet.is_set():
                 for unit in units:
-                    self._held[id(unit)] = unit
-                    self._handoff.put(unit)
+                    if unit.queue not in paused:
+                        self._held[id(unit)] = unit
+                        self._handoff.put(unit)
+                if late:
+                    self._requeue(late, "queue paused")
                 return
         self._requeue(units, "fetched while going quiet")
 
