@@ -105,11 +105,11 @@ class Heartbeat:
                 self._beat()
 
     def _beat(self) -> None:
-        processed, failed = self.stats.take()
+        counts = self.stats.take()
         try:
             running = self.manager.running()
             pipe = self.redis.pipeline(transaction=False)
-            self.stats.queue_flush(pipe, processed, failed)
+            self.stats.queue_flush(pipe, counts)
             work_key = self.keys.work(self.identity)
             if running or self._work_written:
                 pipe.unlink(work_key)
@@ -149,7 +149,7 @@ class Heartbeat:
             self._rtt_us = int((time.perf_counter() - rtt_start) * 1_000_000)
             self._work_written = bool(running)
         except REDIS_DOWN as exc:
-            self.stats.give_back(processed, failed)
+            self.stats.give_back(counts)
             if not self._failing:
                 log.error("heartbeat failed, Redis unreachable: %s", exc)
                 self._failing = True
@@ -179,10 +179,10 @@ class Heartbeat:
             self._clear()
 
     def _clear(self) -> None:
-        processed, failed = self.stats.take()
+        counts = self.stats.take()
         try:
             pipe = self.redis.pipeline(transaction=True)
-            self.stats.queue_flush(pipe, processed, failed)
+            self.stats.queue_flush(pipe, counts)
             pipe.srem(self.keys.processes, self.identity)
             pipe.hdel(self.keys.identities, self.identity)
             pipe.unlink(self.keys.process(self.identity), self.keys.work(self.identity))

@@ -117,6 +117,10 @@ class Keys:
         """How often a job was recovered from dead processes (expires after the window)."""
         return self._k(f"rfetch:recoveries:{jid}")
 
+    def metrics(self, minute: str) -> str:
+        """Per-class counts and run-time histogram of one UTC minute (``YYYYmmddHHMM``)."""
+        return self._k(f"rfetch:metrics:{minute}")
+
     def stat(self, name: str, day: str | None = None) -> str:
         """``stat:processed`` / ``stat:failed``, or the daily ``stat:<name>:YYYY-MM-DD``."""
         return self._k(f"stat:{name}:{day}" if day else f"stat:{name}")

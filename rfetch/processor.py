@@ -84,13 +84,13 @@ class Processor:
             log.warning(
                 "fail: %s: %s", type(exc).__name__, exc, extra={**ctx, "elapsed_ms": elapsed}
             )
-            self.stats.record(failed=True)
+            self.stats.record(name, True, elapsed)
             self._report(exc, {"job": job, "queue": unit.queue, "jid": job["jid"]})
             self.job_retry.fail(unit, job, instance, exc)
             return
-        self.ack(unit)
-        self.stats.record(failed=False)
         elapsed = round((time.perf_counter() - started) * 1000, 3)
+        self.ack(unit)
+        self.stats.record(name, False, elapsed)
         log.info("done", extra={**ctx, "elapsed_ms": elapsed})
 
     def _perform(self, instance: Job, job: dict[str, Any], queue: str) -> None:
