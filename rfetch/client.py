@@ -27,7 +27,7 @@ from rfetch.connection import connect
 from rfetch.errors import BufferFull, ConfigError
 from rfetch.keys import Keys
 from rfetch.middleware import run_client_chain
-from rfetch.payload import Payload, check_args, dumps, new_jid
+from rfetch.payload import Payload, check_args, dumps, new_jid, new_jids
 from rfetch.push_buffer import BufferedJob, MemoryBuffer, PushBuffer, SpoolBuffer
 
 log = logging.getLogger("rfetch.client")
@@ -110,7 +110,15 @@ class Client:
                 delay = min(delay * 2, 1.0)
 
     def build(
-        self, class_name: str, args: Sequence[Any], options: Mapping[str, Any], at: float | None
+        self,
+        class_name: str,
+        args: Sequence[Any],
+        options: Mapping[str, Any],
+        at: float | None,
+        *,
+        now: float | None = None,
+        jid: str | None = None,
+        checked: bool = False,
     ) -> Payload:
         """A new payload in Sidekiq's field order.
 
@@ -119,21 +127,26 @@ class Client:
             args: JSON-native arguments.
             options: job options (see ``JOB_OPTIONS``).
             at: run time as float epoch seconds, or None to run now.
+            now: the push time (epoch seconds; default ``time.time()``).
+            jid: the jid to use (default: ``options["jid"]`` or a new one).
+            checked: ``options`` were already checked (push_bulk checks them once).
 
         Raises:
             ArgsNotSerializable: an argument is not native JSON.
             ConfigError: an unknown option or a bad option value.
         """
-        check_options(options)
+        if not checked:
+            check_options(options)
         args = list(args)
         check_args(args)
-        now = time.time()
+        if now is None:
+            now = time.time()
         payload: Payload = {
             "retry": options.get("retry", True),
             "queue": options.get("queue") or "default",
             "class": class_name,
             "args": args,
-            "jid": options.get("jid") or new_jid(),
+            "jid": jid or options.get("jid") or new_jid(),
             "created_at": now,
         }
         for name in ("dead", "backtrace", "retry_queue"):
@@ -196,13 +209,19 @@ class Client:
         options = dict(options or {})
         if "jid" in options:
             raise ConfigError("jid cannot be given to push_bulk: each job needs its own")
+        check_options(options)
+        arg_lists = list(args_list)
+        jids = new_jids(len(arg_lists))
+        now = time.time()
         payloads = []
-        for args in args_list:
+        for args, jid in zip(arg_lists, jids, strict=True):
             if not isinstance(args, (list, tuple)):
                 raise ConfigError(
                     f"push_bulk takes a list of argument lists; got an item {args!r}"
                 )
-            payload = self._through_middleware(self.build(class_name, list(args), options, at))
+            payload = self._through_middleware(
+                self.build(class_name, args, options, at, now=now, jid=jid, checked=True)
+            )
             if payload is not None:
                 payloads.append(payload)
         items = [self._serialize(p) for p in payloads]

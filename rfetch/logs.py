@@ -19,8 +19,15 @@ def _context(record: logging.LogRecord) -> dict[str, object]:
 class TextFormatter(logging.Formatter):
     """``2026-11-22T07:33:31.123Z pid=1 tid=7f2a class=app.Job jid=... INFO: start``."""
 
+    _second = -1
+    _stamp = ""
+
     def format(self, record: logging.LogRecord) -> str:
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+        second = int(record.created)
+        if second != self._second:  # strftime once a second, not once a line
+            self._second = second
+            self._stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        stamp = self._stamp
         # record.thread / record.process: formatting runs in the listener thread.
         tid = f"{record.thread or 0:x}"
         parts = [f"{stamp}.{int(record.msecs):03d}Z pid={record.process} tid={tid}"]
@@ -55,6 +62,19 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+class HandOffHandler(QueueHandler):
+    """A QueueHandler that hands the record over as it is.
+
+    The standard one formats the message and copies the record in the calling thread,
+    which cost a worker thread more than the rest of a no-op job (issue #4's profile). Here
+    the listener thread does all the formatting; rfetch's records carry only immutable
+    values, so nothing changes between the hand-over and the formatting.
+    """
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        return record
+
+
 def setup_logging(verbose: bool, json_logs: bool) -> QueueListener:
     """Send rfetch's logs to stderr, INFO (or DEBUG with ``verbose``), text or JSON.
 
@@ -70,7 +90,7 @@ def setup_logging(verbose: bool, json_logs: bool) -> QueueListener:
     records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
     listener = QueueListener(records, handler)
     root = logging.getLogger("rfetch")
-    root.handlers[:] = [QueueHandler(records)]
+    root.handlers[:] = [HandOffHandler(records)]
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     root.propagate = False
     listener.start()

@@ -199,7 +199,14 @@ class Manager:
                 with self._cond:
                     del self._running[ident]
                     self._held.pop(id(unit), None)
-                    self._cond.notify_all()
+                    # Wake the fetcher only when it has a reason to fetch: room for a batch,
+                    # or threads about to starve (waking it per job costs a GIL hand-off).
+                    if (
+                        self.capacity - len(self._held) >= self.min_batch
+                        or self._handoff.empty()
+                        or self._quiet.is_set()
+                    ):
+                        self._cond.notify_all()
 
     def defer_ack(self, unit: UnitOfWork) -> None:
         """Acknowledge a finished job: with the next fetch, or now if the fetcher is idle."""
@@ -208,8 +215,7 @@ class Manager:
                 if not self._acks:
                     self._acks_since = time.monotonic()
                 self._acks.append(unit)
-                self._cond.notify_all()
-                return
+                return  # the fetcher sends it within ACK_MAX_DELAY; no wake-up per job
         self.fetch.acknowledge(unit)
 
     def _take_acks(self) -> list[UnitOfWork]:

@@ -11,6 +11,10 @@ from rfetch.errors import ArgsNotSerializable, InvalidJob, PayloadTooLarge
 
 Payload = dict[str, Any]
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+"""Built once: ``json.dumps`` with non-default options builds a new encoder per call.
+Stateless and thread-safe."""
+
 MS_THRESHOLD = 100_000_000_000.0
 """Epoch values above this are milliseconds (Sidekiq 8); below, seconds (Sidekiq 6/7).
 1e11 s is the year 5138, 1e11 ms is 1973."""
@@ -19,6 +23,12 @@ MS_THRESHOLD = 100_000_000_000.0
 def new_jid() -> str:
     """A fresh job id: 24 lowercase hex characters, as Sidekiq's ``SecureRandom.hex(12)``."""
     return secrets.token_hex(12)
+
+
+def new_jids(count: int) -> list[str]:
+    """``count`` fresh jids from one read of the random source (push_bulk)."""
+    text = secrets.token_hex(12 * count)
+    return [text[i : i + 24] for i in range(0, 24 * count, 24)]
 
 
 def epoch_seconds(value: Any) -> float | None:
@@ -74,7 +84,7 @@ def dumps(payload: Payload, max_bytes: int) -> str:
     Raises:
         PayloadTooLarge: the UTF-8 encoding is longer than ``max_bytes``.
     """
-    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    text = _ENCODER.encode(payload)
     size = len(text.encode("utf-8")) if len(text) * 4 > max_bytes else len(text)
     if size > max_bytes:
         raise PayloadTooLarge(
