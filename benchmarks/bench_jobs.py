@@ -1,5 +1,5 @@
-"""Jobs for the benchmarks: each does one Redis INCR, so completion is counted the same way
-for every framework (issue #4)."""
+"""rfetch's benchmark jobs: the same three kinds as every peer's (``benchmarks/peers/base.py``),
+so completion and start times are recorded the same way for every framework (issue #4)."""
 
 from __future__ import annotations
 
@@ -30,3 +30,10 @@ class SleepIO(rfetch.Job):
     def perform(self, n: int) -> None:
         time.sleep(0.001)
         _redis().incr("bench:done")
+
+
+class Stamp(rfetch.Job):
+    """RPUSH bench:started with the time the job started (float epoch seconds)."""
+
+    def perform(self, n: int) -> None:
+        _redis().rpush("bench:started", repr(time.time()))

@@ -1,0 +1,69 @@
+"""rfetch: ``rfetch worker -c C`` (reliable fetch), ``perform_bulk`` for bulk enqueue.
+
+The ``rfetch-nohiredis`` variant runs the same worker with redis-py's hiredis parser
+hidden, to show what the optional ``hiredis`` extra buys (issue #4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchmarks.peers.base import BenchClient, Peer, Runtime, client_main
+
+NO_HIREDIS = Path(__file__).resolve().parent / "nohiredis"
+
+
+class RfetchPeer(Peer):
+    key = "rfetch"
+    label = "rfetch"
+    fetch = "reliable (Lua batch + BLMOVE)"
+    package = "rfetch"
+    module = "benchmarks.peers.rfetch"
+
+    def worker_argv(self, rt: Runtime, concurrency: int, queues: Sequence[str]) -> list[str]:
+        argv = [rt.python, "-m", "rfetch.cli", "worker", "-r", "benchmarks.bench_jobs",
+                "-c", str(concurrency)]
+        for queue in queues:
+            argv += ["-q", queue]
+        return argv
+
+
+class RfetchNoHiredisPeer(RfetchPeer):
+    key = "rfetch-nohiredis"
+    label = "rfetch without hiredis"
+    default = False
+
+    def worker_env(self, rt: Runtime, url: str, concurrency: int,
+                   queues: Sequence[str]) -> dict[str, str]:
+        env = super().worker_env(rt, url, concurrency, queues)
+        env["PYTHONPATH"] = f"{NO_HIREDIS}:{env['PYTHONPATH']}"
+        return env
+
+    def client_argv(self, rt: Runtime, args: Sequence[str]) -> list[str]:
+        return ["env", f"PYTHONPATH={NO_HIREDIS}:{rt.repo}", *super().client_argv(rt, args)]
+
+
+PEERS = [RfetchPeer(), RfetchNoHiredisPeer()]
+
+
+class RfetchClient(BenchClient):
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        import rfetch
+        from benchmarks import bench_jobs
+
+        rfetch.configure(redis_url=url)
+        self.jobs: dict[str, type[rfetch.Job]] = {
+            "noop": bench_jobs.Noop, "sleep": bench_jobs.SleepIO, "stamp": bench_jobs.Stamp,
+        }
+
+    def bulk(self, kind: str, n: int, queue: str) -> None:
+        self.jobs[kind].set(queue=queue).perform_bulk([i] for i in range(n))
+
+    def push(self, kind: str, i: int, queue: str) -> None:
+        self.jobs[kind].set(queue=queue).perform_async(i)
+
+
+if __name__ == "__main__":
+    client_main(RfetchClient)
