@@ -119,11 +119,24 @@ class OrphanRecovery:
         to this identity although the call raised, and an unlock may have failed the same
         way. The lock is then ours: take it up again rather than make every process wait
         out its TTL, which is far longer than a short ``orphan_check_interval``.
+
+        A lock held by a process whose heartbeat is gone (it died while recovering, e.g.
+        killed by the poison pill it was recovering) is broken at once, so recovery is not
+        stalled for the lock's TTL. The lock only saves work: recover.lua moves a job only
+        if it is still in the private list, so two recoveries at once never run a job twice.
         """
         if self.redis.set(self.keys.recovery_lock, self.identity, nx=True, ex=ttl):
             return True
         holder = self.redis.get(self.keys.recovery_lock)
-        return holder is not None and _text(holder) == self.identity
+        if holder is None:
+            return False
+        if _text(holder) == self.identity:
+            return True
+        if self.redis.exists(self.keys.process(_text(holder))):
+            return False
+        log.info("breaking the recovery lock of %s, whose heartbeat is gone", _text(holder))
+        self.scripts.unlock(keys=[self.keys.recovery_lock], args=[holder], client=self.redis)
+        return bool(self.redis.set(self.keys.recovery_lock, self.identity, nx=True, ex=ttl))
 
     def _check_locked(self) -> bool:
         seconds, micros = self.redis.time()

@@ -70,10 +70,21 @@ def test_a_process_whose_heartbeat_returns_is_not_reaped(
 def test_only_the_lock_holder_recovers(r: redis.Redis, redis_server: RedisServer) -> None:
     orphan(r, redis_server.url, 1)
     recovery = make_recovery(r, redis_server.url)
-    r.set(KEYS.recovery_lock, "someone-else", ex=30)
+    live = "other:2:cccccccccccc"
+    r.hset(KEYS.process(live), "beat", time.time())  # a live process holds the lock
+    r.set(KEYS.recovery_lock, live, ex=30)
     assert recovery.check() is False
     assert r.hget(KEYS.suspects, DEAD) is None
-    assert r.get(KEYS.recovery_lock) == b"someone-else"  # not released by us
+    assert r.get(KEYS.recovery_lock) == live.encode()  # not released by us
+
+
+def test_the_lock_of_a_dead_holder_is_broken(r: redis.Redis, redis_server: RedisServer) -> None:
+    orphan(r, redis_server.url, 1)
+    recovery = make_recovery(r, redis_server.url)
+    r.set(KEYS.recovery_lock, DEAD, ex=30)  # it died while recovering
+    assert recovery.check() is True  # took the lock, looked, suspects DEAD
+    assert r.hget(KEYS.suspects, DEAD) is not None
+    assert r.get(KEYS.recovery_lock) is None  # released after the check
 
 
 def test_unknown_identity_found_by_scan(r: redis.Redis, redis_server: RedisServer) -> None:
