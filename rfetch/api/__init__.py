@@ -1,0 +1,194 @@
+"""The read/admin API: what the CLI and the web UI use to see and steer jobs (issue #6).
+
+Everything is read from Sidekiq's data model (``docs/data-model.md``), so jobs pushed by Ruby
+Sidekiq show up too. The worker never imports this package. ::
+
+    from rfetch.api import Api, JobFilter
+
+    api = Api(config)                       # or Api(redis=client, namespace="ns")
+    api.stats().enqueued
+    api.queue("mail").pause()
+    page = api.retries.page(limit=25, job_filter=JobFilter(job_class="SendWelcome"))
+    api.retries.retry(page.jobs)            # records, or jids
+    api.explain("b4a5cbd2e8f1a3c7d9e0f1a2").summary
+
+See ``docs/api.md``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from redis import Redis
+
+from rfetch.config import Config
+from rfetch.connection import connect
+
+from .context import Context, Found
+from .explain import Explanation, Location, explain
+from .processes import ProcessInfo, ProcessNotFound, ProcessSet, RunningJob
+from .queues import Queue, QueueInfo, list_queues
+from .records import (
+    ACTIVEJOB_WRAPPER,
+    DEFAULT_MAX_SCAN,
+    ActionResult,
+    ClassCounts,
+    JobFilter,
+    JobRecord,
+    Page,
+)
+from .sets import DeadSet, JobSet, RetrySet, ScheduledSet
+from .stats import (
+    CheckResult,
+    ClassMetrics,
+    DayStats,
+    Stats,
+    check_queues,
+    read_class_metrics,
+    read_history,
+    read_stats,
+)
+
+SET_NAMES = {
+    "scheduled": "scheduled",
+    "schedule": "scheduled",
+    "retry": "retries",
+    "retries": "retries",
+    "dead": "dead",
+    "morgue": "dead",
+}
+
+
+class Api:
+    """Entry point of the admin API.
+
+    Args:
+        config: the rfetch Config (Redis URL, namespace; ``dead_max_jobs``,
+            ``dead_timeout`` and ``death_handlers`` for kills). When None, a default Config
+            with ``namespace`` is used, and ``redis`` must be given.
+        redis: an existing client (bytes or ``decode_responses=True``); default: a new
+            connection to ``config.redis_url``.
+        namespace: key prefix, used only when ``config`` is None.
+
+    Attributes:
+        scheduled, retries, dead: the three sorted sets.
+        processes: the worker processes.
+
+    Raises:
+        ValueError: neither ``config`` nor ``redis`` given, or a ``namespace`` that
+            differs from ``config.namespace``.
+    """
+
+    def __init__(
+        self,
+        config: Config | None = None,
+        *,
+        redis: Redis | None = None,
+        namespace: str | None = None,
+    ) -> None:
+        if config is not None and namespace not in (None, config.namespace):
+            raise ValueError("give the namespace in the Config, not both")
+        if config is None:
+            if redis is None:
+                raise ValueError("Api needs a Config or a Redis client")
+            config = Config(namespace=namespace)
+        self.config = config
+        self.redis = redis if redis is not None else connect(config)
+        self.ctx = Context.build(config, self.redis)
+        self.keys = self.ctx.keys
+        self.scheduled = ScheduledSet(self.ctx, "schedule", self.keys.schedule)
+        self.retries = RetrySet(self.ctx, "retry", self.keys.retry)
+        self.dead = DeadSet(self.ctx, "dead", self.keys.dead)
+        self.processes = ProcessSet(self.ctx)
+
+    def stats(self) -> Stats:
+        """Processed/failed (ever and today, UTC), enqueued, set sizes, live processes and
+        busy threads."""
+        return read_stats(self.ctx)
+
+    def history(self, days: int = 7, end: dt.date | None = None) -> list[DayStats]:
+        """Processed/failed per UTC day for ``days`` days ending ``end`` (default today),
+        newest first."""
+        return read_history(self.ctx, days, end)
+
+    def queues(self) -> list[QueueInfo]:
+        """Every queue (from ``queues``, plus paused ones) with size, latency, paused."""
+        return list_queues(self.ctx)
+
+    def queue(self, name: str) -> Queue:
+        """One queue by name (it need not exist yet)."""
+        return Queue(self.ctx, name)
+
+    def job_set(self, name: str) -> JobSet:
+        """``scheduled``/``schedule``, ``retry``/``retries`` or ``dead``/``morgue``.
+
+        Raises:
+            ValueError: another name.
+        """
+        attr = SET_NAMES.get(name)
+        if attr is None:
+            raise ValueError(f"unknown job set {name!r}; use scheduled, retry or dead")
+        job_set: JobSet = getattr(self, attr)
+        return job_set
+
+    def class_counts(self, max_scan: int | None = 10_000) -> list[ClassCounts]:
+        """Jobs per class in every place a job can be: each queue, the scheduled, retry
+        and dead sets, and running jobs; at most ``max_scan`` entries examined per place
+        (``ClassCounts.complete`` says whether all were)."""
+        found = [self.queue(q.name).class_counts(max_scan) for q in self.queues()]
+        found += [s.class_counts(max_scan) for s in (self.scheduled, self.retries, self.dead)]
+        running = self.processes.running()
+        counts: dict[str, int] = {}
+        for job in running:
+            counts[job.job.job_class] = counts.get(job.job.job_class, 0) + 1
+        found.append(ClassCounts("running", counts, len(running), len(running)))
+        return found
+
+    def class_metrics(self, minutes: int = 60) -> list[ClassMetrics]:
+        """Per-class processed/failed and run-time percentiles over the last ``minutes``
+        (1-120) minutes, from the workers' per-minute metrics."""
+        return read_class_metrics(self.ctx, minutes)
+
+    def explain(self, jid: str, max_scan: int | None = DEFAULT_MAX_SCAN) -> Explanation:
+        """Where the job is and why it is not running; see :func:`rfetch.api.explain.explain`."""
+        return explain(self.ctx, jid, max_scan)
+
+    def check(
+        self,
+        max_latency: float | None = None,
+        max_size: int | None = None,
+        queue: str | None = None,
+    ) -> CheckResult:
+        """Compare queue latency (seconds) and size with thresholds; see
+        :func:`rfetch.api.stats.check_queues`."""
+        return check_queues(self.ctx, max_latency, max_size, queue)
+
+
+__all__ = [
+    "ACTIVEJOB_WRAPPER",
+    "DEFAULT_MAX_SCAN",
+    "ActionResult",
+    "Api",
+    "CheckResult",
+    "ClassCounts",
+    "ClassMetrics",
+    "Context",
+    "DayStats",
+    "DeadSet",
+    "Explanation",
+    "Found",
+    "JobFilter",
+    "JobRecord",
+    "JobSet",
+    "Location",
+    "Page",
+    "ProcessInfo",
+    "ProcessNotFound",
+    "ProcessSet",
+    "Queue",
+    "QueueInfo",
+    "RetrySet",
+    "RunningJob",
+    "ScheduledSet",
+    "Stats",
+]

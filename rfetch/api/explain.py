@@ -1,0 +1,397 @@
+"""``explain(jid)``: where a job is, and why it is not running.
+
+Looked at, cheapest first: the busy threads of every process (``<identity>:work``), the
+private lists of every process rfetch knows (``processes``, ``rfetch:identities``,
+``rfetch:suspects``), every public queue, the scheduled, retry and dead sets, and, only when
+the job was found nowhere else, a bounded SCAN for private lists of unknown processes.
+Lists and sets are searched on the server in windows (``api_find.lua``) up to ``max_scan``
+entries each; the answer names every place where that bound stopped the search.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .context import Context, queue_names_of
+from .processes import ProcessInfo, ProcessSet
+from .queues import list_queues
+from .records import JobRecord, to_text
+
+KEY_SCAN_COUNT = 1000
+"""COUNT hint of each SCAN step when looking for private lists of unknown processes."""
+
+
+def fmt_time(at: float | None) -> str:
+    """Epoch seconds as ``YYYY-MM-DD HH:MM:SS UTC``."""
+    if at is None:
+        return "(unknown time)"
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
+
+
+def fmt_delta(seconds: float) -> str:
+    """A duration for people: ``42 s``, ``3.5 min``, ``2.0 h``, ``4.1 days``."""
+    s = abs(seconds)
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.1f} min"
+    if s < 172800:
+        return f"{s / 3600:.1f} h"
+    return f"{s / 86400:.1f} days"
+
+
+def _when(at: float | None, now: float) -> str:
+    if at is None:
+        return "(unknown time)"
+    rel = f"in {fmt_delta(at - now)}" if at >= now else f"{fmt_delta(now - at)} ago"
+    return f"{fmt_time(at)} ({rel})"
+
+
+@dataclass(frozen=True)
+class Location:
+    """One place where the job is.
+
+    Attributes:
+        state: ``running``, ``held`` (in a private list, not running), ``queued``,
+            ``scheduled``, ``retry`` or ``dead``.
+        text: one line saying where it is and why it is not running.
+        job: the entry found.
+        queue: queue it waits in, was fetched from, or will go to.
+        position: ``queued``: jobs that run before it (0 = next).
+        queue_size: ``queued``: jobs in the queue.
+        paused: ``queued``: whether the queue is paused.
+        at: run time (scheduled), next retry (retry), death (dead), start (running); epoch s.
+        identity: ``running`` / ``held``: the process.
+        alive: ``running`` / ``held``: whether that process's heartbeat is alive.
+    """
+
+    state: str
+    text: str
+    job: JobRecord | None = None
+    queue: str | None = None
+    position: int | None = None
+    queue_size: int | None = None
+    paused: bool = False
+    at: float | None = None
+    identity: str | None = None
+    alive: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "state": self.state,
+            "text": self.text,
+            "queue": self.queue,
+            "position": self.position,
+            "queue_size": self.queue_size,
+            "paused": self.paused,
+            "at": self.at,
+            "identity": self.identity,
+            "alive": self.alive,
+            "job": self.job.to_dict() if self.job is not None else None,
+        }
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The answer of :func:`explain`.
+
+    Attributes:
+        jid: the jid asked about.
+        locations: every place the job was found (usually one; a jid pushed twice, or a
+            job running while a copy waits, gives more).
+        incomplete: places where ``max_scan`` stopped the search before the end: the job
+            may be there, further down.
+    """
+
+    jid: str
+    locations: list[Location] = field(default_factory=list)
+    incomplete: list[str] = field(default_factory=list)
+
+    @property
+    def found(self) -> bool:
+        """Whether the job was found anywhere."""
+        return bool(self.locations)
+
+    @property
+    def state(self) -> str:
+        """State of the first location, or ``not_found``."""
+        return self.locations[0].state if self.locations else "not_found"
+
+    @property
+    def summary(self) -> str:
+        """One line (the first location, or why it was not found)."""
+        return self.lines()[0]
+
+    def lines(self) -> list[str]:
+        """Every line of the explanation, for people."""
+        out = [f"jid {self.jid}: {loc.text}" for loc in self.locations]
+        if not out:
+            out.append(
+                f"jid {self.jid}: not found in running jobs, private lists, queues, or the "
+                "scheduled, retry and dead sets: it finished (rfetch keeps no record of "
+                "finished jobs), was deleted or discarded, or never existed"
+            )
+        if self.incomplete:
+            out.append(
+                "search bound (max_scan) hit in: " + ", ".join(self.incomplete)
+                + "; the job may be further down there"
+            )
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "jid": self.jid,
+            "state": self.state,
+            "found": self.found,
+            "summary": self.summary,
+            "lines": self.lines(),
+            "locations": [loc.to_dict() for loc in self.locations],
+            "incomplete": self.incomplete,
+        }
+
+
+def explain(
+    ctx: Context, jid: str, max_scan: int | None = 100_000, now: float | None = None
+) -> Explanation:
+    """Where the job ``jid`` is and why it is not running.
+
+    Args:
+        ctx: the API context.
+        jid: the job id.
+        max_scan: most entries examined per list or set (and keys examined by the SCAN
+            for unknown private lists); None for no bound.
+        now: epoch seconds for relative times (default: this machine's clock).
+    """
+    at = time.time() if now is None else now
+    result = Explanation(jid)
+    processes = {p.identity: p for p in ProcessSet(ctx).all(include_dead=True)}
+    running_on = _running(result, processes, jid, at)
+    known = _known_private_lists(ctx, processes)
+    for identity, queues in sorted(known.items()):
+        for queue in sorted(queues):
+            _held(ctx, result, processes, identity, queue, jid, running_on, max_scan)
+    _queued(ctx, result, processes, jid, max_scan)
+    _sorted_sets(ctx, result, jid, at, max_scan)
+    if not result.locations:
+        _scan_unknown_private_lists(ctx, result, processes, known, jid, max_scan)
+    return result
+
+
+def _running(
+    result: Explanation, processes: dict[str, ProcessInfo], jid: str, now: float
+) -> set[str]:
+    identities: set[str] = set()
+    for process in processes.values():
+        for job in process.running:
+            if job.job.jid != jid:
+                continue
+            identities.add(process.identity)
+            state = "alive" if process.alive else "dead: heartbeat expired"
+            result.locations.append(
+                Location(
+                    state="running",
+                    text=(
+                        f"running on process {process.identity} ({state}), thread "
+                        f"{job.thread_id}, fetched from queue {job.queue}, started "
+                        f"{_when(job.run_at, now)}"
+                    ),
+                    job=job.job,
+                    queue=job.queue,
+                    at=job.run_at,
+                    identity=process.identity,
+                    alive=process.alive,
+                )
+            )
+    return identities
+
+
+def _known_private_lists(
+    ctx: Context, processes: dict[str, ProcessInfo]
+) -> dict[str, set[str]]:
+    """identity -> queue names of the private lists it may own."""
+    keys = ctx.keys
+    pipe = ctx.redis.pipeline(transaction=False)
+    pipe.hgetall(keys.identities)
+    pipe.hgetall(keys.suspects)
+    identities, suspects = pipe.execute()
+    known: dict[str, set[str]] = {}
+    for name, value in identities.items():
+        known.setdefault(to_text(name), set()).update(queue_names_of(value))
+    for name, value in suspects.items():
+        try:
+            data = json.loads(value)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("queues"), list):
+            queues = {q for q in data["queues"] if isinstance(q, str)}
+            known.setdefault(to_text(name), set()).update(queues)
+    for identity, process in processes.items():
+        known.setdefault(identity, set()).update(process.queues)
+    return known
+
+
+def _held(
+    ctx: Context,
+    result: Explanation,
+    processes: dict[str, ProcessInfo],
+    identity: str,
+    queue: str,
+    jid: str,
+    running_on: set[str],
+    max_scan: int | None,
+) -> None:
+    key = ctx.keys.private(identity, queue)
+    found = ctx.find(key, "list", [jid], "private", max_scan)
+    if not found.complete:
+        result.incomplete.append(f"private list of {identity} for queue {queue}")
+    if not found.records or identity in running_on:
+        return  # a running job stays in its private list until acknowledged
+    process = processes.get(identity)
+    alive = bool(process and process.alive)
+    if alive:
+        why = (
+            "alive: fetched ahead (prefetch) and waiting for a free thread"
+            if process is None or not process.quiet
+            else "alive but quiet: it will be pushed back to the queue when the process stops"
+        )
+    else:
+        why = (
+            "dead: heartbeat expired; orphan recovery will push it back to queue "
+            f"{queue}"
+        )
+    for record in found.records:
+        result.locations.append(
+            Location(
+                state="held",
+                text=f"held by process {identity} in its private list for queue {queue} "
+                f"({why})",
+                job=record,
+                queue=queue,
+                identity=identity,
+                alive=alive,
+            )
+        )
+
+
+def _queued(
+    ctx: Context,
+    result: Explanation,
+    processes: dict[str, ProcessInfo],
+    jid: str,
+    max_scan: int | None,
+) -> None:
+    live = [p for p in processes.values() if p.alive]
+    for info in list_queues(ctx):
+        found = ctx.find(ctx.keys.queue(info.name), "list", [jid], f"queue:{info.name}", max_scan)
+        if not found.complete:
+            result.incomplete.append(f"queue {info.name}")
+        for record in found.records:
+            ahead = record.position or 0
+            reasons: list[str] = []
+            if info.paused:
+                reasons.append(
+                    f"queue {info.name} is paused, so no worker takes jobs from it"
+                )
+            workers = [p for p in live if info.name in p.queues]
+            if not workers:
+                reasons.append(f"no live process works queue {info.name}")
+            elif all(p.quiet for p in workers):
+                reasons.append(f"every process working queue {info.name} is quiet")
+            if not reasons and ahead > 0:
+                reasons.append(f"{ahead} job(s) run before it")
+            text = (
+                f"waiting in queue {info.name} at position {ahead + 1} of {info.size} "
+                f"(1 runs next)"
+            )
+            if reasons:
+                text += ": " + "; ".join(reasons)
+            result.locations.append(
+                Location(
+                    state="queued",
+                    text=text,
+                    job=record,
+                    queue=info.name,
+                    position=ahead,
+                    queue_size=info.size,
+                    paused=info.paused,
+                )
+            )
+
+
+def _sorted_sets(
+    ctx: Context, result: Explanation, jid: str, now: float, max_scan: int | None
+) -> None:
+    keys = ctx.keys
+    for state, key in (("scheduled", keys.schedule), ("retry", keys.retry), ("dead", keys.dead)):
+        found = ctx.find(key, "zset", [jid], ctx.keys.strip(key), max_scan)
+        if not found.complete:
+            result.incomplete.append(f"{state} set")
+        for record in found.records:
+            result.locations.append(
+                Location(
+                    state=state,
+                    text=_set_text(state, record, now),
+                    job=record,
+                    queue=record.queue,
+                    at=record.score,
+                )
+            )
+
+
+def _set_text(state: str, record: JobRecord, now: float) -> str:
+    at = record.score
+    queue = record.queue or "(no queue)"
+    error = ": ".join(x for x in (record.error_class, record.error_message) if x) or "(none)"
+    if state == "scheduled":
+        if at is not None and at <= now:
+            return (
+                f"scheduled for {_when(at, now)}: due; the poller of any running worker "
+                f"moves it to queue {queue} within seconds"
+            )
+        return f"scheduled to run at {_when(at, now)}, then goes to queue {queue}"
+    failures = (record.retry_count or 0) + 1
+    if state == "retry":
+        due = " (due: the poller moves it within seconds)" if at is not None and at <= now else ""
+        return (
+            f"in the retry set after {failures} failure(s) (retry_count "
+            f"{record.retry_count}): next retry at {_when(at, now)}{due}, to queue {queue}; "
+            f"last error: {error}"
+        )
+    return (
+        f"dead since {_when(at, now)} after {failures} failure(s): {error}; it will not run "
+        "unless retried (rfetch dead retry JID)"
+    )
+
+
+def _scan_unknown_private_lists(
+    ctx: Context,
+    result: Explanation,
+    processes: dict[str, ProcessInfo],
+    known: dict[str, set[str]],
+    jid: str,
+    max_scan: int | None,
+) -> None:
+    """SCAN (never KEYS) for private lists of processes rfetch does not know, examining at
+    most ``max_scan`` keys."""
+    cursor: int = 0
+    examined = 0
+    while True:
+        cursor, names = ctx.redis.scan(
+            cursor, match=ctx.keys.private_pattern(), count=KEY_SCAN_COUNT
+        )
+        examined += KEY_SCAN_COUNT
+        for name in names:
+            parsed = ctx.keys.parse_private(to_text(name))
+            if parsed is None or parsed[1] in known.get(parsed[0], set()):
+                continue
+            _held(ctx, result, processes, parsed[0], parsed[1], jid, set(), max_scan)
+        if cursor == 0:
+            return
+        if max_scan is not None and examined >= max_scan:
+            result.incomplete.append("SCAN for private lists of unknown processes")
+            return
