@@ -25,14 +25,14 @@ fi
     "rq==2.12.0" \
     "celery[redis]==5.7.0" \
     "py-spy==0.4.3" \
-    -e "$repo"
+    -e "$repo[speedups]"
 # arq 0.28 pins redis<6 while kombu[redis] 5.7 needs redis>=6.4: arq is installed without
 # its pin (its other dependencies, click, hiredis and typing-extensions, are already there)
 # and works with redis-py 6+ for what the benchmark uses (enqueue_job, Worker).
 "$venv/bin/python" -m pip install --quiet --no-deps "arq==0.28.0"
 "$venv/bin/python" -m pip install --quiet hiredis typing-extensions
 "$venv/bin/python" -m pip list 2>/dev/null \
-    | grep -iE '^(dramatiq|huey|arq|rq|celery|kombu|redis|hiredis|py-spy|rfetch) '
+    | grep -iE '^(dramatiq|huey|arq|rq|celery|kombu|redis|hiredis|orjson|py-spy|rfetch) '
 if ! command -v sidekiq >/dev/null 2>&1; then
     echo "note: sidekiq not found; install Debian's ruby-sidekiq to include Sidekiq" >&2
 fi

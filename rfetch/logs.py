@@ -1,15 +1,34 @@
-"""Log formats: Sidekiq-like text lines or one JSON object per line."""
+"""Log formats (Sidekiq-like text lines or one JSON object per line) and the hand-off of
+log lines from worker threads to one writer thread."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
 import sys
+import threading
 import time
-from logging.handlers import QueueHandler, QueueListener
+from logging.handlers import QueueHandler
+from typing import NamedTuple
 
 JOB_FIELDS = ("job_class", "jid", "queue", "elapsed_ms")
+
+
+class JobEvent(NamedTuple):
+    """A per-job log line (``start``/``done``) as plain values, handed to the writer thread
+    instead of a ``logging.LogRecord``: building a record (caller lookup, thread and process
+    names) cost a worker thread about a third of a no-op job (issue #4's profile)."""
+
+    created: float
+    thread: int
+    message: str
+    job_class: str
+    jid: str
+    queue: str
+    elapsed_ms: float | None
+    logger: str
 
 
 def _context(record: logging.LogRecord) -> dict[str, object]:
@@ -22,15 +41,16 @@ class TextFormatter(logging.Formatter):
     _second = -1
     _stamp = ""
 
-    def format(self, record: logging.LogRecord) -> str:
-        second = int(record.created)
+    def _time(self, created: float) -> str:
+        second = int(created)
         if second != self._second:  # strftime once a second, not once a line
             self._second = second
             self._stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        stamp = self._stamp
-        # record.thread / record.process: formatting runs in the listener thread.
-        tid = f"{record.thread or 0:x}"
-        parts = [f"{stamp}.{int(record.msecs):03d}Z pid={record.process} tid={tid}"]
+        return f"{self._stamp}.{int((created - second) * 1000):03d}Z"
+
+    def format(self, record: logging.LogRecord) -> str:
+        # record.thread / record.process: formatting runs in the writer thread.
+        parts = [f"{self._time(record.created)} pid={record.process} tid={record.thread or 0:x}"]
         ctx = _context(record)
         if "job_class" in ctx:
             parts.append(f"class={ctx['job_class']}")
@@ -42,6 +62,14 @@ class TextFormatter(logging.Formatter):
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
         return line
+
+    def format_event(self, event: JobEvent, pid: int) -> str:
+        """The same line as :meth:`format` for a per-job event (level INFO)."""
+        elapsed = "" if event.elapsed_ms is None else f" elapsed={event.elapsed_ms}ms"
+        return (
+            f"{self._time(event.created)} pid={pid} tid={event.thread:x} "
+            f"class={event.job_class} jid={event.jid}{elapsed} INFO: {event.message}"
+        )
 
 
 class JsonFormatter(logging.Formatter):
@@ -61,13 +89,34 @@ class JsonFormatter(logging.Formatter):
             entry["exc"] = self.formatException(record.exc_info)
         return json.dumps(entry, default=str)
 
+    def format_event(self, event: JobEvent, pid: int) -> str:
+        """The same object as :meth:`format` for a per-job event (level INFO)."""
+        entry: dict[str, object] = {
+            "ts": event.created,
+            "pid": pid,
+            "tid": f"{event.thread:x}",
+            "lvl": "INFO",
+            "logger": event.logger,
+            "msg": event.message,
+            "job_class": event.job_class,
+            "jid": event.jid,
+            "queue": event.queue,
+        }
+        if event.elapsed_ms is not None:
+            entry["elapsed_ms"] = event.elapsed_ms
+        return json.dumps(entry, default=str)
+
+
+Item = logging.LogRecord | JobEvent | None
+"""What travels to the writer thread; None asks it to stop."""
+
 
 class HandOffHandler(QueueHandler):
     """A QueueHandler that hands the record over as it is.
 
     The standard one formats the message and copies the record in the calling thread,
     which cost a worker thread more than the rest of a no-op job (issue #4's profile). Here
-    the listener thread does all the formatting; rfetch's records carry only immutable
+    the writer thread does all the formatting; rfetch's records carry only immutable
     values, so nothing changes between the hand-over and the formatting.
     """
 
@@ -75,23 +124,162 @@ class HandOffHandler(QueueHandler):
         return record
 
 
-def setup_logging(verbose: bool, json_logs: bool) -> QueueListener:
+class LogWriter:
+    """The one thread that formats and writes log lines (records and job events, in the
+    order they were handed over), writing everything that is waiting with one ``write``
+    and one ``flush``.
+
+    Args:
+        items: the queue the HandOffHandler and JobLog put into.
+        handler: the stream handler whose stream, formatter and lock are used.
+        formatter: the handler's formatter (text or JSON).
+    """
+
+    def __init__(
+        self,
+        items: queue.SimpleQueue[Item],
+        handler: logging.StreamHandler,  # type: ignore[type-arg]
+        formatter: TextFormatter | JsonFormatter,
+    ) -> None:
+        self.items = items
+        self.handler = handler
+        self.formatter = formatter
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start the writer thread (a daemon: it never keeps the process alive)."""
+        self._thread = threading.Thread(target=self._run, name="rfetch-log", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Write what is waiting, then end the thread."""
+        if self._thread is None:
+            return
+        self.items.put(None)
+        self._thread.join()
+        self._thread = None
+
+    def _run(self) -> None:
+        items = self.items
+        while True:
+            batch = [items.get()]
+            while len(batch) < 1000:
+                try:
+                    batch.append(items.get_nowait())
+                except queue.Empty:
+                    break
+            if not self._write(batch):
+                return
+
+    def _write(self, batch: list[Item]) -> bool:
+        pid = os.getpid()
+        lines: list[str] = []
+        going = True
+        for item in batch:
+            if item is None:
+                going = False
+            elif isinstance(item, JobEvent):
+                lines.append(self.formatter.format_event(item, pid))
+            else:
+                self._flush(lines)
+                lines = []
+                self.handler.handle(item)
+        self._flush(lines)
+        return going
+
+    def _flush(self, lines: list[str]) -> None:
+        if not lines:
+            return
+        handler = self.handler
+        with handler.lock or threading.Lock():
+            try:
+                handler.stream.write("\n".join(lines) + "\n")
+                handler.flush()
+            except Exception:  # a closed or broken stderr must not kill the thread
+                pass
+
+
+class JobLog:
+    """The per-job ``start`` / ``done`` lines, at INFO on ``logger``.
+
+    When rfetch's own logging is in place (:func:`setup_logging`: the ``rfetch`` logger's
+    only handler is a HandOffHandler, no filters on the way), a line is handed to the writer
+    thread as a :class:`JobEvent` tuple; otherwise (an embedding application configured
+    logging itself) it goes through ``logger.info`` with the job fields as ``extra``, so
+    handlers and filters see ordinary records.
+
+    Args:
+        logger: the job logger (``rfetch.job``).
+    """
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self.logger = logger
+        self._items = _fast_queue(logger)
+
+    def event(
+        self, message: str, job_class: str, jid: str, queue_name: str, elapsed_ms: float | None
+    ) -> None:
+        """Log one per-job line at INFO (nothing when INFO is off for the logger)."""
+        logger = self.logger
+        if not logger.isEnabledFor(logging.INFO):
+            return
+        items = self._items
+        if items is not None:
+            items.put(
+                JobEvent(
+                    time.time(),
+                    threading.get_ident(),
+                    message,
+                    job_class,
+                    jid,
+                    queue_name,
+                    elapsed_ms,
+                    logger.name,
+                )
+            )
+            return
+        extra: dict[str, object] = {"job_class": job_class, "jid": jid, "queue": queue_name}
+        if elapsed_ms is not None:
+            extra["elapsed_ms"] = elapsed_ms
+        logger.info(message, extra=extra)
+
+
+def _fast_queue(logger: logging.Logger) -> queue.SimpleQueue[Item] | None:
+    """The writer's queue if ``logger``'s records go only to one HandOffHandler with no
+    filters on the way; else None."""
+    current: logging.Logger | None = logger
+    while current is not None:
+        if current.filters:
+            return None
+        if current.handlers:
+            handlers = current.handlers
+            if len(handlers) == 1 and isinstance(handlers[0], HandOffHandler):
+                handler = handlers[0]
+                if not handler.filters and not current.propagate:
+                    return handler.queue  # type: ignore[return-value]
+            return None
+        current = current.parent if current.propagate else None
+    return None
+
+
+def setup_logging(verbose: bool, json_logs: bool) -> LogWriter:
     """Send rfetch's logs to stderr, INFO (or DEBUG with ``verbose``), text or JSON.
 
-    Records go through the standard library's QueueHandler to a QueueListener thread that
-    formats and writes them, so a processor thread never waits for stderr or for another
-    thread's write (that lock cost half the throughput, issue #4).
+    Records go through a QueueHandler to one writer thread that formats and writes them, so
+    a processor thread never waits for stderr or for another thread's write (that lock cost
+    half the throughput, issue #4); per-job lines travel as :class:`JobEvent` tuples.
 
     Returns:
-        The started listener; call ``stop()`` before exit to flush it.
+        The started writer; call ``stop()`` before exit to flush it.
     """
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if json_logs else TextFormatter())
-    records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
-    listener = QueueListener(records, handler)
+    formatter = JsonFormatter() if json_logs else TextFormatter()
+    handler.setFormatter(formatter)
+    items: queue.SimpleQueue[Item] = queue.SimpleQueue()
+    writer = LogWriter(items, handler, formatter)
     root = logging.getLogger("rfetch")
-    root.handlers[:] = [HandOffHandler(records)]
+    root.handlers[:] = [HandOffHandler(items)]
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     root.propagate = False
-    listener.start()
-    return listener
+    writer.start()
+    return writer

@@ -5,9 +5,16 @@ from __future__ import annotations
 import json
 import math
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 from rfetch.errors import ArgsNotSerializable, InvalidJob, PayloadTooLarge
+
+_fast_loads: Callable[[bytes | str], Any]
+try:  # the optional speed-up extra (pip install 'rfetch[speedups]')
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - depends on the installation
+    _fast_loads = json.loads
 
 Payload = dict[str, Any]
 
@@ -101,9 +108,14 @@ def loads(raw: bytes | str) -> Payload:
         InvalidJob: not JSON, not an object, no string ``class``, or ``args`` not a list.
     """
     try:
-        job = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidJob(f"payload is not valid JSON: {exc}") from None
+        job = _fast_loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        # orjson refuses what Python's json reads (NaN, integers over 64 bits): the
+        # standard parser has the last word, so both installations accept the same jobs.
+        try:
+            job = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InvalidJob(f"payload is not valid JSON: {exc}") from None
     if not isinstance(job, dict):
         raise InvalidJob(f"payload is a JSON {type(job).__name__}, not an object")
     if not isinstance(job.get("class"), str) or not job["class"]:

@@ -11,6 +11,7 @@ from rfetch.config import Config
 from rfetch.errors import InvalidJob, UnknownJob
 from rfetch.fetch import ReliableFetch, UnitOfWork
 from rfetch.job import Job
+from rfetch.logs import JobLog
 from rfetch.middleware import run_server_chain
 from rfetch.payload import loads
 from rfetch.registry import Registry
@@ -49,6 +50,7 @@ class Processor:
         self.registry = registry
         self.job_retry = job_retry
         self.stats = stats
+        self.job_log = JobLog(log)
 
     def process(self, unit: UnitOfWork) -> None:
         """Run one job to its end: acknowledged, in the retry/dead set, or discarded.
@@ -65,8 +67,9 @@ class Processor:
             self._report(exc, {"queue": unit.queue, "context": "invalid job"})
             return
         name = job["class"]
-        ctx = {"job_class": name, "jid": job["jid"], "queue": unit.queue}
-        log.info("start", extra=ctx)
+        jid = job["jid"]
+        job_log = self.job_log
+        job_log.event("start", name, jid, unit.queue, None)
         started = time.perf_counter()
         instance: Job | None = None
         try:
@@ -77,12 +80,15 @@ class Processor:
                     "defines it passed with -r, and deployed?)"
                 )
             instance = cls()
-            instance.jid = job["jid"]
+            instance.jid = jid
             self._perform(instance, job, unit.queue)
         except BaseException as exc:  # a job's failure, whatever it raised, is a retry
             elapsed = round((time.perf_counter() - started) * 1000, 3)
             log.warning(
-                "fail: %s: %s", type(exc).__name__, exc, extra={**ctx, "elapsed_ms": elapsed}
+                "fail: %s: %s",
+                type(exc).__name__,
+                exc,
+                extra={"job_class": name, "jid": jid, "queue": unit.queue, "elapsed_ms": elapsed},
             )
             self.stats.record(name, True, elapsed)
             self._report(exc, {"job": job, "queue": unit.queue, "jid": job["jid"]})
@@ -91,7 +97,7 @@ class Processor:
         elapsed = round((time.perf_counter() - started) * 1000, 3)
         self.ack(unit)
         self.stats.record(name, False, elapsed)
-        log.info("done", extra={**ctx, "elapsed_ms": elapsed})
+        job_log.event("done", name, jid, unit.queue, elapsed)
 
     def _perform(self, instance: Job, job: dict[str, Any], queue: str) -> None:
         args = job["args"]

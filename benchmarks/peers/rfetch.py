@@ -1,7 +1,7 @@
 """rfetch: ``rfetch worker -c C`` (reliable fetch), ``perform_bulk`` for bulk enqueue.
 
-The ``rfetch-nohiredis`` variant runs the same worker with redis-py's hiredis parser
-hidden, to show what the optional ``hiredis`` extra buys (issue #4).
+The ``rfetch-plain`` variant runs the same worker with hiredis (redis-py's C parser) and
+orjson hidden, to show what the optional ``speedups`` extra buys (issue #4).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from benchmarks.peers.base import BenchClient, Peer, Runtime, client_main
 
-NO_HIREDIS = Path(__file__).resolve().parent / "nohiredis"
+NO_SPEEDUPS = Path(__file__).resolve().parent / "nospeedups"
 
 
 class RfetchPeer(Peer):
@@ -29,22 +29,22 @@ class RfetchPeer(Peer):
         return argv
 
 
-class RfetchNoHiredisPeer(RfetchPeer):
-    key = "rfetch-nohiredis"
-    label = "rfetch without hiredis"
+class RfetchPlainPeer(RfetchPeer):
+    key = "rfetch-plain"
+    label = "rfetch without speedups"
     default = False
 
     def worker_env(self, rt: Runtime, url: str, concurrency: int,
                    queues: Sequence[str]) -> dict[str, str]:
         env = super().worker_env(rt, url, concurrency, queues)
-        env["PYTHONPATH"] = f"{NO_HIREDIS}:{env['PYTHONPATH']}"
+        env["PYTHONPATH"] = f"{NO_SPEEDUPS}:{env['PYTHONPATH']}"
         return env
 
     def client_argv(self, rt: Runtime, args: Sequence[str]) -> list[str]:
-        return ["env", f"PYTHONPATH={NO_HIREDIS}:{rt.repo}", *super().client_argv(rt, args)]
+        return ["env", f"PYTHONPATH={NO_SPEEDUPS}:{rt.repo}", *super().client_argv(rt, args)]
 
 
-PEERS = [RfetchPeer(), RfetchNoHiredisPeer()]
+PEERS = [RfetchPeer(), RfetchPlainPeer()]
 
 
 class RfetchClient(BenchClient):

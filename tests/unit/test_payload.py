@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 
 import pytest
 
@@ -60,3 +61,12 @@ def test_epoch_seconds_reads_sidekiq_8_milliseconds() -> None:
 def test_loads_rejects_bad_shapes(raw: bytes, message: str) -> None:
     with pytest.raises(InvalidJob, match=message):
         loads(raw)
+
+
+def test_loads_reads_what_pythons_json_reads_with_or_without_orjson() -> None:
+    """orjson (the speed-up extra) refuses NaN and integers over 64 bits; the standard parser
+    takes over, so a worker with the extra runs exactly the jobs one without it runs."""
+    job = loads('{"class":"a.B","args":[NaN, 123456789012345678901234567890],"jid":"x"}')
+    assert math.isnan(job["args"][0])
+    assert job["args"][1] == 123456789012345678901234567890
+    assert loads(b'{"class":"a.B","args":[1]}')["args"] == [1]

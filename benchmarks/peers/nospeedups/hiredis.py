@@ -1,3 +1,3 @@
 """Put first on PYTHONPATH to hide hiredis from redis-py (its pure-Python parser is used)."""
 
-raise ImportError("hiredis hidden for the benchmark (benchmarks/peers/nohiredis)")
+raise ImportError("hiredis hidden for the benchmark (benchmarks/peers/nospeedups)")

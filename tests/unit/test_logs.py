@@ -1,0 +1,137 @@
+"""Log lines: text and JSON formats, the writer thread, and the per-job fast path."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import queue
+import re
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from rfetch.logs import (
+    HandOffHandler,
+    Item,
+    JobEvent,
+    JobLog,
+    JsonFormatter,
+    LogWriter,
+    TextFormatter,
+)
+
+JID = "0123456789abcdef01234567"
+
+
+@pytest.fixture
+def wired() -> Iterator[tuple[logging.Logger, io.StringIO, LogWriter]]:
+    """A private 'rfetchtest' logger wired as setup_logging wires 'rfetch', writing to a
+    StringIO. (Tests re-wire it in their body with :func:`rewire`: pytest adds its capture
+    handlers to non-propagating loggers between fixture set-up and the test call.)"""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    formatter = TextFormatter()
+    handler.setFormatter(formatter)
+    items: queue.SimpleQueue[Item] = queue.SimpleQueue()
+    writer = LogWriter(items, handler, formatter)
+    root = logging.getLogger("rfetchtest")
+    root.handlers[:] = [HandOffHandler(items)]
+    root.setLevel(logging.INFO)
+    root.propagate = False
+    writer.start()
+    try:
+        yield root, stream, writer
+    finally:
+        writer.stop()
+        root.handlers[:] = []
+
+
+def rewire(root: logging.Logger) -> None:
+    """Keep only the HandOffHandler, as setup_logging leaves the 'rfetch' logger."""
+    root.handlers[:] = [h for h in root.handlers if isinstance(h, HandOffHandler)]
+
+
+def test_job_events_and_records_keep_their_order(
+    wired: tuple[logging.Logger, io.StringIO, LogWriter],
+) -> None:
+    root, stream, writer = wired
+    rewire(root)
+    job_logger = root.getChild("job")
+    job_log = JobLog(job_logger)
+    assert job_log._items is not None, "the fast path applies when rfetch's wiring is in place"
+    job_log.event("start", "app.Send", JID, "mail", None)
+    root.warning("between %s", "lines")
+    job_log.event("done", "app.Send", JID, "mail", 1.5)
+    writer.stop()
+    lines = stream.getvalue().splitlines()
+    tid = f"{threading.get_ident():x}"
+    stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
+    assert re.fullmatch(
+        rf"{stamp} pid={os.getpid()} tid={tid} class=app\.Send jid={JID} INFO: start", lines[0]
+    )
+    assert lines[1].endswith("WARNING: between lines")
+    assert re.fullmatch(
+        rf"{stamp} pid={os.getpid()} tid={tid} class=app\.Send jid={JID} elapsed=1\.5ms "
+        "INFO: done",
+        lines[2],
+    )
+    assert len(lines) == 3
+
+
+def test_event_line_matches_the_record_line() -> None:
+    formatter = TextFormatter()
+    record = logging.LogRecord("rfetch.job", logging.INFO, __file__, 1, "done", None, None)
+    record.job_class, record.jid, record.queue, record.elapsed_ms = "a.B", JID, "q", 2.0
+    event = JobEvent(record.created, record.thread or 0, "done", "a.B", JID, "q", 2.0, "x")
+    assert formatter.format_event(event, record.process or 0) == formatter.format(record)
+
+
+def test_json_event_has_the_record_fields() -> None:
+    formatter = JsonFormatter()
+    record = logging.LogRecord("rfetch.job", logging.INFO, __file__, 1, "done", None, None)
+    record.job_class, record.jid, record.queue, record.elapsed_ms = "a.B", JID, "q", 2.0
+    event = JobEvent(record.created, record.thread or 0, "done", "a.B", JID, "q", 2.0, "rfetch.job")
+    assert json.loads(formatter.format_event(event, record.process or 0)) == json.loads(
+        formatter.format(record)
+    )
+
+
+def test_info_off_writes_nothing(wired: tuple[logging.Logger, io.StringIO, LogWriter]) -> None:
+    root, stream, writer = wired
+    rewire(root)
+    job_logger = root.getChild("quietjob")
+    job_logger.setLevel(logging.WARNING)
+    JobLog(job_logger).event("start", "a.B", JID, "q", None)
+    writer.stop()
+    assert stream.getvalue() == ""
+
+
+def test_application_logging_gets_ordinary_records(caplog: pytest.LogCaptureFixture) -> None:
+    """Without rfetch's wiring (an embedding app configured logging), lines are records
+    with the job fields as attributes, so the app's handlers and filters see them."""
+    logger = logging.getLogger("appconfigured.job")
+    job_log = JobLog(logger)
+    assert job_log._items is None
+    with caplog.at_level(logging.INFO, logger="appconfigured.job"):
+        job_log.event("done", "a.B", JID, "q", 3.25)
+    [record] = caplog.records
+    assert record.getMessage() == "done"
+    assert (record.job_class, record.jid, record.queue, record.elapsed_ms) == (
+        "a.B",
+        JID,
+        "q",
+        3.25,
+    )
+
+
+def test_a_filter_on_the_way_disables_the_fast_path(
+    wired: tuple[logging.Logger, io.StringIO, LogWriter],
+) -> None:
+    root, _, _ = wired
+    rewire(root)
+    child = root.getChild("filtered")
+    child.addFilter(lambda record: True)
+    assert JobLog(child)._items is None
