@@ -13,10 +13,12 @@ and at interpreter exit. A full buffer raises BufferFull; nothing is dropped sil
 from __future__ import annotations
 
 import atexit
+import hashlib
+import json
 import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from redis import Redis
@@ -29,13 +31,26 @@ from rfetch.keys import Keys
 from rfetch.middleware import run_client_chain
 from rfetch.payload import Payload, check_args, dumps, new_jid, new_jids
 from rfetch.push_buffer import BufferedJob, MemoryBuffer, PushBuffer, SpoolBuffer
+from rfetch.scripts import read_script
 
 log = logging.getLogger("rfetch.client")
 
 REDIS_DOWN = (ConnectionError, TimeoutError, OSError)
 
-JOB_OPTIONS = frozenset({"queue", "retry", "dead", "backtrace", "retry_queue", "tags", "jid"})
-"""Options that travel in the payload (Sidekiq's names)."""
+JOB_OPTIONS = frozenset(
+    {
+        "queue", "retry", "dead", "backtrace", "retry_queue", "tags", "jid",
+        "key", "unique_for", "unique_key",
+    }
+)
+"""Options that travel in the payload (Sidekiq's names, and issue #5's ``key`` (ordering
+key, stored as ``ordering_key``), ``unique_for`` and ``unique_key``)."""
+
+GATED_MARKERS = ('"ordering_key"', '"unique_key"')
+"""Text whose presence in a payload sends its push through ``push.lua`` (issue #5)."""
+
+MAX_ORDERING_KEY = 1000
+"""Characters allowed in an ordering key (it is part of a Redis key name)."""
 
 BULK_BATCH = 1000
 """Jobs per round trip in :meth:`Client.push_bulk` (Sidekiq's push_bulk default)."""
@@ -56,11 +71,61 @@ def check_options(options: Mapping[str, Any]) -> None:
         raise ConfigError(f"retry must be True, False or a number of retries, got {retry!r}")
     if isinstance(retry, int) and not isinstance(retry, bool) and retry < 0:
         raise ConfigError(f"retry must not be negative, got {retry}")
+    _check_ordering_options(options)
     tags = options.get("tags")
     if tags is not None and (
         not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags)
     ):
         raise ConfigError(f"tags must be a list of strings, got {tags!r}")
+
+
+def _check_ordering_options(options: Mapping[str, Any]) -> None:
+    """Issue #5's options: ``key`` (ordering key), ``unique_for``, ``unique_key``."""
+    key = options.get("key")
+    if key is not None:
+        if not isinstance(key, str) or not key:
+            raise ConfigError(f"key (ordering key) must be a non-empty string, got {key!r}")
+        if len(key) > MAX_ORDERING_KEY:
+            raise ConfigError(
+                f"key (ordering key) is {len(key)} characters; at most {MAX_ORDERING_KEY}"
+            )
+        if options.get("retry_queue"):
+            raise ConfigError(
+                "retry_queue cannot be used with an ordering key: the key's order is kept "
+                "within one queue, and a retry must come back to the same queue"
+            )
+    unique_for = options.get("unique_for")
+    if unique_for is not None and (
+        isinstance(unique_for, bool)
+        or not isinstance(unique_for, (int, float))
+        or not unique_for > 0
+        or unique_for == float("inf")
+    ):
+        raise ConfigError(f"unique_for must be a positive number of seconds, got {unique_for!r}")
+    unique_key = options.get("unique_key")
+    if unique_key is not None:
+        if not isinstance(unique_key, str) or not unique_key:
+            raise ConfigError(f"unique_key must be a non-empty string, got {unique_key!r}")
+        if unique_for is None:
+            raise ConfigError("unique_key needs unique_for (the lock's window, in seconds)")
+
+
+def unique_digest(class_name: str, queue: str, args: Sequence[Any], unique_key: str | None) -> str:
+    """The unique lock's name part: sha256 hex of ``unique_key`` if given, else of the
+    canonical JSON of (class, queue, args) (sorted object keys), so equal arguments give
+    the same lock whatever their dict order."""
+    if unique_key is not None:
+        material = "key:" + unique_key
+    else:
+        material = json.dumps(
+            [class_name, queue, list(args)], sort_keys=True, separators=(",", ":")
+        )
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+def is_gated(text: str) -> bool:
+    """Whether a serialised payload needs ``push.lua`` (an ordering key or a unique lock)."""
+    return any(marker in text for marker in GATED_MARKERS)
 
 
 class Client:
@@ -75,6 +140,7 @@ class Client:
         self.config = config
         self.keys = Keys(config.namespace)
         self.redis = redis if redis is not None else connect(config)
+        self._push_script = self.redis.register_script(read_script("push"))
         self.buffer: PushBuffer = (
             SpoolBuffer(config.push_spool) if config.push_spool else MemoryBuffer()
         )
@@ -154,6 +220,13 @@ class Client:
                 payload[name] = options[name]
         if options.get("tags"):
             payload["tags"] = list(options["tags"])
+        if options.get("key") is not None:
+            payload["ordering_key"] = options["key"]
+        if options.get("unique_for") is not None:
+            payload["unique_key"] = unique_digest(
+                class_name, payload["queue"], args, options.get("unique_key")
+            )
+            payload["unique_until"] = max(now, at or now) + float(options["unique_for"])
         if at is None or at <= now:
             payload["enqueued_at"] = now
         else:
@@ -167,7 +240,8 @@ class Client:
         options: Mapping[str, Any] | None = None,
         at: float | None = None,
     ) -> str | None:
-        """Push one job; return its jid, or None if client middleware stopped the push.
+        """Push one job; return its jid, or None if client middleware stopped the push or a
+        unique job's lock is held (issue #5: nothing is written then).
 
         Args:
             class_name: registered job name (``module.Class`` or the job's ``name``).
@@ -183,8 +257,8 @@ class Client:
         if payload is None:
             return None
         jid: str = payload["jid"]
-        self._write([self._serialize(payload)], [payload["queue"]])
-        return jid
+        written = self._write([self._serialize(payload)], [payload["queue"]])
+        return jid if written is None or written[0] else None
 
     def push_bulk(
         self,
@@ -193,6 +267,7 @@ class Client:
         options: Mapping[str, Any] | None = None,
         at: float | None = None,
         batch_size: int = BULK_BATCH,
+        options_for: Callable[[Sequence[Any]], Mapping[str, Any]] | None = None,
     ) -> list[str]:
         """Push many jobs of one class, ``batch_size`` per round trip (one LPUSH each).
 
@@ -200,11 +275,15 @@ class Client:
         any job write nothing at all.
 
         Returns:
-            The jids pushed (jobs dropped by client middleware are left out).
+            The jids pushed (jobs dropped by client middleware, and unique jobs whose lock
+            is held, are left out).
 
         Raises:
             ArgsNotSerializable, PayloadTooLarge, ConfigError: nothing is written.
             ConfigError: ``jid`` given as a bulk option (it must be unique per job).
+
+        ``options_for(args)``, when given, supplies each job's options instead of
+        ``options`` (a class-level ``ordering_key`` differs per job); they are checked too.
         """
         options = dict(options or {})
         if "jid" in options:
@@ -219,17 +298,25 @@ class Client:
                 raise ConfigError(
                     f"push_bulk takes a list of argument lists; got an item {args!r}"
                 )
+            own = options if options_for is None else options_for(args)
+            checked = options_for is None
+            if not checked and "jid" in own:
+                raise ConfigError("jid cannot be given to push_bulk: each job needs its own")
             payload = self._through_middleware(
-                self.build(class_name, args, options, at, now=now, jid=jid, checked=True)
+                self.build(class_name, args, own, at, now=now, jid=jid, checked=checked)
             )
             if payload is not None:
                 payloads.append(payload)
         items = [self._serialize(p) for p in payloads]
         queues = [p["queue"] for p in payloads]
+        jids_out: list[str] = []
         for start in range(0, len(items), batch_size):
             end = start + batch_size
-            self._write(items[start:end], queues[start:end])
-        return [p["jid"] for p in payloads]
+            written = self._write(items[start:end], queues[start:end])
+            for index, payload in enumerate(payloads[start:end]):
+                if written is None or written[index]:
+                    jids_out.append(payload["jid"])
+        return jids_out
 
     def _through_middleware(self, payload: Payload) -> Payload | None:
         chain = self.config.client_middleware
@@ -242,8 +329,14 @@ class Client:
         at = payload.pop("at", None)
         return dumps(payload, self.config.max_payload_bytes), at
 
-    def _write(self, items: Sequence[tuple[str, float | None]], queues: Sequence[str]) -> None:
+    def _write(
+        self, items: Sequence[tuple[str, float | None]], queues: Sequence[str]
+    ) -> list[bool] | None:
         """Push serialised jobs, or buffer them if Redis is unreachable.
+
+        Returns:
+            Per job, whether it was written (False: a unique job's lock was held); None
+            when the jobs were buffered (a unique lock is then decided at delivery).
 
         Raises:
             BufferFull: Redis is unreachable and the buffer cannot take them all; none of
@@ -253,10 +346,10 @@ class Client:
         with self._lock:
             try:
                 self._drain()
-                self._send(jobs)
-                return
+                return self._send(jobs)
             except REDIS_DOWN as exc:
                 self._keep(jobs, exc)
+                return None
 
     def _keep(self, jobs: Sequence[BufferedJob], exc: Exception) -> None:
         held = len(self.buffer)
@@ -286,8 +379,10 @@ class Client:
                 return
             log.info("delivered %d buffered job(s)", len(batch))
 
-    def _send(self, jobs: Sequence[BufferedJob]) -> None:
-        """One MULTI/EXEC round trip, as Sidekiq's raw_push."""
+    def _send(self, jobs: Sequence[BufferedJob]) -> list[bool]:
+        """One MULTI/EXEC round trip, as Sidekiq's raw_push; per job, whether written."""
+        if any(is_gated(job.text) for job in jobs):
+            return self._send_in_order(jobs)
         by_queue: dict[str, list[str]] = {}
         scheduled: dict[str, float] = {}
         for job in jobs:
@@ -302,6 +397,51 @@ class Client:
         if scheduled:
             pipe.zadd(self.keys.schedule, scheduled)
         pipe.execute()
+        return [True] * len(jobs)
+
+    def _send_in_order(self, jobs: Sequence[BufferedJob]) -> list[bool]:
+        """One MULTI/EXEC round trip, one step per job in push order: jobs with an ordering
+        key or a unique lock through ``push.lua`` (issue #5), the others as plain pushes."""
+        pipe = self.redis.pipeline(transaction=True)
+        steps: list[int] = []  # replies per job: 2 plain push, 1 script, 0 plain schedule
+        for job in jobs:
+            if is_gated(job.text):
+                fields = json.loads(job.text)
+                unique = fields.get("unique_key")
+                until = fields.get("unique_until")
+                window_ms = 1
+                if isinstance(until, (int, float)) and not isinstance(until, bool):
+                    window_ms = max(1, int((until - time.time()) * 1000))
+                key = fields.get("ordering_key")
+                self._push_script(
+                    keys=[],
+                    args=[
+                        self.keys.prefix,
+                        job.queue,
+                        job.text,
+                        "" if job.at is None else repr(job.at),
+                        key if isinstance(key, str) else "",
+                        str(fields.get("jid", "")),
+                        unique if isinstance(unique, str) else "",
+                        window_ms,
+                    ],
+                    client=pipe,
+                )
+                steps.append(1)
+            elif job.at is None:
+                pipe.sadd(self.keys.queues, job.queue)
+                pipe.lpush(self.keys.queue(job.queue), job.text)
+                steps.append(2)
+            else:
+                pipe.zadd(self.keys.schedule, {job.text: job.at})
+                steps.append(0)
+        replies = pipe.execute()
+        written: list[bool] = []
+        position = 0
+        for count in steps:
+            written.append(count != 1 or bool(replies[position]))
+            position += max(count, 1)
+        return written
 
     def _start_retrier(self) -> None:
         if self._retrier is not None and self._retrier.is_alive():

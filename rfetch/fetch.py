@@ -43,12 +43,28 @@ class UnitOfWork:
         raw: the payload exactly as fetched.
         private_key: the private list holding it until acknowledged.
         fetched_at: ``time.time()`` at fetch (float epoch seconds).
+        jid: the job's jid, set by the processor for a gated job.
+        ordering_key: the job's ordering key (issue #5), set by the processor; None for none.
+        unique: the job's unique lock digest (issue #5), set by the processor; None for none.
     """
 
     queue: str
     raw: bytes
     private_key: str
     fetched_at: float = field(default_factory=time.time)
+    jid: str = ""
+    ordering_key: str | None = None
+    unique: str | None = None
+
+    @property
+    def gated(self) -> bool:
+        """Whether finishing the job must release an ordering key or a unique lock, so its
+        acknowledgement goes through ``finish.lua`` instead of riding on the next fetch."""
+        return self.ordering_key is not None or self.unique is not None
+
+    def gate_args(self, prefix: str) -> list[str]:
+        """``prefix, queue, ordering key, jid`` (``""`` for no key) for the gate scripts."""
+        return [prefix, self.queue, self.ordering_key or "", self.jid]
 
 
 class QueueOrder:
@@ -206,7 +222,48 @@ class ReliableFetch:
         return bool(keys) and int(self.redis.exists(*keys)) > 0
 
     def _ack_now(self, unit: UnitOfWork) -> None:
+        if unit.gated:
+            self._finish(unit)
+            return
         self.redis.lrem(unit.private_key, 1, unit.raw)  # type: ignore[arg-type]
+
+    def _finish(self, unit: UnitOfWork) -> int:
+        """``finish.lua``: LREM, then release the job's ordering key and unique lock."""
+        return int(
+            self.scripts.finish(
+                keys=[unit.private_key],
+                args=[unit.raw, *unit.gate_args(self.keys.prefix), unit.unique or ""],
+                client=self.redis,
+            )
+        )
+
+    def start_lease(self, unit: UnitOfWork) -> None:
+        """Set the lease of a keyed job that starts running (issue #5): its key's entry in
+        ``rfetch:key-leases:<q>``, expiring ``heartbeat_ttl`` seconds from now by Redis's
+        clock. Stuck-key rescue looks only at expired leases.
+
+        Raises:
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
+        """
+        if unit.ordering_key is None:
+            return
+        self.scripts.lease(
+            keys=[self.keys.key_leases(unit.queue)],
+            args=[self.config.heartbeat_ttl, "start", unit.ordering_key],
+            client=self.redis,
+        )
+
+    def renew_leases(self, pipe: Redis, units: Iterable[UnitOfWork]) -> None:
+        """Queue on ``pipe`` the renewal of the leases of running keyed jobs (the heartbeat
+        calls it); a lease removed meanwhile is not brought back (ZADD XX)."""
+        keyed = [u for u in units if u.ordering_key is not None]
+        if not keyed:
+            return
+        self.scripts.lease(
+            keys=[self.keys.key_leases(u.queue) for u in keyed],
+            args=[self.config.heartbeat_ttl, "renew", *(u.ordering_key or "" for u in keyed)],
+            client=pipe,
+        )
 
     def acknowledge(self, unit: UnitOfWork, give_up: float | None = None) -> bool:
         """Remove a finished job from the private list (LREM of the exact bytes).
@@ -219,9 +276,15 @@ class ReliableFetch:
             give_up: ``time.monotonic()`` deadline after which to stop trying (shutdown);
                 the job then stays in the private list and is recovered as an orphan.
 
+        A job with an ordering key or a unique lock is acknowledged by ``finish.lua``, which
+        also releases the key (its next job goes out) and the lock (issue #5).
+
         Returns:
             True once acknowledged, False if given up.
         """
+        if unit.gated:
+            finished = self._until_answered(lambda: self._finish(unit), "acknowledge", give_up)
+            return finished is not None
         key, raw = unit.private_key, unit.raw
         lrem = self.redis.lrem
         answer = self._until_answered(
@@ -240,6 +303,7 @@ class ReliableFetch:
         trim_before: float | None = None,
         cap: int | None = None,
         give_up: float | None = None,
+        outcome: str = "dead",
     ) -> bool:
         """Atomically move a failed job from the private list into the retry or dead set.
 
@@ -255,6 +319,9 @@ class ReliableFetch:
             trim_before: dead set: drop entries scored below this (epoch seconds).
             cap: dead set: keep at most this many entries.
             give_up: ``time.monotonic()`` deadline (see :meth:`acknowledge`).
+            outcome: for a job with an ordering key or a unique lock (issue #5):
+                ``"retry"`` keeps its key blocked, ``"skip"`` releases the key (the skip
+                policy), ``"dead"`` releases the key and the unique lock.
 
         Returns:
             True if written, False if the job was no longer ours or we gave up.
@@ -266,6 +333,8 @@ class ReliableFetch:
             "" if trim_before is None else repr(trim_before),
             "" if cap is None else str(cap),
         ]
+        if unit.gated:
+            args += [*unit.gate_args(self.keys.prefix), outcome, unit.unique or ""]
         result = self._until_answered(
             lambda: self.scripts.settle(
                 keys=[unit.private_key, zset], args=args, client=self.redis
@@ -278,7 +347,8 @@ class ReliableFetch:
     def requeue(self, units: Sequence[UnitOfWork]) -> int:
         """Push jobs back to the head of their queues (next to run), if still ours.
 
-        Jobs are grouped per private list; within a group the first given runs first.
+        Jobs are grouped per private list; within a group the first given runs first. A job
+        with an ordering key goes back by the gate's rule (``requeue.lua``), keeping order.
 
         Returns:
             How many jobs were pushed back.
@@ -295,7 +365,7 @@ class ReliableFetch:
             pushed += int(
                 self.scripts.requeue(
                     keys=[private_key, self.keys.queue(queue), self.keys.queues],
-                    args=[queue, *raws],
+                    args=[queue, self.keys.prefix, *raws],
                     client=self.redis,
                 )
             )

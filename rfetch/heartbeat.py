@@ -23,7 +23,7 @@ from typing import Any
 from redis import Redis
 
 from rfetch.config import Config
-from rfetch.fetch import REDIS_DOWN
+from rfetch.fetch import REDIS_DOWN, UnitOfWork
 from rfetch.keys import Keys
 from rfetch.manager import Manager
 from rfetch.stats import Stats
@@ -54,6 +54,8 @@ class Heartbeat:
         manager: the pool (busy threads, quiet state).
         stats: counters to flush.
         on_signal: called with a signal name popped from the remote signal list.
+        renew: queues on the pipeline the lease renewal of running keyed jobs (issue #5,
+            ``ReliableFetch.renew_leases``).
     """
 
     def __init__(
@@ -64,6 +66,7 @@ class Heartbeat:
         manager: Manager,
         stats: Stats,
         on_signal: Callable[[str], None],
+        renew: Callable[[Any, list[UnitOfWork]], None] | None = None,
     ) -> None:
         self.config = config
         self.redis = redis
@@ -71,6 +74,7 @@ class Heartbeat:
         self.manager = manager
         self.stats = stats
         self.on_signal = on_signal
+        self.renew = renew
         self.keys = Keys(config.namespace)
         self.started_at = time.time()
         self._failing = False
@@ -128,6 +132,8 @@ class Heartbeat:
                     },
                 )
                 pipe.expire(work_key, self.config.heartbeat_ttl)
+                if self.renew is not None:
+                    self.renew(pipe, [unit for unit, _ in running.values()])
             key = self.keys.process(self.identity)
             pipe.sadd(self.keys.processes, self.identity)
             pipe.hset(self.keys.identities, self.identity, self._queues)

@@ -64,16 +64,23 @@ class JobSetter:
     def _client(self) -> Client:
         return self.client if self.client is not None else DEFAULT.get()
 
-    def _options(self) -> dict[str, Any]:
-        return {**self.job_class.default_options(), **self.options}
+    def _options(self, args: Sequence[Any] | None = None) -> dict[str, Any]:
+        options = {**self.job_class.default_options(), **self.options}
+        if args is not None and "key" not in options:
+            key = self.job_class.key_of(args)
+            if key is not None:
+                options["key"] = key
+        return options
 
     def perform_async(self, *args: Any) -> str | None:
-        """Enqueue now; the jid (24 hex), or None if client middleware dropped the push.
+        """Enqueue now; the jid (24 hex), or None if client middleware dropped the push or a
+        unique job's lock is held (issue #5).
 
         Raises:
             ArgsNotSerializable, PayloadTooLarge: nothing is written.
+            ConfigError: a bad option (e.g. an ordering key that is not a string).
         """
-        return self._client().push(self.job_class.job_name(), args, self._options())
+        return self._client().push(self.job_class.job_name(), args, self._options(args))
 
     def perform_in(self, interval: dt.timedelta | float, *args: Any) -> str | None:
         """Enqueue to run after ``interval`` (seconds or timedelta)."""
@@ -82,15 +89,22 @@ class JobSetter:
     def perform_at(self, when: dt.datetime | float, *args: Any) -> str | None:
         """Enqueue to run at ``when`` (datetime or epoch seconds); a past time runs now."""
         return self._client().push(
-            self.job_class.job_name(), args, self._options(), at=to_epoch(when)
+            self.job_class.job_name(), args, self._options(args), at=to_epoch(when)
         )
 
     def perform_bulk(
         self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000
     ) -> list[str]:
         """Enqueue one job per argument list, ``batch_size`` per round trip; their jids."""
+        arg_lists = list(args_list)
+        options = self._options()
+        keyed = "key" not in self.options and self.job_class.has_ordering_key()
         return self._client().push_bulk(
-            self.job_class.job_name(), args_list, self._options(), batch_size=batch_size
+            self.job_class.job_name(),
+            arg_lists,
+            options,
+            batch_size=batch_size,
+            options_for=self._options if keyed else None,
         )
 
 
@@ -111,6 +125,13 @@ class Job:
     ``name`` sets the registered name (default ``module.QualName``), e.g. to take jobs that a
     Ruby client pushes as ``"SendWelcome"``.
 
+    Issue #5 (docs/ordering.md): define ``ordering_key(self, *args)`` (or push with
+    ``set(key=...)``) to run the jobs of one key one at a time in enqueue order;
+    ``key_on_failure`` says what a failed job of a key does: ``"block"`` (default: later
+    jobs of the key wait until it succeeds or dies) or ``"skip"`` (they go on; the retry
+    loses its place). ``unique_for`` (seconds; per push ``unique_key=``) makes a push of a
+    job already pending or running return None.
+
     A worker sets ``jid`` on the instance before calling ``perform``.
     """
 
@@ -121,12 +142,31 @@ class Job:
     retry_queue: ClassVar[str | None] = None
     tags: ClassVar[Sequence[str] | None] = None
     name: ClassVar[str | None] = None
+    unique_for: ClassVar[float | None] = None
+    key_on_failure: ClassVar[Literal["block", "skip"]] = "block"
 
     jid: str = ""
 
     def perform(self, *args: Any) -> None:
         """The work; raise to fail (the job is then retried)."""
         raise NotImplementedError(f"{type(self).__name__} must define perform()")
+
+    def ordering_key(self, *args: Any) -> str | None:
+        """The ordering key of a job with these arguments, or None (no ordering). Called at
+        push time on a fresh instance, unless the push sets ``key=``."""
+        return None
+
+    @classmethod
+    def has_ordering_key(cls) -> bool:
+        """Whether the class overrides :meth:`ordering_key`."""
+        return cls.ordering_key is not Job.ordering_key
+
+    @classmethod
+    def key_of(cls, args: Sequence[Any]) -> str | None:
+        """The class's ordering key for ``args`` (None when the class defines none)."""
+        if not cls.has_ordering_key():
+            return None
+        return cls().ordering_key(*args)
 
     def retry_in(self, count: int, exc: BaseException, job: dict[str, Any]) -> RetryDecision:
         """Delay before retry number ``count`` (0-based), Sidekiq's ``sidekiq_retry_in``.
@@ -150,7 +190,7 @@ class Job:
     def default_options(cls) -> dict[str, Any]:
         """The class-level options, as payload fields."""
         options: dict[str, Any] = {"queue": cls.queue, "retry": cls.retry}
-        for option in ("dead", "backtrace", "retry_queue", "tags"):
+        for option in ("dead", "backtrace", "retry_queue", "tags", "unique_for"):
             value = getattr(cls, option)
             if value is not None:
                 options[option] = value

@@ -117,6 +117,36 @@ class Keys:
         """How often a job was recovered from dead processes (expires after the window)."""
         return self._k(f"rfetch:recoveries:{jid}")
 
+    @property
+    def prefix(self) -> str:
+        """The namespace prefix (``""`` or ``"<ns>:"``) that Lua scripts prepend to the key
+        names they compute (``rfetch/lua/lib/gate.lua`` uses the formats below)."""
+        return f"{self.namespace}:" if self.namespace else ""
+
+    def key_holders(self, queue: str) -> str:
+        """Hash: ordering key -> jid of the one job of that key that is out (in the queue, a
+        private list, or the retry set) for ``queue`` (issue #5)."""
+        return self._k(f"rfetch:key-holders:{queue}")
+
+    def key_list(self, queue: str, key: str) -> str:
+        """List of the jobs of one ordering key waiting for their turn: newest at the left,
+        the next to go out at the right."""
+        return self._k(f"rfetch:key:{queue}:{key}")
+
+    def key_list_pattern(self, queue: str) -> str:
+        """SCAN pattern matching every key list of ``queue`` (glob characters escaped)."""
+        escaped = "".join(f"\\{c}" if c in "*?[]\\" else c for c in queue)
+        return self._k(f"rfetch:key:{escaped}:*")
+
+    def key_leases(self, queue: str) -> str:
+        """Sorted set: ordering key -> lease expiry (Redis time, float epoch seconds) while
+        the key's holder runs; renewed by the heartbeat, read by stuck-key rescue."""
+        return self._k(f"rfetch:key-leases:{queue}")
+
+    def unique(self, digest: str) -> str:
+        """Unique-job lock: value = jid of the job holding it, expires after ``unique_for``."""
+        return self._k(f"rfetch:unique:{digest}")
+
     def metrics(self, minute: str) -> str:
         """Per-class counts and run-time histogram of one UTC minute (``YYYYmmddHHMM``)."""
         return self._k(f"rfetch:metrics:{minute}")

@@ -90,7 +90,13 @@ class Launcher:
         )
         self.events: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.heartbeat = Heartbeat(
-            config, self.redis, self.identity, self.manager, self.stats, self.events.put
+            config,
+            self.redis,
+            self.identity,
+            self.manager,
+            self.stats,
+            self.events.put,
+            renew=self.fetch.renew_leases,
         )
         self.poller = Poller(config, self.redis, self.scripts)
         self.recovery = OrphanRecovery(config, self.redis, self.scripts, self.identity)

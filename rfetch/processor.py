@@ -9,7 +9,7 @@ from typing import Any
 
 from rfetch.config import Config
 from rfetch.errors import InvalidJob, UnknownJob
-from rfetch.fetch import ReliableFetch, UnitOfWork
+from rfetch.fetch import REDIS_DOWN, ReliableFetch, UnitOfWork
 from rfetch.job import Job
 from rfetch.logs import JobLog
 from rfetch.middleware import run_server_chain
@@ -68,6 +68,8 @@ class Processor:
             return
         name = job["class"]
         jid = job["jid"]
+        if "ordering_key" in job or "unique_key" in job:
+            self._gate(unit, job)
         job_log = self.job_log
         job_log.event("start", name, jid, unit.queue, None)
         started = time.perf_counter()
@@ -95,9 +97,24 @@ class Processor:
             self.job_retry.fail(unit, job, instance, exc)
             return
         elapsed = round((time.perf_counter() - started) * 1000, 3)
-        self.ack(unit)
+        if unit.gated:
+            self.fetch.acknowledge(unit)  # releases the key now: never deferred
+        else:
+            self.ack(unit)
         self.stats.record(name, False, elapsed)
         job_log.event("done", name, jid, unit.queue, elapsed)
+
+    def _gate(self, unit: UnitOfWork, job: dict[str, Any]) -> None:
+        """Note a job's ordering key and unique lock on its unit (issue #5) and set the
+        key's lease; a lease that cannot be written only delays stuck-key rescue."""
+        key, unique = job.get("ordering_key"), job.get("unique_key")
+        unit.jid = job["jid"]
+        unit.ordering_key = key if isinstance(key, str) and key else None
+        unit.unique = unique if isinstance(unique, str) and unique else None
+        try:
+            self.fetch.start_lease(unit)
+        except REDIS_DOWN as exc:
+            log.warning("could not set the lease of key %r: %s", unit.ordering_key, exc)
 
     def _perform(self, instance: Job, job: dict[str, Any], queue: str) -> None:
         args = job["args"]

@@ -171,7 +171,73 @@ class OrphanRecovery:
                 pending = True
         if suspects:  # came back to life, or reaped by someone else
             self.redis.hdel(self.keys.suspects, *suspects)
+        self.rescue_keys(now)
         return pending
+
+    # -- stuck ordering keys (issue #5) ---------------------------------------------------
+
+    def rescue_keys(self, now: float) -> int:
+        """Release ordering keys whose running holder vanished (the seed design's
+        re-scheduler for keys whose runner is gone).
+
+        A key's lease (``rfetch:key-leases:<q>``) exists only while its holder runs and is
+        renewed by the heartbeat of the process running it; every way out of a private list
+        (ack, retry/dead set, push-back, orphan recovery) removes it. A lease expired for
+        more than ``heartbeat_ttl`` seconds, after this check's orphan recovery, whose
+        holder jid is in no private list of the queue, means the holder is gone (e.g. a
+        tool outside rfetch deleted it): ``rescue.lua`` then releases the key, if the same
+        jid still holds it and the lease is still expired, and its next job goes out.
+
+        Args:
+            now: Redis time, float epoch seconds.
+
+        Returns:
+            The number of keys released.
+        """
+        queues = sorted(_text(q) for q in self.redis.smembers(self.keys.queues))
+        if not queues:
+            return 0
+        cutoff = now - self.config.heartbeat_ttl
+        pipe = self.redis.pipeline(transaction=False)
+        for queue in queues:
+            pipe.zrangebyscore(self.keys.key_leases(queue), "-inf", cutoff, start=0, num=100)
+        expired = {
+            queue: [_text(k) for k in keys]
+            for queue, keys in zip(queues, pipe.execute(), strict=True)
+            if keys
+        }
+        if not expired:
+            return 0
+        identities = {_text(i) for i in self.redis.hkeys(self.keys.identities)}
+        identities |= {_text(i) for i in self.redis.smembers(self.keys.processes)}
+        released = 0
+        for queue, keys in expired.items():
+            holders = self.redis.hmget(self.keys.key_holders(queue), keys)
+            private = [
+                item
+                for identity in sorted(identities)
+                for item in self.redis.lrange(self.keys.private(identity, queue), 0, -1)
+            ]
+            for key, holder in zip(keys, holders, strict=True):
+                if holder is None:
+                    self.redis.zrem(self.keys.key_leases(queue), key)
+                    continue
+                marker = b'"jid":"' + (holder if isinstance(holder, bytes) else holder.encode())
+                if any(marker in raw for raw in private):
+                    continue
+                if self.scripts.rescue(
+                    keys=[],
+                    args=[self.keys.prefix, queue, key, holder, self.config.heartbeat_ttl],
+                    client=self.redis,
+                ):
+                    released += 1
+                    log.warning(
+                        "released ordering key %r of queue %s: its holder jid=%s vanished",
+                        key,
+                        queue,
+                        _text(holder),
+                    )
+        return released
 
     def _alive(self, identities: Iterable[str]) -> dict[str, bool]:
         names = list(identities)
@@ -238,6 +304,7 @@ class OrphanRecovery:
                 unit.queue,
                 self.config.poison_max_recoveries,
                 int(self.config.poison_window),
+                self.keys.prefix,
             ],
             client=self.redis,
         )
@@ -266,8 +333,15 @@ class OrphanRecovery:
             job.setdefault("failed_at", now)
             payload = dumps(job, 2**62)
             discard = job.get("dead") is False
+        gate = gate_of(unit, job)
         if discard:
-            owned = bool(self.redis.lrem(unit.private_key, 1, unit.raw))  # type: ignore[arg-type]
+            owned = bool(
+                self.scripts.finish(
+                    keys=[unit.private_key],
+                    args=[unit.raw, *gate.gate_args(self.keys.prefix), gate.unique or ""],
+                    client=self.redis,
+                )
+            )
         else:
             owned = bool(
                 self.scripts.settle(
@@ -278,6 +352,9 @@ class OrphanRecovery:
                         payload,
                         repr(now - self.config.dead_timeout),
                         str(self.config.dead_max_jobs),
+                        *gate.gate_args(self.keys.prefix),
+                        "dead",
+                        gate.unique or "",
                     ],
                     client=self.redis,
                 )
@@ -302,6 +379,17 @@ class OrphanRecovery:
             self.config.on_recovery(job, poison)
         except Exception as exc:
             log.error("on_recovery hook raised %r", exc)
+
+
+def gate_of(unit: UnitOfWork, job: dict[str, Any] | None) -> UnitOfWork:
+    """``unit`` with the ordering key, unique lock and jid of its parsed payload noted
+    (issue #5), for the scripts that release them."""
+    if job is not None:
+        key, unique = job.get("ordering_key"), job.get("unique_key")
+        unit.jid = str(job.get("jid", ""))
+        unit.ordering_key = key if isinstance(key, str) and key else None
+        unit.unique = unique if isinstance(unique, str) and unique else None
+    return unit
 
 
 def _text(value: bytes | str) -> str:

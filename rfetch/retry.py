@@ -145,8 +145,13 @@ class JobRetry:
             return "discarded"
         if decision != "kill" and count < max_attempts(job.get("retry"), self.config.max_retries):
             delay = backoff_seconds(count, self.rng) if decision is None else float(decision)
+            skip = instance is not None and instance.key_on_failure == "skip"
             written = self.fetch.settle(
-                unit, self.keys.retry, now + delay, dumps(job, 2**62)
+                unit,
+                self.keys.retry,
+                now + delay,
+                dumps(job, 2**62),
+                outcome="skip" if skip else "retry",
             )
             return "retry" if written else "lost-ownership"
         return self._die(unit, job, instance, exc)

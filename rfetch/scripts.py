@@ -2,21 +2,35 @@
 
 redis-py's :class:`redis.commands.core.Script` runs EVALSHA and falls back to EVAL on
 NOSCRIPT, so a Redis restart (which empties the script cache) costs one extra round trip.
+
+A line ``-- #include <name>`` in a script is replaced by ``rfetch/lua/lib/<name>.lua`` when
+the script is read, so rules shared by several scripts (the ordering-key gate of issue #5)
+are written once.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from importlib import resources
 
 from redis import Redis
 from redis.commands.core import Script
 
+_INCLUDE = re.compile(r"^-- #include (\w+)$", re.MULTILINE)
+
 
 def read_script(name: str) -> str:
-    """Source of ``rfetch/lua/<name>.lua``."""
-    source = resources.files("rfetch").joinpath("lua").joinpath(f"{name}.lua")
-    return source.read_text(encoding="utf-8")
+    """Source of ``rfetch/lua/<name>.lua`` with its ``-- #include`` lines expanded.
+
+    Raises:
+        FileNotFoundError: no such script or included library.
+    """
+    lua = resources.files("rfetch").joinpath("lua")
+    text = lua.joinpath(f"{name}.lua").read_text(encoding="utf-8")
+    return _INCLUDE.sub(
+        lambda m: lua.joinpath("lib").joinpath(f"{m.group(1)}.lua").read_text("utf-8"), text
+    )
 
 
 @dataclass(frozen=True)
@@ -29,6 +43,10 @@ class Scripts:
     enqueue_due: Script
     recover: Script
     unlock: Script
+    push: Script
+    finish: Script
+    lease: Script
+    rescue: Script
 
     @classmethod
     def load(cls, redis: Redis) -> Scripts:

@@ -47,6 +47,7 @@ class Context:
     keys: Keys
     find_script: Script
     move_script: Script
+    finish_script: Script
 
     @classmethod
     def build(cls, config: Config, redis: Redis) -> Context:
@@ -57,6 +58,7 @@ class Context:
             Keys(config.namespace),
             redis.register_script(read_script("api_find")),
             redis.register_script(read_script("api_move")),
+            redis.register_script(read_script("finish")),
         )
 
     def redis_time(self) -> float:

@@ -22,6 +22,7 @@ from .records import (
     JobFilter,
     JobRecord,
     Page,
+    is_gated_raw,
     parse_payload,
     to_text,
 )
@@ -194,6 +195,23 @@ class Queue:
             result.missing.extend(j for j in jids if j not in seen)
         pipe = self.ctx.redis.pipeline(transaction=False)
         for record in records:
+            if is_gated_raw(record.raw) and record.payload is not None:
+                # Deleting the job that holds an ordering key releases the key (its next
+                # job goes out) and its unique lock (issue #5).
+                key, unique = record.payload.get("ordering_key"), record.payload.get("unique_key")
+                self.ctx.finish_script(
+                    keys=[self.key],
+                    args=[
+                        record.raw,
+                        self.ctx.keys.prefix,
+                        self.name,
+                        key if isinstance(key, str) else "",
+                        record.jid or "",
+                        unique if isinstance(unique, str) else "",
+                    ],
+                    client=pipe,
+                )
+                continue
             pipe.lrem(self.key, 1, record.raw)  # type: ignore[arg-type]
         for record, removed in zip(records, pipe.execute(), strict=True):
             if removed:
@@ -222,11 +240,18 @@ class Queue:
 
     def clear(self) -> int:
         """Delete the queue: ``UNLINK`` it and ``SREM`` it from ``queues`` in one MULTI
-        (Sidekiq's ``Queue#clear``). Returns the jobs deleted."""
+        (Sidekiq's ``Queue#clear``). Returns the jobs deleted (in ``queue:<q>``).
+
+        The queue's ordering-key gate goes too (issue #5): the key holders and the jobs
+        waiting in the key lists are deleted, so no key stays blocked by a deleted job. A
+        keyed job running meanwhile finishes without releasing anything; a keyed job in the
+        retry or scheduled set meets an empty gate when it comes back and runs."""
+        keys = self.ctx.keys
+        lists = list(self.ctx.redis.scan_iter(match=keys.key_list_pattern(self.name), count=1000))
         pipe = self.ctx.redis.pipeline(transaction=True)
         pipe.llen(self.key)
-        pipe.unlink(self.key)
-        pipe.srem(self.ctx.keys.queues, self.name)
+        pipe.unlink(self.key, keys.key_holders(self.name), keys.key_leases(self.name), *lists)
+        pipe.srem(keys.queues, self.name)
         return int(pipe.execute()[0])
 
     def class_counts(self, max_scan: int | None = DEFAULT_MAX_SCAN) -> ClassCounts:

@@ -39,6 +39,12 @@ def to_text(value: bytes | str) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
+def is_gated_raw(raw: bytes | str) -> bool:
+    """Whether a stored payload has an ordering key or a unique lock (issue #5)."""
+    data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "replace")
+    return b'"ordering_key"' in data or b'"unique_key"' in data
+
+
 def parse_payload(raw: bytes | str) -> dict[str, Any] | None:
     """The JSON object in ``raw``, or None when it is not valid JSON or not an object."""
     try:

@@ -33,6 +33,7 @@ from .records import (
     JobRecord,
     Page,
     dump_payload,
+    is_gated_raw,
 )
 
 log = logging.getLogger("rfetch.api")
@@ -317,8 +318,16 @@ class JobSet:
         pipe = self.ctx.redis.pipeline(transaction=False)
         sent: list[JobRecord] = []
         now = self.ctx.redis_time() if action != "delete" else 0.0
+        prefix = keys.prefix
         for record in records:
-            if action == "delete":
+            if action == "delete" and is_gated_raw(record.raw):
+                # An ordering key or unique lock is released with the removal (issue #5).
+                self.ctx.move_script(
+                    keys=[self.key, keys.dead, keys.queues],
+                    args=["delete", record.raw, record.raw, "", "", "", prefix],
+                    client=pipe,
+                )
+            elif action == "delete":
                 pipe.zrem(self.key, record.raw)
             elif action == "kill":
                 self.ctx.move_script(
@@ -330,6 +339,7 @@ class JobSet:
                         repr(now),
                         repr(now - self.ctx.config.dead_timeout),
                         str(self.ctx.config.dead_max_jobs),
+                        prefix,
                     ],
                     client=pipe,
                 )
@@ -341,7 +351,7 @@ class JobSet:
                 queue = str(payload["queue"])
                 self.ctx.move_script(
                     keys=[self.key, keys.queue(queue), keys.queues],
-                    args=["queue", record.raw, dump_payload(payload), queue],
+                    args=["queue", record.raw, dump_payload(payload), queue, "", "", prefix],
                     client=pipe,
                 )
             sent.append(record)

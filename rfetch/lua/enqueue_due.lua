@@ -14,7 +14,10 @@
 -- nor advances jobs. Each moved payload gets a fresh top-level "enqueued_at" (float epoch
 -- seconds) by editing the JSON text in place, so every other byte, including large integers
 -- and float arguments, is kept exactly as the producer wrote it.
+-- A job with an ordering key meets the key gate (lib/gate.lua, issue #5) instead of a plain
+-- LPUSH: the retry of a key's holder goes out again, any other keyed job waits its turn.
 -- Returns the number of jobs moved.
+-- #include gate
 
 local t = redis.call('TIME')
 local now = t[1] .. '.' .. string.format('%06d', tonumber(t[2]))
@@ -69,8 +72,14 @@ for _, job in ipairs(jobs) do
         local brace = string.find(job, '{', 1, true)
         out = string.sub(job, 1, brace) .. '"enqueued_at":' .. now .. ',' .. string.sub(job, brace + 1)
       end
-      redis.call('LPUSH', ARGV[1] .. decoded['queue'], out)
-      redis.call('SADD', KEYS[2], decoded['queue'])
+      local k = decoded['ordering_key']
+      if type(k) == 'string' and k ~= '' and type(decoded['jid']) == 'string' then
+        local P = string.sub(ARGV[1], 1, #ARGV[1] - #'queue:')
+        gate_dispatch(P, decoded['queue'], k, decoded['jid'], out)
+      else
+        redis.call('LPUSH', ARGV[1] .. decoded['queue'], out)
+        redis.call('SADD', KEYS[2], decoded['queue'])
+      end
     else
       redis.call('ZADD', KEYS[3], now, job)
     end

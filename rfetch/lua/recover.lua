@@ -9,11 +9,14 @@
 -- ARGV[2]: the queue name <q>.
 -- ARGV[3]: recoveries that make a poison pill (3): this recovery is number count + 1.
 -- ARGV[4]: the counting window in seconds (72 h); starts at the first recovery.
+-- ARGV[5] (optional): namespace prefix P; a job with an ordering key then goes back by the
+--          gate's push-back rule (lib/gate.lua) instead of a plain RPUSH.
 --
 -- Returns "poison" (nothing changed: the caller moves the job to the dead set with
 -- settle.lua, atomically), "gone" (no longer in the private list), or "requeued" (removed
 -- from the private list, RPUSHed to the head of the queue so it runs next, queue re-added to
 -- "queues" (Sidekiq #4706), counter incremented) - all in one atomic step.
+-- #include gate
 local count = tonumber(redis.call('GET', KEYS[4]) or '0')
 if count + 1 >= tonumber(ARGV[3]) then
   return 'poison'
@@ -21,8 +24,14 @@ end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 'gone'
 end
-redis.call('RPUSH', KEYS[2], ARGV[1])
-redis.call('SADD', KEYS[3], ARGV[2])
+local k, jid = nil, nil
+if ARGV[5] then k, jid = gate_fields(ARGV[1]) end
+if k and jid then
+  gate_push_back(ARGV[5], ARGV[2], k, jid, ARGV[1])
+else
+  redis.call('RPUSH', KEYS[2], ARGV[1])
+  redis.call('SADD', KEYS[3], ARGV[2])
+end
 if redis.call('INCR', KEYS[4]) == 1 then
   redis.call('EXPIRE', KEYS[4], tonumber(ARGV[4]))
 end

@@ -7,11 +7,18 @@
 -- ARGV[3]: the payload to store (with retry_count, error_message, ...).
 -- ARGV[4]: for the dead set, trim entries scored below this (now - 180 days); "" for none.
 -- ARGV[5]: for the dead set, the most entries to keep (10,000); "" for no cap.
+-- ARGV[6..11] (optional, jobs with an ordering key or a unique lock, issue #5): namespace
+--          prefix P, queue <q>, ordering key ("" for none), jid, outcome, unique digest
+--          ("" for none). Outcome "retry": the job keeps its key blocked (strict order
+--          survives retries; its lease is dropped, it is visible in the retry set);
+--          "skip": the key is released now (the class's skip policy); "dead": the key is
+--          released and the unique lock dropped (dead set, or discarded).
 --
 -- The write and the acknowledgement are one atomic step, and happen only if the job is still
 -- in the private list: a job that was pushed back by shutdown or recovery meanwhile is not
 -- also put in the retry set (Sidekiq #4112). Returns 1 if written, 0 if the job was no longer
 -- ours.
+-- #include gate
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end
@@ -21,5 +28,16 @@ if ARGV[4] ~= '' then
 end
 if ARGV[5] ~= '' then
   redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[5]) + 1))
+end
+if ARGV[6] then
+  local P, q, k, jid, outcome = ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]
+  if k ~= '' then
+    if outcome == 'retry' then
+      redis.call('ZREM', gate_leases(P, q), k)
+    else
+      gate_release(P, q, k, jid)
+    end
+  end
+  if outcome == 'dead' and ARGV[11] ~= '' then unique_release(P, ARGV[11], jid) end
 end
 return 1

@@ -164,7 +164,9 @@ def test_concurrent_fetches_take_every_job_exactly_once(r: redis.Redis, config: 
 def requeue(scripts: Scripts, r: redis.Redis, queue: str, raws: Sequence[bytes]) -> int:
     return int(
         scripts.requeue(
-            keys=[private(queue), KEYS.queue(queue), KEYS.queues], args=[queue, *raws], client=r
+            keys=[private(queue), KEYS.queue(queue), KEYS.queues],
+            args=[queue, KEYS.prefix, *raws],
+            client=r,
         )
     )
 
