@@ -40,13 +40,13 @@ REDIS_DOWN = (ConnectionError, TimeoutError, OSError)
 JOB_OPTIONS = frozenset(
     {
         "queue", "retry", "dead", "backtrace", "retry_queue", "tags", "jid",
-        "key", "unique_for", "unique_key",
+        "key", "unique_for", "unique_key", "tenant",
     }
 )
 """Options that travel in the payload (Sidekiq's names, and issue #5's ``key`` (ordering
 key, stored as ``ordering_key``), ``unique_for`` and ``unique_key``)."""
 
-GATED_MARKERS = ('"ordering_key"', '"unique_key"')
+GATED_MARKERS = ('"ordering_key"', '"unique_key"', '"tenant"')
 """Text whose presence in a payload sends its push through ``push.lua`` (issue #5)."""
 
 MAX_ORDERING_KEY = 1000
@@ -80,7 +80,8 @@ def check_options(options: Mapping[str, Any]) -> None:
 
 
 def _check_ordering_options(options: Mapping[str, Any]) -> None:
-    """Issue #5's options: ``key`` (ordering key), ``unique_for``, ``unique_key``."""
+    """Issue #5's options: ``key`` (ordering key), ``tenant``, ``unique_for``,
+    ``unique_key``."""
     key = options.get("key")
     if key is not None:
         if not isinstance(key, str) or not key:
@@ -94,6 +95,14 @@ def _check_ordering_options(options: Mapping[str, Any]) -> None:
                 "retry_queue cannot be used with an ordering key: the key's order is kept "
                 "within one queue, and a retry must come back to the same queue"
             )
+    tenant = options.get("tenant")
+    if tenant is not None and (
+        not isinstance(tenant, str) or not tenant or "|" in tenant or len(tenant) > MAX_ORDERING_KEY
+    ):
+        raise ConfigError(
+            f"tenant must be a non-empty string without '|' of at most {MAX_ORDERING_KEY} "
+            f"characters, got {tenant!r}"
+        )
     unique_for = options.get("unique_for")
     if unique_for is not None and (
         isinstance(unique_for, bool)
@@ -124,7 +133,8 @@ def unique_digest(class_name: str, queue: str, args: Sequence[Any], unique_key: 
 
 
 def is_gated(text: str) -> bool:
-    """Whether a serialised payload needs ``push.lua`` (an ordering key or a unique lock)."""
+    """Whether a serialised payload needs ``push.lua`` (an ordering key, a unique lock or
+    a tenant)."""
     return any(marker in text for marker in GATED_MARKERS)
 
 
@@ -222,6 +232,8 @@ class Client:
             payload["tags"] = list(options["tags"])
         if options.get("key") is not None:
             payload["ordering_key"] = options["key"]
+        if options.get("tenant") is not None:
+            payload["tenant"] = options["tenant"]
         if options.get("unique_for") is not None:
             payload["unique_key"] = unique_digest(
                 class_name, payload["queue"], args, options.get("unique_key")
@@ -413,6 +425,7 @@ class Client:
                 if isinstance(until, (int, float)) and not isinstance(until, bool):
                     window_ms = max(1, int((until - time.time()) * 1000))
                 key = fields.get("ordering_key")
+                tenant = fields.get("tenant")
                 self._push_script(
                     keys=[],
                     args=[
@@ -424,6 +437,7 @@ class Client:
                         str(fields.get("jid", "")),
                         unique if isinstance(unique, str) else "",
                         window_ms,
+                        tenant if isinstance(tenant, str) else "",
                     ],
                     client=pipe,
                 )

@@ -33,6 +33,9 @@ log = logging.getLogger("rfetch.fetch")
 REDIS_DOWN = (ConnectionError, TimeoutError, OSError)
 """Errors that mean Redis could not be reached or did not answer."""
 
+FAIR_REFRESH = 5.0
+"""Seconds between looks at which queues are fair (``rfetch:fair-queues``)."""
+
 
 @dataclass(eq=False)
 class UnitOfWork:
@@ -110,6 +113,27 @@ class ReliableFetch:
         self._public = {q.name: self.keys.queue(q.name) for q in config.queues}
         self.broken: dict[str, str] = {}
         """Queues whose key holds another Redis type than a list: name -> type."""
+        self.fair: frozenset[str] = frozenset()
+        """This process's queues that have had tenant jobs (issue #5): fetched fairly."""
+        self._fair_checked = float("-inf")
+
+    def refresh_fair(self, force: bool = False) -> frozenset[str]:
+        """Which of this process's queues are fair (in ``rfetch:fair-queues``), looked up
+        at most every ``FAIR_REFRESH`` seconds (one SMISMEMBER), so a queue's first tenant
+        job is fetched fairly within that time, or at once when the worker was idle (an
+        idle fetch on a fair queue also looks at the queue's public list).
+
+        Raises:
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
+        """
+        now = time.monotonic()
+        if not force and now - self._fair_checked < FAIR_REFRESH:
+            return self.fair
+        self._fair_checked = now
+        names = list(self._private)
+        flags = self.redis.smismember(self.keys.fair_queues, names)
+        self.fair = frozenset(n for n, f in zip(names, flags, strict=True) if f)
+        return self.fair
 
     def private_key(self, queue: str) -> str:
         """This process's private list for ``queue``."""
@@ -144,7 +168,16 @@ class ReliableFetch:
         for name in names:
             keys.append(self._public[name])
             keys.append(self._private[name])
-        args: list[bytes | int] = [limit, fetch_pairs]
+        fair = self.refresh_fair() if fetch_pairs else frozenset()
+        fair_pairs = [i for i, name in enumerate(names[:fetch_pairs], 1) if name in fair]
+        for fair_pair in fair_pairs:
+            fair_name = names[fair_pair - 1]
+            keys += [
+                self.keys.fair_ring(fair_name),
+                self.keys.fair_credits(fair_name),
+                self.keys.fair_weights(fair_name),
+            ]
+        args: list[bytes | int] = [limit, fetch_pairs, len(fair_pairs), *fair_pairs]
         for unit in acks:
             pair = index.get(unit.queue)
             if pair is None or self._private[unit.queue] != unit.private_key:
@@ -185,7 +218,9 @@ class ReliableFetch:
                 log.info("%s is a list again: queue %r resumes", self._public[name], name)
 
     def wait_for_work(self, exclude: Iterable[str] = ()) -> list[UnitOfWork]:
-        """Block up to ``block_timeout`` seconds on the first queue of the order (BLMOVE).
+        """Block up to ``block_timeout`` seconds on the first queue of the order (BLMOVE);
+        on a fair queue (issue #5), BLPOP on its wake list then one fetch, so a plain job
+        pushed into a fair queue waits up to ``block_timeout`` seconds when workers idle.
 
         Args:
             exclude: paused queue names.
@@ -202,6 +237,11 @@ class ReliableFetch:
             time.sleep(self.config.block_timeout)
             return []
         first = names[0]
+        if first in self.refresh_fair():
+            # Tenant jobs are not in the public queue: wait for a tenant to join the ring,
+            # then fetch (which also looks at the public queue) once either way.
+            self.redis.blpop([self.keys.fair_wake(first)], self.config.block_timeout)
+            return self.retrieve_work(1, exclude)
         raw = self.redis.blmove(
             self._public[first],
             self._private[first],
@@ -219,6 +259,7 @@ class ReliableFetch:
         with its number of queues (Sidekiq Pro's fetch polls every queue, issue #6394)."""
         skip = set(exclude) | set(self.broken)
         keys = [self._public[q] for q in self._public if q not in skip]
+        keys += [self.keys.fair_ring(q) for q in self.fair if q not in skip]
         return bool(keys) and int(self.redis.exists(*keys)) > 0
 
     def _ack_now(self, unit: UnitOfWork) -> None:

@@ -70,6 +70,10 @@ class JobSetter:
             key = self.job_class.key_of(args)
             if key is not None:
                 options["key"] = key
+        if args is not None and "tenant" not in options:
+            tenant = self.job_class.tenant_of(args)
+            if tenant is not None:
+                options["tenant"] = tenant
         return options
 
     def perform_async(self, *args: Any) -> str | None:
@@ -98,7 +102,9 @@ class JobSetter:
         """Enqueue one job per argument list, ``batch_size`` per round trip; their jids."""
         arg_lists = list(args_list)
         options = self._options()
-        keyed = "key" not in self.options and self.job_class.has_ordering_key()
+        keyed = ("key" not in self.options and self.job_class.has_ordering_key()) or (
+            "tenant" not in self.options and self.job_class.has_tenant()
+        )
         return self._client().push_bulk(
             self.job_class.job_name(),
             arg_lists,
@@ -130,7 +136,8 @@ class Job:
     ``key_on_failure`` says what a failed job of a key does: ``"block"`` (default: later
     jobs of the key wait until it succeeds or dies) or ``"skip"`` (they go on; the retry
     loses its place). ``unique_for`` (seconds; per push ``unique_key=``) makes a push of a
-    job already pending or running return None.
+    job already pending or running return None. Define ``tenant(self, *args)`` (or push
+    with ``set(tenant=...)``) to share the queue fairly across tenants (deficit round robin).
 
     A worker sets ``jid`` on the instance before calling ``perform``.
     """
@@ -167,6 +174,23 @@ class Job:
         if not cls.has_ordering_key():
             return None
         return cls().ordering_key(*args)
+
+    def tenant(self, *args: Any) -> str | None:
+        """The tenant of a job with these arguments, or None (no fair scheduling). Called
+        at push time on a fresh instance, unless the push sets ``tenant=``."""
+        return None
+
+    @classmethod
+    def has_tenant(cls) -> bool:
+        """Whether the class overrides :meth:`tenant`."""
+        return cls.tenant is not Job.tenant
+
+    @classmethod
+    def tenant_of(cls, args: Sequence[Any]) -> str | None:
+        """The class's tenant for ``args`` (None when the class defines none)."""
+        if not cls.has_tenant():
+            return None
+        return cls().tenant(*args)
 
     def retry_in(self, count: int, exc: BaseException, job: dict[str, Any]) -> RetryDecision:
         """Delay before retry number ``count`` (0-based), Sidekiq's ``sidekiq_retry_in``.
@@ -277,6 +301,11 @@ def job(
     """
     name = options.pop("name", None)
     check_options(options)
+    per_push = {"key", "tenant", "unique_key"} & set(options)
+    if per_push:
+        raise ConfigError(
+            f"{sorted(per_push)} differ per job: pass them with .set(...) at push time"
+        )
 
     def wrap(fn: Callable[P, R]) -> JobFunction[P, R]:
         def perform(self: Job, *args: Any) -> None:

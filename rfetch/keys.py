@@ -143,6 +143,33 @@ class Keys:
         the key's holder runs; renewed by the heartbeat, read by stuck-key rescue."""
         return self._k(f"rfetch:key-leases:{queue}")
 
+    def fair_ring(self, queue: str) -> str:
+        """List: ring of the tenants of ``queue`` that have pending jobs, each once; the
+        head (next to give a job) is the right end (issue #5)."""
+        return self._k(f"rfetch:fair:{queue}")
+
+    def fair_tenant(self, queue: str, tenant: str) -> str:
+        """List: one tenant's pending jobs in ``queue``, newest left, oldest right."""
+        return self._k(f"rfetch:fair:{queue}|{tenant}")
+
+    def fair_credits(self, queue: str) -> str:
+        """Hash: tenant -> jobs left in its current turn of the ring."""
+        return self._k(f"rfetch:fair-credits:{queue}")
+
+    def fair_weights(self, queue: str) -> str:
+        """Hash: tenant -> weight (jobs per turn; default 1)."""
+        return self._k(f"rfetch:fair-weights:{queue}")
+
+    def fair_wake(self, queue: str) -> str:
+        """List holding one token, pushed when a tenant joins the ring: idle workers whose
+        first queue is fair wait on it (BLPOP) instead of the public queue."""
+        return self._k(f"rfetch:fair-wake:{queue}")
+
+    @property
+    def fair_queues(self) -> str:
+        """Set of the queues that have had tenant jobs (workers fetch them fairly)."""
+        return self._k("rfetch:fair-queues")
+
     def unique(self, digest: str) -> str:
         """Unique-job lock: value = jid of the job holding it, expires after ``unique_for``."""
         return self._k(f"rfetch:unique:{digest}")

@@ -27,8 +27,8 @@ if redis.call('ZREM', KEYS[1], ARGV[2]) == 0 then
   return 0
 end
 local P = ARGV[7]
-local k, jid, gq, unique = nil, nil, nil, nil
-if P then k, jid, gq, unique = gate_fields(ARGV[3]) end
+local k, jid, gq, unique, t = nil, nil, nil, nil, nil
+if P then k, jid, gq, unique, t = gate_fields(ARGV[3]) end
 if ARGV[1] ~= 'queue' and jid then
   if k and gq then gate_release(P, gq, k, jid) end
   if unique then unique_release(P, unique, jid) end
@@ -38,7 +38,9 @@ if ARGV[1] == 'delete' then
 end
 if ARGV[1] == 'queue' then
   if k and jid and gq then
-    gate_dispatch(P, gq, k, jid, ARGV[3])
+    gate_dispatch(P, gq, k, jid, ARGV[3], t)
+  elseif t and gq then
+    fair_send(P, gq, t, ARGV[3])
   else
     redis.call('LPUSH', KEYS[2], ARGV[3])
     redis.call('SADD', KEYS[3], ARGV[4])

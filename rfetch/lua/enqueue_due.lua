@@ -15,7 +15,8 @@
 -- seconds) by editing the JSON text in place, so every other byte, including large integers
 -- and float arguments, is kept exactly as the producer wrote it.
 -- A job with an ordering key meets the key gate (lib/gate.lua, issue #5) instead of a plain
--- LPUSH: the retry of a key's holder goes out again, any other keyed job waits its turn.
+-- LPUSH: the retry of a key's holder goes out again, any other keyed job waits its turn;
+-- a tenant job joins its tenant's list.
 -- Returns the number of jobs moved.
 -- #include gate
 
@@ -72,10 +73,13 @@ for _, job in ipairs(jobs) do
         local brace = string.find(job, '{', 1, true)
         out = string.sub(job, 1, brace) .. '"enqueued_at":' .. now .. ',' .. string.sub(job, brace + 1)
       end
-      local k = decoded['ordering_key']
+      local k, t = decoded['ordering_key'], decoded['tenant']
+      if type(t) ~= 'string' or t == '' then t = nil end
+      local P = string.sub(ARGV[1], 1, #ARGV[1] - #'queue:')
       if type(k) == 'string' and k ~= '' and type(decoded['jid']) == 'string' then
-        local P = string.sub(ARGV[1], 1, #ARGV[1] - #'queue:')
-        gate_dispatch(P, decoded['queue'], k, decoded['jid'], out)
+        gate_dispatch(P, decoded['queue'], k, decoded['jid'], out, t)
+      elseif t then
+        fair_send(P, decoded['queue'], t, out)
       else
         redis.call('LPUSH', ARGV[1] .. decoded['queue'], out)
         redis.call('SADD', KEYS[2], decoded['queue'])

@@ -10,6 +10,7 @@
 -- ARGV[6]: the jid.
 -- ARGV[7]: unique lock digest, "" for none.
 -- ARGV[8]: unique window in milliseconds.
+-- ARGV[9]: the tenant, "" for none: the job then goes to its tenant's list (fair queue).
 --
 -- A unique job whose lock is taken writes nothing and returns 0 (Sidekiq Enterprise's
 -- unique jobs). A scheduled job goes to "schedule" and meets the gate when it is due
@@ -24,9 +25,13 @@ if ARGV[7] ~= '' then
 end
 if ARGV[4] ~= '' then
   redis.call('ZADD', P .. 'schedule', ARGV[4], payload)
-elseif ARGV[5] ~= '' then
-  gate_dispatch(P, q, ARGV[5], ARGV[6], payload)
+  return 1
+end
+local t = ARGV[9]
+if t == '' then t = nil end
+if ARGV[5] ~= '' then
+  gate_dispatch(P, q, ARGV[5], ARGV[6], payload, t)
 else
-  gate_out(P, q, payload)
+  gate_out(P, q, payload, t)
 end
 return 1

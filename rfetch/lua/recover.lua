@@ -10,7 +10,8 @@
 -- ARGV[3]: recoveries that make a poison pill (3): this recovery is number count + 1.
 -- ARGV[4]: the counting window in seconds (72 h); starts at the first recovery.
 -- ARGV[5] (optional): namespace prefix P; a job with an ordering key then goes back by the
---          gate's push-back rule (lib/gate.lua) instead of a plain RPUSH.
+--          gate's push-back rule (lib/gate.lua) instead of a plain RPUSH, and a tenant
+--          job goes back to the head of its tenant's list.
 --
 -- Returns "poison" (nothing changed: the caller moves the job to the dead set with
 -- settle.lua, atomically), "gone" (no longer in the private list), or "requeued" (removed
@@ -24,11 +25,7 @@ end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 'gone'
 end
-local k, jid = nil, nil
-if ARGV[5] then k, jid = gate_fields(ARGV[1]) end
-if k and jid then
-  gate_push_back(ARGV[5], ARGV[2], k, jid, ARGV[1])
-else
+if not (ARGV[5] and gate_push_back(ARGV[5], ARGV[2], ARGV[1])) then
   redis.call('RPUSH', KEYS[2], ARGV[1])
   redis.call('SADD', KEYS[3], ARGV[2])
 end

@@ -12,15 +12,13 @@
 -- as well (Sidekiq #4112). RPUSH puts it at the right end: next to run (Sidekiq's
 -- bulk_requeue). A job with an ordering key goes back by the gate's push-back rule
 -- (gate_push_back: the holder to the head of the queue, a job not holding its key to the
--- head of the key's list), so order per key is kept. Returns the number of jobs pushed back.
+-- head of the key's list), so order per key is kept; a tenant job to the head of its
+-- tenant's list. Returns the number of jobs pushed back.
 -- #include gate
 local pushed = 0
 for i = #ARGV, 3, -1 do
   if redis.call('LREM', KEYS[1], 1, ARGV[i]) == 1 then
-    local k, jid = gate_fields(ARGV[i])
-    if k and jid then
-      gate_push_back(ARGV[2], ARGV[1], k, jid, ARGV[i])
-    else
+    if not gate_push_back(ARGV[2], ARGV[1], ARGV[i]) then
       redis.call('RPUSH', KEYS[2], ARGV[i])
     end
     pushed = pushed + 1

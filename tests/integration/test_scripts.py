@@ -62,7 +62,7 @@ def fetch(
     keys: list[str] = []
     for queue in queues:
         keys += [KEYS.queue(queue), private(queue)]
-    args: list[Any] = [limit, len(queues) if fetch_pairs is None else fetch_pairs]
+    args: list[Any] = [limit, len(queues) if fetch_pairs is None else fetch_pairs, 0]
     for pair, raw in acks:
         args += [pair, raw]
     reply = scripts.fetch(keys=keys, args=args, client=r)
@@ -135,7 +135,7 @@ def test_concurrent_fetches_take_every_job_exactly_once(r: redis.Redis, config: 
             taken: list[bytes] = []
             keys = [KEYS.queue("a"), KEYS.private(f"h:{n}:0123456789ab", "a")]
             while True:
-                reply = own.fetch(keys=keys, args=[7, 1], client=client)
+                reply = own.fetch(keys=keys, args=[7, 1, 0], client=client)
                 if len(reply) <= 1:  # only the count of pairs looked at
                     break
                 taken += reply[2::2]

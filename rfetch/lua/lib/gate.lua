@@ -11,44 +11,95 @@
 --                                      while its holder runs; absent otherwise
 --   P.."rfetch:unique:"..digest        string: jid holding a unique lock
 --   P.."queue:"..q, P.."queues"        the public queue and the queues set
+--   P.."rfetch:fair:"..q               list: ring of tenants with pending jobs (head = right)
+--   P.."rfetch:fair:"..q.."|"..t       list: tenant t's pending jobs (newest left)
+--   P.."rfetch:fair-wake:"..q          list: one wake token for idle fair workers
+--   P.."rfetch:fair-queues"            set: queues that have had tenant jobs
 -- Payloads are only decoded to read fields, never re-encoded (cjson loses integer precision).
 
 local function gate_holders(P, q) return P .. 'rfetch:key-holders:' .. q end
 local function gate_list(P, q, k) return P .. 'rfetch:key:' .. q .. ':' .. k end
 local function gate_leases(P, q) return P .. 'rfetch:key-leases:' .. q end
 
--- Fields of a payload that may carry gate data: (ordering_key, jid, queue, unique_key);
--- nil for those absent. A cheap plain find first, so payloads without the fields cost no
--- decode.
+-- Fields of a payload that may carry gate data: (ordering_key, jid, queue, unique_key,
+-- tenant); nil for those absent. A cheap plain find first, so payloads without the fields
+-- cost no decode.
 local function gate_fields(payload)
   if not string.find(payload, '"ordering_key"', 1, true)
-      and not string.find(payload, '"unique_key"', 1, true) then
-    return nil, nil, nil, nil
+      and not string.find(payload, '"unique_key"', 1, true)
+      and not string.find(payload, '"tenant"', 1, true) then
+    return nil, nil, nil, nil, nil
   end
   local ok, job = pcall(cjson.decode, payload)
-  if not ok or type(job) ~= 'table' then return nil, nil, nil, nil end
+  if not ok or type(job) ~= 'table' then return nil, nil, nil, nil, nil end
   local function str(v) if type(v) == 'string' and v ~= '' then return v end return nil end
-  return str(job['ordering_key']), str(job['jid']), str(job['queue']), str(job['unique_key'])
+  return str(job['ordering_key']), str(job['jid']), str(job['queue']), str(job['unique_key']),
+    str(job['tenant'])
 end
 
--- The stage after the gate: the public queue (LPUSH: runs after what is already there).
-local function gate_out(P, q, payload)
+local function fair_wake(P, q)
+  local wake = P .. 'rfetch:fair-wake:' .. q
+  redis.call('LPUSH', wake, '1')
+  redis.call('LTRIM', wake, 0, 0)
+end
+
+-- A tenant job joins its tenant's list (LPUSH: after its other jobs); a tenant whose list
+-- was empty joins the ring at the tail. Keeps: tenant in ring iff its list is non-empty.
+local function fair_send(P, q, t, payload)
+  local ring = P .. 'rfetch:fair:' .. q
+  if redis.call('LPUSH', ring .. '|' .. t, payload) == 1 then
+    redis.call('LPUSH', ring, t)
+    fair_wake(P, q)
+  end
+  redis.call('SADD', P .. 'queues', q)
+  redis.call('SADD', P .. 'rfetch:fair-queues', q)
+end
+
+-- A fetched tenant job goes back to the head of its tenant's list (RPUSH: runs first of
+-- the tenant); a tenant that had left the ring re-enters it at the head.
+local function fair_push_back(P, q, t, payload)
+  local ring = P .. 'rfetch:fair:' .. q
+  if redis.call('RPUSH', ring .. '|' .. t, payload) == 1 then
+    redis.call('RPUSH', ring, t)
+    fair_wake(P, q)
+  end
+  redis.call('SADD', P .. 'queues', q)
+  redis.call('SADD', P .. 'rfetch:fair-queues', q)
+end
+
+-- The stage after the gate: tenant t's list if the job has a tenant, else the public
+-- queue (LPUSH: runs after what is already there).
+local function gate_out(P, q, payload, t)
+  if t then
+    fair_send(P, q, t, payload)
+    return
+  end
   redis.call('LPUSH', P .. 'queue:' .. q, payload)
+  redis.call('SADD', P .. 'queues', q)
+end
+
+-- The head of the stage after the gate (push-back, recovery): RPUSH, runs next.
+local function gate_out_head(P, q, payload, t)
+  if t then
+    fair_push_back(P, q, t, payload)
+    return
+  end
+  redis.call('RPUSH', P .. 'queue:' .. q, payload)
   redis.call('SADD', P .. 'queues', q)
 end
 
 -- Send a keyed job out if its key is free or it already holds it, else make it wait in the
 -- key's list. Returns 1 if sent out, 0 if waiting.
-local function gate_dispatch(P, q, k, jid, payload)
+local function gate_dispatch(P, q, k, jid, payload, t)
   local hk = gate_holders(P, q)
   local holder = redis.call('HGET', hk, k)
   if not holder then
     redis.call('HSET', hk, k, jid)
-    gate_out(P, q, payload)
+    gate_out(P, q, payload, t)
     return 1
   end
   if holder == jid then
-    gate_out(P, q, payload)
+    gate_out(P, q, payload, t)
     return 1
   end
   redis.call('LPUSH', gate_list(P, q, k), payload)
@@ -63,30 +114,39 @@ local function gate_release(P, q, k, jid)
   redis.call('ZREM', gate_leases(P, q), k)
   local nxt = redis.call('RPOP', gate_list(P, q, k))
   if nxt then
-    local _, njid = gate_fields(nxt)
+    local _, njid, _, _, nt = gate_fields(nxt)
     redis.call('HSET', hk, k, njid or '')
-    gate_out(P, q, nxt)
+    gate_out(P, q, nxt, nt)
   else
     redis.call('HDEL', hk, k)
   end
   return 1
 end
 
--- Put a fetched keyed job back (push-back at TERM/quiet, orphan recovery): the holder goes
--- to the head of the public queue (RPUSH, runs next); a job that does not hold its key goes
--- to the head of the key's list (runs first once the key is free); a job of a key with no
--- holder at all (released meanwhile) is dispatched like a new one.
-local function gate_push_back(P, q, k, jid, payload)
-  redis.call('ZREM', gate_leases(P, q), k)
-  local holder = redis.call('HGET', gate_holders(P, q), k)
-  if holder == jid then
-    redis.call('RPUSH', P .. 'queue:' .. q, payload)
-    redis.call('SADD', P .. 'queues', q)
-  elseif holder then
-    redis.call('RPUSH', gate_list(P, q, k), payload)
-  else
-    gate_dispatch(P, q, k, jid, payload)
+-- Put a fetched job back (push-back at TERM/quiet, orphan recovery) if it has an ordering
+-- key or a tenant; returns false for a plain job (the caller RPUSHes it). A key's holder
+-- goes to the head of its stage (public queue or tenant list: runs next); a job that does
+-- not hold its key goes to the head of the key's list (runs first once the key is free); a
+-- job of a key with no holder at all (released meanwhile) is dispatched like a new one.
+local function gate_push_back(P, q, payload)
+  local k, jid, _, _, t = gate_fields(payload)
+  if k and jid then
+    redis.call('ZREM', gate_leases(P, q), k)
+    local holder = redis.call('HGET', gate_holders(P, q), k)
+    if holder == jid then
+      gate_out_head(P, q, payload, t)
+    elseif holder then
+      redis.call('RPUSH', gate_list(P, q, k), payload)
+    else
+      gate_dispatch(P, q, k, jid, payload, t)
+    end
+    return true
   end
+  if t then
+    fair_push_back(P, q, t, payload)
+    return true
+  end
+  return false
 end
 
 -- Drop a unique lock if jid still holds it.
