@@ -40,7 +40,7 @@ REDIS_DOWN = (ConnectionError, TimeoutError, OSError)
 JOB_OPTIONS = frozenset(
     {
         "queue", "retry", "dead", "backtrace", "retry_queue", "tags", "jid",
-        "key", "unique_for", "unique_key", "tenant",
+        "key", "unique_for", "unique_key", "tenant", "coalesce", "score",
     }
 )
 """Options that travel in the payload (Sidekiq's names, and issue #5's ``key`` (ordering
@@ -95,6 +95,14 @@ def _check_ordering_options(options: Mapping[str, Any]) -> None:
                 "retry_queue cannot be used with an ordering key: the key's order is kept "
                 "within one queue, and a retry must come back to the same queue"
             )
+    coalesce = options.get("coalesce")
+    if coalesce not in (None, False, True, "last"):
+        raise ConfigError(f'coalesce must be True, "last" or False, got {coalesce!r}')
+    score = options.get("score")
+    if score is not None and (
+        isinstance(score, bool) or not isinstance(score, (int, float)) or score != score
+    ):
+        raise ConfigError(f"score must be a number, got {score!r}")
     tenant = options.get("tenant")
     if tenant is not None and (
         not isinstance(tenant, str) or not tenant or "|" in tenant or len(tenant) > MAX_ORDERING_KEY
@@ -232,6 +240,15 @@ class Client:
             payload["tags"] = list(options["tags"])
         if options.get("key") is not None:
             payload["ordering_key"] = options["key"]
+        if options.get("coalesce"):
+            if options.get("key") is None:
+                raise ConfigError(
+                    "coalesce needs an ordering key (key= or the class's ordering_key): "
+                    "only waiting jobs of one key are merged"
+                )
+            payload["coalesce"] = options["coalesce"]
+        if options.get("score") is not None:
+            payload["score"] = options["score"]
         if options.get("tenant") is not None:
             payload["tenant"] = options["tenant"]
         if options.get("unique_for") is not None:

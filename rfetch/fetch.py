@@ -294,6 +294,22 @@ class ReliableFetch:
             client=self.redis,
         )
 
+    def take_followers(self, unit: UnitOfWork, limit: int) -> list[bytes]:
+        """Move up to ``limit`` waiting jobs of the running holder's key into its private
+        list (``coalesce.lua``); returns their raw payloads, oldest first.
+
+        Raises:
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
+        """
+        if unit.ordering_key is None:
+            return []
+        taken: list[bytes] = self.scripts.coalesce(
+            keys=[unit.private_key],
+            args=[*unit.gate_args(self.keys.prefix), limit],
+            client=self.redis,
+        )
+        return taken
+
     def renew_leases(self, pipe: Redis, units: Iterable[UnitOfWork]) -> None:
         """Queue on ``pipe`` the renewal of the leases of running keyed jobs (the heartbeat
         calls it); a lease removed meanwhile is not brought back (ZADD XX)."""

@@ -138,6 +138,10 @@ class Job:
     loses its place). ``unique_for`` (seconds; per push ``unique_key=``) makes a push of a
     job already pending or running return None. Define ``tenant(self, *args)`` (or push
     with ``set(tenant=...)``) to share the queue fairly across tenants (deficit round robin).
+    ``coalesce = True`` (with an ordering key): the waiting jobs of the key run as one
+    execution, ``perform(self, batch)`` with ``batch`` the list of their argument lists in
+    score order (``score=``, default enqueue time); ``coalesce = "last"``: only the newest
+    one's ``perform(*args)`` runs.
 
     A worker sets ``jid`` on the instance before calling ``perform``.
     """
@@ -150,6 +154,7 @@ class Job:
     tags: ClassVar[Sequence[str] | None] = None
     name: ClassVar[str | None] = None
     unique_for: ClassVar[float | None] = None
+    coalesce: ClassVar[bool | Literal["last"] | None] = None
     key_on_failure: ClassVar[Literal["block", "skip"]] = "block"
 
     jid: str = ""
@@ -214,7 +219,7 @@ class Job:
     def default_options(cls) -> dict[str, Any]:
         """The class-level options, as payload fields."""
         options: dict[str, Any] = {"queue": cls.queue, "retry": cls.retry}
-        for option in ("dead", "backtrace", "retry_queue", "tags", "unique_for"):
+        for option in ("dead", "backtrace", "retry_queue", "tags", "unique_for", "coalesce"):
             value = getattr(cls, option)
             if value is not None:
                 options[option] = value

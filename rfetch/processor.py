@@ -13,13 +13,30 @@ from rfetch.fetch import REDIS_DOWN, ReliableFetch, UnitOfWork
 from rfetch.job import Job
 from rfetch.logs import JobLog
 from rfetch.middleware import run_server_chain
-from rfetch.payload import loads
+from rfetch.payload import Payload, epoch_seconds, loads
 from rfetch.registry import Registry
 from rfetch.reporting import report
 from rfetch.retry import JobRetry
 from rfetch.stats import Stats
 
 log = logging.getLogger("rfetch.job")
+
+COALESCE_MAX = 1000
+"""Waiting jobs of a key merged into one execution at most; the rest form the next one."""
+
+
+def coalesce_score(payload: Payload) -> float:
+    """A job's place in a coalesced batch: its ``score`` if a number, else its push time
+    ``created_at`` (float epoch seconds, Sidekiq 8's milliseconds read too), which, unlike
+    ``enqueued_at``, a retry does not change, else ``enqueued_at``, else 0."""
+    score = payload.get("score")
+    if isinstance(score, (int, float)) and not isinstance(score, bool):
+        return float(score)
+    for field in ("created_at", "enqueued_at"):
+        seconds = epoch_seconds(payload.get(field))
+        if seconds is not None:
+            return seconds
+    return 0.0
 
 
 class Processor:
@@ -68,8 +85,11 @@ class Processor:
             return
         name = job["class"]
         jid = job["jid"]
+        followers: list[tuple[UnitOfWork, Payload]] = []
         if "ordering_key" in job or "unique_key" in job:
             self._gate(unit, job)
+            if job.get("coalesce") and unit.ordering_key is not None:
+                followers = self._take_followers(unit)
         job_log = self.job_log
         job_log.event("start", name, jid, unit.queue, None)
         started = time.perf_counter()
@@ -83,7 +103,10 @@ class Processor:
                 )
             instance = cls()
             instance.jid = jid
-            self._perform(instance, job, unit.queue)
+            if job.get("coalesce") and unit.ordering_key is not None:
+                self._perform_coalesced(instance, job, unit.queue, followers)
+            else:
+                self._perform(instance, job, unit.queue)
         except BaseException as exc:  # a job's failure, whatever it raised, is a retry
             elapsed = round((time.perf_counter() - started) * 1000, 3)
             log.warning(
@@ -94,9 +117,15 @@ class Processor:
             )
             self.stats.record(name, True, elapsed)
             self._report(exc, {"job": job, "queue": unit.queue, "jid": job["jid"]})
+            if followers:
+                # Back to the head of the key's list, still behind the failed holder: they
+                # coalesce again when it is retried (the key stays blocked).
+                self.fetch.requeue([f for f, _ in followers])
             self.job_retry.fail(unit, job, instance, exc)
             return
         elapsed = round((time.perf_counter() - started) * 1000, 3)
+        for follower, _ in followers:
+            self.fetch.acknowledge(follower)
         if unit.gated:
             self.fetch.acknowledge(unit)  # releases the key now: never deferred
         else:
@@ -115,6 +144,49 @@ class Processor:
             self.fetch.start_lease(unit)
         except REDIS_DOWN as exc:
             log.warning("could not set the lease of key %r: %s", unit.ordering_key, exc)
+
+    def _take_followers(self, unit: UnitOfWork) -> list[tuple[UnitOfWork, Payload]]:
+        """Move the key's waiting jobs into the private list (``coalesce.lua``) and parse
+        them; an unparseable one goes to the dead set as any invalid job."""
+        raws = self.fetch.take_followers(unit, COALESCE_MAX)
+        followers: list[tuple[UnitOfWork, Payload]] = []
+        for raw in raws:
+            follower = UnitOfWork(unit.queue, raw, unit.private_key)
+            try:
+                payload = loads(raw)
+            except InvalidJob as exc:
+                self.job_retry.bury_invalid(follower, exc)
+                continue
+            unique = payload.get("unique_key")
+            follower.jid = payload["jid"]
+            follower.unique = unique if isinstance(unique, str) and unique else None
+            followers.append((follower, payload))
+        return followers
+
+    def _perform_coalesced(
+        self,
+        instance: Job,
+        job: Payload,
+        queue: str,
+        followers: list[tuple[UnitOfWork, Payload]],
+    ) -> None:
+        """One execution for the holder and its followers, in score order (``score``,
+        default ``created_at``; stable): ``perform(batch)`` with the list of argument
+        lists (``coalesce=True``), or ``perform(*args)`` of the newest (``"last"``)."""
+        payloads = [job, *(p for _, p in followers)]
+        ordered = sorted(payloads, key=coalesce_score)
+        args = ordered[-1]["args"] if job.get("coalesce") == "last" else [
+            [p["args"] for p in ordered]
+        ]
+
+        def call() -> None:
+            instance.perform(*args)
+
+        chain = self.config.server_middleware
+        if not chain:
+            call()
+            return
+        run_server_chain(chain, instance, job, queue, call)
 
     def _perform(self, instance: Job, job: dict[str, Any], queue: str) -> None:
         args = job["args"]

@@ -47,6 +47,7 @@ class Scripts:
     finish: Script
     lease: Script
     rescue: Script
+    coalesce: Script
 
     @classmethod
     def load(cls, redis: Redis) -> Scripts:
