@@ -26,6 +26,14 @@ from rfetch.connection import connect
 
 from .context import Context, Found
 from .explain import Explanation, Location, explain
+from .groups import (
+    OrderingKeyInfo,
+    TenantInfo,
+    blocked_keys,
+    list_ordering_keys,
+    list_tenants,
+    set_tenant_weight,
+)
 from .processes import ProcessInfo, ProcessNotFound, ProcessSet, RunningJob
 from .queues import Queue, QueueInfo, list_queues
 from .records import (
@@ -119,6 +127,35 @@ class Api:
         """One queue by name (it need not exist yet)."""
         return Queue(self.ctx, name)
 
+    def ordering_keys(
+        self, queue: str | None = None, limit: int = 100, max_scan: int | None = 10_000
+    ) -> list[OrderingKeyInfo]:
+        """Held ordering keys (issue #5): key, holder jid, where the holder is, jobs waiting.
+
+        Raises:
+            ValueError: ``limit`` below 1.
+        """
+        return list_ordering_keys(self.ctx, queue, limit, max_scan)
+
+    def blocked_keys(
+        self, queue: str | None = None, max_scan: int | None = 10_000
+    ) -> list[OrderingKeyInfo]:
+        """Ordering keys blocked by a failed job (in the retry set), with that job; retry
+        or delete it (``api.retries``) to unblock the key."""
+        return blocked_keys(self.ctx, queue, max_scan)
+
+    def tenants(self, queue: str) -> list[TenantInfo]:
+        """Tenants of a fair queue (issue #5): backlog, weight, place in the ring."""
+        return list_tenants(self.ctx, queue)
+
+    def set_tenant_weight(self, queue: str, tenant: str, weight: int) -> None:
+        """Jobs per turn for ``tenant`` in ``queue`` (default 1), from its next turn.
+
+        Raises:
+            ValueError: a weight outside 1..1000, or a bad tenant name.
+        """
+        set_tenant_weight(self.ctx, queue, tenant, weight)
+
     def job_set(self, name: str) -> JobSet:
         """``scheduled``/``schedule``, ``retry``/``retries`` or ``dead``/``morgue``.
 
@@ -181,6 +218,7 @@ __all__ = [
     "JobRecord",
     "JobSet",
     "Location",
+    "OrderingKeyInfo",
     "Page",
     "ProcessInfo",
     "ProcessNotFound",
@@ -191,4 +229,5 @@ __all__ = [
     "RunningJob",
     "ScheduledSet",
     "Stats",
+    "TenantInfo",
 ]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .context import Context, queue_names_of
+from .groups import gate_lines
 from .processes import ProcessInfo, ProcessSet
 from .queues import list_queues
 from .records import JobRecord, to_text
@@ -55,7 +56,8 @@ class Location:
     """One place where the job is.
 
     Attributes:
-        state: ``running``, ``held`` (in a private list, not running), ``queued``,
+        state: ``running``, ``held`` (in a private list, not running), ``queued`` (also
+            in a tenant's list), ``waiting_key`` (behind its ordering key's holder),
             ``scheduled``, ``retry`` or ``dead``.
         text: one line saying where it is and why it is not running.
         job: the entry found.
@@ -177,6 +179,17 @@ def explain(
             _held(ctx, result, processes, identity, queue, jid, running_on, max_scan)
     _queued(ctx, result, processes, jid, max_scan)
     _sorted_sets(ctx, result, jid, at, max_scan)
+    for state, text, record in gate_lines(ctx, jid, max_scan):  # issue #5
+        named = record.payload.get("queue") if record.payload else None
+        result.locations.append(
+            Location(
+                state=state,
+                text=text,
+                job=record,
+                queue=named if isinstance(named, str) else None,
+                position=record.position,
+            )
+        )
     if not result.locations:
         _scan_unknown_private_lists(ctx, result, processes, known, jid, max_scan)
     return result

@@ -1,0 +1,282 @@
+"""Ordering keys and tenants (issue #5), read side: which keys are held, by which job and
+where it is, which keys a failed job blocks, and the tenants of a fair queue with their
+backlog and weight. What the web UI will show; the admin actions that unblock a key are
+the job-set actions (retry or delete the blocking job, ``rfetch.api.sets``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .context import Context
+from .records import JobRecord, to_text
+
+PLACES = ("running", "queued", "tenant", "retry", "scheduled", "dead", "unknown")
+"""Where a key's holder can be: ``running`` (a lease: a worker runs it), ``queued`` (the
+public queue), ``tenant`` (its tenant's list), ``retry`` (failed: the key is blocked),
+``scheduled``, ``dead`` (only briefly: death releases the key) or ``unknown`` (fetched and
+not started yet, or gone: stuck-key rescue releases keys whose running holder vanished)."""
+
+
+@dataclass(frozen=True)
+class OrderingKeyInfo:
+    """One held ordering key.
+
+    Attributes:
+        queue: the queue of its gate.
+        key: the ordering key.
+        holder: jid of the one job of the key that is out.
+        place: where the holder is (see :data:`PLACES`).
+        pending: jobs of the key waiting for their turn.
+        lease_expires: running holder's lease expiry (Redis time, epoch s), else None.
+        job: the holder's entry when found in a list or set (retry: the blocking job).
+    """
+
+    queue: str
+    key: str
+    holder: str
+    place: str
+    pending: int
+    lease_expires: float | None = None
+    job: JobRecord | None = None
+
+    @property
+    def blocked(self) -> bool:
+        """Whether a failed job holds the key (in the retry or dead set)."""
+        return self.place in ("retry", "dead")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "queue": self.queue,
+            "key": self.key,
+            "holder": self.holder,
+            "place": self.place,
+            "pending": self.pending,
+            "blocked": self.blocked,
+            "lease_expires": self.lease_expires,
+            "job": self.job.to_dict() if self.job is not None else None,
+        }
+
+
+@dataclass(frozen=True)
+class TenantInfo:
+    """One tenant of a fair queue.
+
+    Attributes:
+        tenant: its name.
+        backlog: its pending jobs (not counting fetched ones).
+        weight: jobs it gets per turn of the ring (default 1).
+        in_ring: whether it is in the ring (iff it has pending jobs).
+        turn: its place in the ring (0 = gives the next job), None when not in it.
+    """
+
+    tenant: str
+    backlog: int
+    weight: int
+    in_ring: bool
+    turn: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "tenant": self.tenant,
+            "backlog": self.backlog,
+            "weight": self.weight,
+            "in_ring": self.in_ring,
+            "turn": self.turn,
+        }
+
+
+def gate_queues(ctx: Context, queue: str | None) -> list[str]:
+    """``[queue]``, or every queue in ``queues`` (sorted)."""
+    if queue is not None:
+        return [queue]
+    return sorted(to_text(q) for q in ctx.redis.smembers(ctx.keys.queues))
+
+
+def list_ordering_keys(
+    ctx: Context,
+    queue: str | None = None,
+    limit: int = 100,
+    max_scan: int | None = 10_000,
+) -> list[OrderingKeyInfo]:
+    """Held ordering keys (HSCAN of ``rfetch:key-holders:<q>``), at most ``limit``, with
+    where each holder is, found within ``max_scan`` entries of each list or set.
+
+    Raises:
+        ValueError: ``limit`` below 1.
+    """
+    if limit < 1:
+        raise ValueError(f"limit must be 1 or more, got {limit}")
+    out: list[OrderingKeyInfo] = []
+    for name in gate_queues(ctx, queue):
+        held: dict[str, str] = {}
+        for key, jid in ctx.redis.hscan_iter(ctx.keys.key_holders(name), count=limit):
+            held[to_text(key)] = to_text(jid)
+            if len(out) + len(held) >= limit:
+                break
+        out.extend(_describe(ctx, name, held, max_scan))
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
+def _describe(
+    ctx: Context, queue: str, held: dict[str, str], max_scan: int | None
+) -> list[OrderingKeyInfo]:
+    if not held:
+        return []
+    keys = ctx.keys
+    names = sorted(held)
+    pipe = ctx.redis.pipeline(transaction=False)
+    for key in names:
+        pipe.llen(keys.key_list(queue, key))
+    for key in names:
+        pipe.zscore(keys.key_leases(queue), key)
+    replies = pipe.execute()
+    pending = dict(zip(names, replies[: len(names)], strict=True))
+    leases = dict(zip(names, replies[len(names) :], strict=True))
+    places = locate(ctx, queue, [held[k] for k in names if leases[k] is None], max_scan)
+    out = []
+    for key in names:
+        jid = held[key]
+        place, record = ("running", None) if leases[key] is not None else places.get(
+            jid, ("unknown", None)
+        )
+        lease = leases[key]
+        out.append(
+            OrderingKeyInfo(
+                queue,
+                key,
+                jid,
+                place,
+                int(pending[key]),
+                float(lease) if lease is not None else None,
+                record,
+            )
+        )
+    return out
+
+
+def locate(
+    ctx: Context, queue: str, jids: Iterable[str], max_scan: int | None
+) -> dict[str, tuple[str, JobRecord]]:
+    """Where each jid is among the retry set, the public queue, the tenant lists of
+    ``queue``, the scheduled set and the dead set (first found wins)."""
+    wanted = set(jids)
+    found: dict[str, tuple[str, JobRecord]] = {}
+    keys = ctx.keys
+    places: list[tuple[str, str, str]] = [
+        ("retry", keys.retry, "zset"),
+        ("queued", keys.queue(queue), "list"),
+    ]
+    ring = [to_text(t) for t in ctx.redis.lrange(keys.fair_ring(queue), 0, -1)]
+    places += [("tenant", keys.fair_tenant(queue, t), "list") for t in ring]
+    places += [("scheduled", keys.schedule, "zset"), ("dead", keys.dead, "zset")]
+    for place, key, kind in places:
+        if not wanted:
+            break
+        result = ctx.find(key, kind, wanted, place, max_scan)  # type: ignore[arg-type]
+        for record in result.records:
+            if record.jid in wanted:
+                found[record.jid] = (place, record)
+                wanted.discard(record.jid)
+    return found
+
+
+def blocked_keys(
+    ctx: Context, queue: str | None = None, max_scan: int | None = 10_000
+) -> list[OrderingKeyInfo]:
+    """Keys held by a failed job (in the retry set), each with the blocking job. Unblock
+    one by retrying (``api.retries.retry``) or deleting (``api.retries.delete``) that job.
+    Every held key is looked at (a failed holder has no lease, so is searched for)."""
+    out = []
+    for name in gate_queues(ctx, queue):
+        held = {
+            to_text(k): to_text(v)
+            for k, v in ctx.redis.hgetall(ctx.keys.key_holders(name)).items()
+        }
+        out += [info for info in _describe(ctx, name, held, max_scan) if info.blocked]
+    return out
+
+
+def list_tenants(ctx: Context, queue: str) -> list[TenantInfo]:
+    """Tenants of ``queue``: those in the ring (pending jobs, in turn order) and those with
+    a weight set."""
+    keys = ctx.keys
+    ring = [to_text(t) for t in reversed(ctx.redis.lrange(keys.fair_ring(queue), 0, -1))]
+    weights = {
+        to_text(k): int(v) for k, v in ctx.redis.hgetall(keys.fair_weights(queue)).items()
+    }
+    names = ring + sorted(set(weights) - set(ring))
+    pipe = ctx.redis.pipeline(transaction=False)
+    for tenant in names:
+        pipe.llen(keys.fair_tenant(queue, tenant))
+    backlogs = pipe.execute()
+    turn = {t: i for i, t in enumerate(ring)}
+    return [
+        TenantInfo(t, int(b), weights.get(t, 1), t in turn, turn.get(t))
+        for t, b in zip(names, backlogs, strict=True)
+    ]
+
+
+def set_tenant_weight(ctx: Context, queue: str, tenant: str, weight: int) -> None:
+    """Give ``tenant`` ``weight`` jobs per turn of ``queue``'s ring (from its next turn).
+
+    Raises:
+        ValueError: a weight that is not a whole number from 1 to 1000, or a bad tenant.
+    """
+    if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 1000:
+        raise ValueError(f"weight must be a whole number from 1 to 1000, got {weight!r}")
+    if not isinstance(tenant, str) or not tenant or "|" in tenant:
+        raise ValueError(f"tenant must be a non-empty string without '|', got {tenant!r}")
+    ctx.redis.hset(ctx.keys.fair_weights(queue), tenant, weight)
+
+
+def gate_lines(ctx: Context, jid: str, max_scan: int | None) -> list[tuple[str, str, JobRecord]]:
+    """For explain: (state, text, entry) of every key list and tenant list holding ``jid``:
+    "waiting behind key K (holder X, in the retry set)" and "waiting in tenant T's list at
+    position n"."""
+    out: list[tuple[str, str, JobRecord]] = []
+    for name in gate_queues(ctx, None):
+        keys = ctx.keys
+        for raw_key in ctx.redis.scan_iter(match=keys.key_list_pattern(name), count=1000):
+            list_key = to_text(raw_key)
+            found = ctx.find(list_key, "list", [jid], f"key:{name}", max_scan)
+            for record in found.records:
+                key = list_key[len(keys.key_list(name, "")) :]
+                holder = ctx.redis.hget(keys.key_holders(name), key)
+                holder_jid = to_text(holder) if holder is not None else "(none)"
+                place = _holder_place(ctx, name, key, holder_jid, max_scan)
+                ahead = record.position or 0
+                text = (
+                    f"waiting behind ordering key {key!r} of queue {name} (holder jid "
+                    f"{holder_jid}, {place}); {ahead} job(s) of the key go before it"
+                )
+                out.append(("waiting_key", text, record))
+        for tenant in [to_text(t) for t in ctx.redis.lrange(keys.fair_ring(name), 0, -1)]:
+            found = ctx.find(keys.fair_tenant(name, tenant), "list", [jid], "tenant", max_scan)
+            for record in found.records:
+                text = (
+                    f"waiting in tenant {tenant}'s list of queue {name} at position "
+                    f"{(record.position or 0) + 1} (1 runs next in the tenant's turn)"
+                )
+                out.append(("queued", text, record))
+    return out
+
+
+def _holder_place(ctx: Context, queue: str, key: str, jid: str, max_scan: int | None) -> str:
+    if ctx.redis.zscore(ctx.keys.key_leases(queue), key) is not None:
+        return "running"
+    place = locate(ctx, queue, [jid], max_scan).get(jid)
+    if place is None:
+        return "fetched, not started"
+    return {
+        "retry": "in the retry set: the key is blocked until it succeeds or dies",
+        "queued": "in the queue",
+        "tenant": "in its tenant's list",
+        "scheduled": "in the scheduled set",
+        "dead": "in the dead set",
+    }.get(place[0], place[0])
