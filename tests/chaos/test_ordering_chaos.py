@@ -28,6 +28,8 @@ def test_order_per_key_survives_kills_and_retries(
     assert report.lost == []
     assert report.out_of_order == [], report.out_of_order[:5]
     assert report.overlaps == [], report.overlaps[:5]
-    assert report.failed_runs == result.failing
+    # Each job set to fail once failed once, unless a SIGKILL fell between its failure
+    # marker and its "fail" line (its rerun then succeeds).
+    assert result.failing - len(result.kills) <= report.failed_runs <= result.failing
     assert len(result.kills) >= 3
     assert result.gate_left == {}
