@@ -278,22 +278,6 @@ class ReliableFetch:
             )
         )
 
-    def start_lease(self, unit: UnitOfWork) -> None:
-        """Set the lease of a keyed job that starts running (issue #5): its key's entry in
-        ``rfetch:key-leases:<q>``, expiring ``heartbeat_ttl`` seconds from now by Redis's
-        clock. Stuck-key rescue looks only at expired leases.
-
-        Raises:
-            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
-        """
-        if unit.ordering_key is None:
-            return
-        self.scripts.lease(
-            keys=[self.keys.key_leases(unit.queue)],
-            args=[self.config.heartbeat_ttl, "start", unit.ordering_key],
-            client=self.redis,
-        )
-
     def take_followers(self, unit: UnitOfWork, limit: int) -> list[bytes]:
         """Move up to ``limit`` waiting jobs of the running holder's key into its private
         list (``coalesce.lua``); returns their raw payloads, oldest first.
@@ -310,15 +294,17 @@ class ReliableFetch:
         )
         return taken
 
-    def renew_leases(self, pipe: Redis, units: Iterable[UnitOfWork]) -> None:
-        """Queue on ``pipe`` the renewal of the leases of running keyed jobs (the heartbeat
-        calls it); a lease removed meanwhile is not brought back (ZADD XX)."""
+    def write_leases(self, pipe: Redis, units: Iterable[UnitOfWork]) -> None:
+        """Queue on ``pipe`` the leases of running keyed jobs (issue #5): the heartbeat
+        calls it, so a running holder's lease (``rfetch:key-leases:<q>``, member
+        ``<jid>:<key>``) expires ``heartbeat_ttl`` seconds after its process's last beat by
+        Redis's clock. Stuck-key rescue looks only at expired leases."""
         keyed = [u for u in units if u.ordering_key is not None]
         if not keyed:
             return
         self.scripts.lease(
             keys=[self.keys.key_leases(u.queue) for u in keyed],
-            args=[self.config.heartbeat_ttl, "renew", *(u.ordering_key or "" for u in keyed)],
+            args=[self.config.heartbeat_ttl, *(f"{u.jid}:{u.ordering_key}" for u in keyed)],
             client=pipe,
         )
 

@@ -54,8 +54,8 @@ class Heartbeat:
         manager: the pool (busy threads, quiet state).
         stats: counters to flush.
         on_signal: called with a signal name popped from the remote signal list.
-        renew: queues on the pipeline the lease renewal of running keyed jobs (issue #5,
-            ``ReliableFetch.renew_leases``).
+        renew: queues on the pipeline the leases of running keyed jobs (issue #5,
+            ``ReliableFetch.write_leases``).
     """
 
     def __init__(

@@ -96,7 +96,7 @@ class Launcher:
             self.manager,
             self.stats,
             self.events.put,
-            renew=self.fetch.renew_leases,
+            renew=self.fetch.write_leases,
         )
         self.poller = Poller(config, self.redis, self.scripts)
         self.recovery = OrphanRecovery(config, self.redis, self.scripts, self.identity)

@@ -9,7 +9,7 @@ from typing import Any
 
 from rfetch.config import Config
 from rfetch.errors import InvalidJob, UnknownJob
-from rfetch.fetch import REDIS_DOWN, ReliableFetch, UnitOfWork
+from rfetch.fetch import ReliableFetch, UnitOfWork
 from rfetch.job import Job
 from rfetch.logs import JobLog
 from rfetch.middleware import run_server_chain
@@ -134,16 +134,12 @@ class Processor:
         job_log.event("done", name, jid, unit.queue, elapsed)
 
     def _gate(self, unit: UnitOfWork, job: dict[str, Any]) -> None:
-        """Note a job's ordering key and unique lock on its unit (issue #5) and set the
-        key's lease; a lease that cannot be written only delays stuck-key rescue."""
+        """Note a job's ordering key and unique lock on its unit (issue #5), for the
+        scripts that release them and for the heartbeat's leases."""
         key, unique = job.get("ordering_key"), job.get("unique_key")
         unit.jid = job["jid"]
         unit.ordering_key = key if isinstance(key, str) and key else None
         unit.unique = unique if isinstance(unique, str) and unique else None
-        try:
-            self.fetch.start_lease(unit)
-        except REDIS_DOWN as exc:
-            log.warning("could not set the lease of key %r: %s", unit.ordering_key, exc)
 
     def _take_followers(self, unit: UnitOfWork) -> list[tuple[UnitOfWork, Payload]]:
         """Move the key's waiting jobs into the private list (``coalesce.lua``) and parse

@@ -180,13 +180,14 @@ class OrphanRecovery:
         """Release ordering keys whose running holder vanished (the seed design's
         re-scheduler for keys whose runner is gone).
 
-        A key's lease (``rfetch:key-leases:<q>``) exists only while its holder runs and is
-        renewed by the heartbeat of the process running it; every way out of a private list
-        (ack, retry/dead set, push-back, orphan recovery) removes it. A lease expired for
-        more than ``heartbeat_ttl`` seconds, after this check's orphan recovery, whose
-        holder jid is in no private list of the queue, means the holder is gone (e.g. a
-        tool outside rfetch deleted it): ``rescue.lua`` then releases the key, if the same
-        jid still holds it and the lease is still expired, and its next job goes out.
+        The heartbeat of a process writes a lease (``rfetch:key-leases:<q>``, member
+        ``<jid>:<key>``) for each keyed job it runs; every way out of a private list (ack,
+        retry/dead set, push-back, orphan recovery) removes it. A lease expired for more
+        than ``heartbeat_ttl`` seconds, after this check's orphan recovery, whose jid still
+        holds the key but is in no private list of the queue, means the holder is gone
+        (e.g. a tool outside rfetch deleted it): ``rescue.lua`` then releases the key, if
+        the same jid still holds it and the lease is still expired, and its next job goes
+        out. A lease whose jid no longer holds its key is stale and only removed.
 
         Args:
             now: Redis time, float epoch seconds.
@@ -202,32 +203,28 @@ class OrphanRecovery:
         for queue in queues:
             pipe.zrangebyscore(self.keys.key_leases(queue), "-inf", cutoff, start=0, num=100)
         expired = {
-            queue: [_text(k) for k in keys]
-            for queue, keys in zip(queues, pipe.execute(), strict=True)
-            if keys
+            queue: [_text(m).partition(":")[::2] for m in members]
+            for queue, members in zip(queues, pipe.execute(), strict=True)
+            if members
         }
         if not expired:
             return 0
         identities = {_text(i) for i in self.redis.hkeys(self.keys.identities)}
         identities |= {_text(i) for i in self.redis.smembers(self.keys.processes)}
         released = 0
-        for queue, keys in expired.items():
-            holders = self.redis.hmget(self.keys.key_holders(queue), keys)
-            private = [
-                item
-                for identity in sorted(identities)
-                for item in self.redis.lrange(self.keys.private(identity, queue), 0, -1)
-            ]
-            for key, holder in zip(keys, holders, strict=True):
-                if holder is None:
-                    self.redis.zrem(self.keys.key_leases(queue), key)
-                    continue
-                marker = b'"jid":"' + (holder if isinstance(holder, bytes) else holder.encode())
-                if any(marker in raw for raw in private):
-                    continue
+        for queue, leases in expired.items():
+            holders = self.redis.hmget(self.keys.key_holders(queue), [k for _, k in leases])
+            private: list[bytes] | None = None
+            for (jid, key), holder in zip(leases, holders, strict=True):
+                if holder is not None and _text(holder) == jid:
+                    if private is None:  # read only when a lease's jid still holds its key
+                        private = self._private_payloads(identities, queue)
+                    marker = b'"jid":"' + jid.encode() + b'"'
+                    if any(marker in raw for raw in private):
+                        continue  # still held by a process (a stalled heartbeat): not stuck
                 if self.scripts.rescue(
                     keys=[],
-                    args=[self.keys.prefix, queue, key, holder, self.config.heartbeat_ttl],
+                    args=[self.keys.prefix, queue, key, jid, self.config.heartbeat_ttl],
                     client=self.redis,
                 ):
                     released += 1
@@ -235,9 +232,19 @@ class OrphanRecovery:
                         "released ordering key %r of queue %s: its holder jid=%s vanished",
                         key,
                         queue,
-                        _text(holder),
+                        jid,
                     )
         return released
+
+    def _private_payloads(self, identities: Iterable[str], queue: str) -> list[bytes]:
+        """Every payload in the private lists of ``identities`` for ``queue``."""
+        out: list[bytes] = []
+        for identity in sorted(identities):
+            raws: list[bytes] = self.redis.lrange(  # type: ignore[assignment]
+                self.keys.private(identity, queue), 0, -1
+            )
+            out.extend(raws)
+        return out
 
     def _alive(self, identities: Iterable[str]) -> dict[str, bool]:
         names = list(identities)

@@ -15,8 +15,9 @@ from .records import JobRecord, to_text
 PLACES = ("running", "queued", "tenant", "retry", "scheduled", "dead", "unknown")
 """Where a key's holder can be: ``running`` (a lease: a worker runs it), ``queued`` (the
 public queue), ``tenant`` (its tenant's list), ``retry`` (failed: the key is blocked),
-``scheduled``, ``dead`` (only briefly: death releases the key) or ``unknown`` (fetched and
-not started yet, or gone: stuck-key rescue releases keys whose running holder vanished)."""
+``scheduled``, ``dead`` (only briefly: death releases the key) or ``unknown`` (fetched by a
+worker and running for less than a heartbeat, or waiting to start; or gone: stuck-key
+rescue releases keys whose running holder vanished)."""
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,8 @@ class OrderingKeyInfo:
         holder: jid of the one job of the key that is out.
         place: where the holder is (see :data:`PLACES`).
         pending: jobs of the key waiting for their turn.
-        lease_expires: running holder's lease expiry (Redis time, epoch s), else None.
+        lease_expires: running holder's lease expiry (Redis time, epoch s), else None
+            (a holder running for less than a heartbeat interval has none yet).
         job: the holder's entry when found in a list or set (retry: the blocking job).
     """
 
@@ -134,7 +136,7 @@ def _describe(
     for key in names:
         pipe.llen(keys.key_list(queue, key))
     for key in names:
-        pipe.zscore(keys.key_leases(queue), key)
+        pipe.zscore(keys.key_leases(queue), f"{held[key]}:{key}")
     replies = pipe.execute()
     pending = dict(zip(names, replies[: len(names)], strict=True))
     leases = dict(zip(names, replies[len(names) :], strict=True))
@@ -268,11 +270,11 @@ def gate_lines(ctx: Context, jid: str, max_scan: int | None) -> list[tuple[str, 
 
 
 def _holder_place(ctx: Context, queue: str, key: str, jid: str, max_scan: int | None) -> str:
-    if ctx.redis.zscore(ctx.keys.key_leases(queue), key) is not None:
+    if ctx.redis.zscore(ctx.keys.key_leases(queue), f"{jid}:{key}") is not None:
         return "running"
     place = locate(ctx, queue, [jid], max_scan).get(jid)
     if place is None:
-        return "fetched, not started"
+        return "fetched by a worker (running, or waiting to start)"
     return {
         "retry": "in the retry set: the key is blocked until it succeeds or dies",
         "queued": "in the queue",

@@ -33,7 +33,7 @@ if ARGV[6] then
   local P, q, k, jid, outcome = ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]
   if k ~= '' then
     if outcome == 'retry' then
-      redis.call('ZREM', gate_leases(P, q), k)
+      redis.call('ZREM', gate_leases(P, q), gate_lease_member(k, jid))
     else
       gate_release(P, q, k, jid)
     end

@@ -164,7 +164,7 @@ def test_a_crash_returns_the_followers_to_the_head_of_the_key(
     first = push(worker, Index, "s1", 0)
     head = worker.take()
     followers = [push(worker, Index, "s1", v) for v in range(1, 4)]
-    worker.processor._gate(head, json.loads(head.raw))
+    worker.processor._gate(head, json.loads(head.raw))  # noted as running
     assert len(worker.fetch.take_followers(head, 100)) == 3  # then the process dies
     OrphanRecovery(cfg, worker.redis, worker.scripts, "someone-else").reap(worker.identity, ["q"])
     assert queue_jids(r) == [first] and waiting(r, "shipment:s1") == followers

@@ -71,6 +71,11 @@ def test_running_holder_has_a_lease(worker: Worker, api: Api) -> None:
     unit = worker.take()
     worker.processor._gate(unit, json.loads(unit.raw))
     (info,) = api.ordering_keys()
+    assert info.place == "unknown"  # fetched, no heartbeat yet
+    pipe = worker.redis.pipeline(transaction=False)
+    worker.fetch.write_leases(pipe, [unit])
+    pipe.execute()
+    (info,) = api.ordering_keys()
     assert info.place == "running" and info.lease_expires is not None
 
 

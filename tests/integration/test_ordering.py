@@ -355,8 +355,9 @@ def test_orphan_recovery_returns_a_keyed_job_to_the_head_still_holding_its_key(
     first = push(worker, "a", 0)
     second = push(worker, "a", 1)
     unit = worker.take()
-    worker.processor._gate(unit, json.loads(unit.raw))  # started: lease set
-    assert r.zcard("rfetch:key-leases:q") == 1
+    worker.processor._gate(unit, json.loads(unit.raw))
+    beat(worker, unit)  # running: its heartbeat wrote the lease
+    assert r.zrange("rfetch:key-leases:q", 0, -1) == [f"{first}:a".encode()]
     recovery = OrphanRecovery(cfg, worker.redis, worker.scripts, "someone-else")
     assert recovery.reap(worker.identity, ["q"]) == 1
     assert queue_jids(r) == [first] and holder(r, "a") == first
@@ -370,16 +371,21 @@ def test_orphan_recovery_returns_a_keyed_job_to_the_head_still_holding_its_key(
 def test_rescue_releases_a_key_whose_running_holder_vanished(
     cfg: Config, worker: Worker, r: redis.Redis
 ) -> None:
-    push(worker, "a", 0)
+    first = push(worker, "a", 0)
     second = push(worker, "a", 1)
     unit = worker.take()
     worker.processor._gate(unit, json.loads(unit.raw))
+    beat(worker, unit)
     recovery = OrphanRecovery(cfg, worker.redis, worker.scripts, "someone-else")
     now = time.time()
     # Lease not expired yet: nothing happens.
     assert recovery.rescue_keys(now) == 0
+    # A stale lease (a heartbeat raced an ack) of a jid that does not hold the key: dropped.
+    r.zadd("rfetch:key-leases:q", {"0123:a": 1.0})
+    assert recovery.rescue_keys(now) == 0
+    assert r.zscore("rfetch:key-leases:q", "0123:a") is None
     # Expired, but the holder is still in a private list (a stalled heartbeat): kept.
-    r.zadd("rfetch:key-leases:q", {"a": 1.0})
+    r.zadd("rfetch:key-leases:q", {f"{first}:a": 1.0})
     r.hset("rfetch:identities", worker.identity, json.dumps(["q"]))
     assert recovery.rescue_keys(now) == 0
     assert holder(r, "a") == unit_jid(unit)
@@ -387,6 +393,13 @@ def test_rescue_releases_a_key_whose_running_holder_vanished(
     r.delete(worker.fetch.private_key("q"))
     assert recovery.rescue_keys(now) == 1
     assert holder(r, "a") == second and queue_jids(r) == [second]
+
+
+def beat(w: Worker, unit: UnitOfWork) -> None:
+    """What the heartbeat writes for a running keyed job: its lease."""
+    pipe = w.redis.pipeline(transaction=False)
+    w.fetch.write_leases(pipe, [unit])
+    pipe.execute()
 
 
 def unit_jid(unit: UnitOfWork) -> str:
@@ -522,3 +535,24 @@ def test_unique_class_attribute(worker: Worker, r: redis.Redis) -> None:
 
     assert Once.set(client=worker.client).perform_async(1) is not None
     assert Once.set(client=worker.client).perform_async(1) is None
+
+
+def test_keys_py_names_match_the_names_lua_computes(worker: Worker, r: redis.Redis) -> None:
+    """lib/gate.lua builds key names from the prefix; keys.py must give the same ones."""
+    keys = Keys("ns")
+    w = Worker(Config(redis_url=worker.config.redis_url, queues=[QueueSpec("q")], namespace="ns"))
+    push(w, "a", 0)
+    push(w, "a", 1)
+    push(w, None, 2, tenant="t")
+    push(w, None, 2, tenant="t")
+    Step.set(client=w.client, unique_for=60).perform_async(3)
+    for unit in w.fetch.retrieve_work(2):  # one tenant job, then the holder of "a"
+        w.processor._gate(unit, json.loads(unit.raw))
+        beat(w, unit)
+    expected = {
+        keys.key_holders("q"), keys.key_list("q", "a"), keys.key_leases("q"),
+        keys.fair_ring("q"), keys.fair_tenant("q", "t"), keys.fair_wake("q"), keys.fair_queues,
+    }
+    assert expected <= {k.decode() for k in r.keys("ns:rfetch:*")}
+    assert any(k.startswith(b"ns:rfetch:unique:") for k in r.keys("*"))
+    assert keys.key_list_pattern("a*b") == "ns:rfetch:key:a\\*b:*"

@@ -132,7 +132,6 @@ def run_order_chaos(
     gate_left = {
         "holders": int(r.hlen("rfetch:key-holders:default")),
         "key lists": len(list(r.scan_iter(match="rfetch:key:*"))),
-        "leases": int(r.zcard("rfetch:key-leases:default")),
     }
     r.close()
     return OrderResult(

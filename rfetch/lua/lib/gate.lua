@@ -7,8 +7,8 @@
 --   P.."rfetch:key-holders:"..q        hash: ordering key -> jid of the one job of the key
 --                                      that is "out" (queue, private list, retry set)
 --   P.."rfetch:key:"..q..":"..k        list: the key's waiting jobs, newest left, oldest right
---   P.."rfetch:key-leases:"..q         zset: ordering key -> lease expiry (Redis TIME, epoch s)
---                                      while its holder runs; absent otherwise
+--   P.."rfetch:key-leases:"..q         zset: "<jid>:<key>" -> lease expiry (Redis TIME, epoch
+--                                      s) of a running holder, written by its heartbeat
 --   P.."rfetch:unique:"..digest        string: jid holding a unique lock
 --   P.."queue:"..q, P.."queues"        the public queue and the queues set
 --   P.."rfetch:fair:"..q               list: ring of tenants with pending jobs (head = right)
@@ -20,6 +20,7 @@
 local function gate_holders(P, q) return P .. 'rfetch:key-holders:' .. q end
 local function gate_list(P, q, k) return P .. 'rfetch:key:' .. q .. ':' .. k end
 local function gate_leases(P, q) return P .. 'rfetch:key-leases:' .. q end
+local function gate_lease_member(k, jid) return jid .. ':' .. k end
 
 -- Fields of a payload that may carry gate data: (ordering_key, jid, queue, unique_key,
 -- tenant); nil for those absent. A cheap plain find first, so payloads without the fields
@@ -111,7 +112,7 @@ end
 local function gate_release(P, q, k, jid)
   local hk = gate_holders(P, q)
   if redis.call('HGET', hk, k) ~= jid then return 0 end
-  redis.call('ZREM', gate_leases(P, q), k)
+  redis.call('ZREM', gate_leases(P, q), gate_lease_member(k, jid))
   local nxt = redis.call('RPOP', gate_list(P, q, k))
   if nxt then
     local _, njid, _, _, nt = gate_fields(nxt)
@@ -131,7 +132,7 @@ end
 local function gate_push_back(P, q, payload)
   local k, jid, _, _, t = gate_fields(payload)
   if k and jid then
-    redis.call('ZREM', gate_leases(P, q), k)
+    redis.call('ZREM', gate_leases(P, q), gate_lease_member(k, jid))
     local holder = redis.call('HGET', gate_holders(P, q), k)
     if holder == jid then
       gate_out_head(P, q, payload, t)
