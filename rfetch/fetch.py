@@ -151,7 +151,8 @@ class ReliableFetch:
         Args:
             limit: the most jobs to take (0: only acknowledge).
             exclude: queue names not to fetch from (paused queues).
-            acks: finished jobs to remove from the private lists (LREM of the exact bytes).
+            acks: finished jobs to remove from the private lists (LREM of the exact bytes);
+                one with an ordering key or a unique lock also releases them (issue #5).
 
         Raises:
             redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable; the
@@ -177,11 +178,14 @@ class ReliableFetch:
                 self.keys.fair_credits(fair_name),
                 self.keys.fair_weights(fair_name),
             ]
-        args: list[bytes | int] = [limit, fetch_pairs, len(fair_pairs), *fair_pairs]
+        args: list[bytes | str | int] = [limit, fetch_pairs, len(fair_pairs), *fair_pairs]
         for unit in acks:
             pair = index.get(unit.queue)
             if pair is None or self._private[unit.queue] != unit.private_key:
                 self._ack_now(unit)
+                continue
+            if unit.gated:  # issue #5: the release rides on the fetch too
+                args += [-pair, unit.raw, *unit.gate_args(self.keys.prefix), unit.unique or ""]
                 continue
             args.append(pair)
             args.append(unit.raw)

@@ -126,10 +126,7 @@ class Processor:
         elapsed = round((time.perf_counter() - started) * 1000, 3)
         for follower, _ in followers:
             self.fetch.acknowledge(follower)
-        if unit.gated:
-            self.fetch.acknowledge(unit)  # releases the key now: never deferred
-        else:
-            self.ack(unit)
+        self.ack(unit)  # a keyed job's release rides on the ack (fetch.lua or finish.lua)
         self.stats.record(name, False, elapsed)
         job_log.event("done", name, jid, unit.queue, elapsed)
 

@@ -13,9 +13,13 @@
 -- ARGV[3]: F, the number of fair pairs (queues that have had tenant jobs); 0 for none.
 -- ARGV[4..3+F]: the pair index of each fair pair.
 -- ARGV[4+F..]: acknowledgements, as pairs: pair index (1-based), exact payload to LREM from
---          that pair's private list.
+--          that pair's private list; or, for a job with an ordering key or a unique lock
+--          (issue #5), seven values: -pair index, payload, namespace prefix P, queue <q>,
+--          ordering key ("" for none), jid, unique digest ("" for none).
 --
--- Acknowledgements first (LREM count 1 of the exact bytes). Then jobs are moved one by one
+-- Acknowledgements first (LREM count 1 of the exact bytes); a keyed or unique job that
+-- this LREM removed also releases its key (its next job goes out, and may be fetched by
+-- this very call) and its unique lock, as finish.lua does. Then jobs are moved one by one
 -- from the right end (oldest) of each public queue to the left end of its private list
 -- (LMOVE RIGHT LEFT, as super_fetch), taking queues in the order given until ARGV[1] jobs
 -- are moved. Atomic: a job is always in exactly one list.
@@ -34,8 +38,21 @@ local fair = {}
 for f = 1, fair_count do
   fair[tonumber(ARGV[3 + f])] = n_pairs_keys + 3 * (f - 1)
 end
-for i = 4 + fair_count, #ARGV, 2 do
-  redis.call('LREM', KEYS[2 * tonumber(ARGV[i])], 1, ARGV[i + 1])
+-- #include gate
+local i = 4 + fair_count
+while i <= #ARGV do
+  local pair = tonumber(ARGV[i])
+  if pair > 0 then
+    redis.call('LREM', KEYS[2 * pair], 1, ARGV[i + 1])
+    i = i + 2
+  else
+    if redis.call('LREM', KEYS[-2 * pair], 1, ARGV[i + 1]) == 1 then
+      local P, q, k, jid, unique = ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]
+      if k ~= '' then gate_release(P, q, k, jid) end
+      if unique ~= '' then unique_release(P, unique, jid) end
+    end
+    i = i + 7
+  end
 end
 local limit = tonumber(ARGV[1])
 local pairs_to_fetch = tonumber(ARGV[2])

@@ -556,3 +556,22 @@ def test_keys_py_names_match_the_names_lua_computes(worker: Worker, r: redis.Red
     assert expected <= {k.decode() for k in r.keys("ns:rfetch:*")}
     assert any(k.startswith(b"ns:rfetch:unique:") for k in r.keys("*"))
     assert keys.key_list_pattern("a*b") == "ns:rfetch:key:a\\*b:*"
+
+
+def test_a_deferred_ack_releases_the_key_and_the_same_fetch_takes_the_next_job(
+    worker: Worker, r: redis.Redis
+) -> None:
+    """A keyed job's acknowledgement rides on the next fetch as plain ones do (fetch.lua
+    releases the key), so the key's next job can come back in that very call."""
+    push(worker, "a", 0)
+    second = push(worker, "a", 1)
+    Step.set(client=worker.client, unique_for=60).perform_async(7)
+    units = worker.fetch.retrieve_work(2)
+    for unit in units:
+        worker.processor._gate(unit, json.loads(unit.raw))
+    assert [u.gated for u in units] == [True, True]
+    fetched = worker.fetch.retrieve_work(5, acks=units)
+    assert [unit_jid(u) for u in fetched] == [second]
+    assert holder(r, "a") == second
+    assert Step.set(client=worker.client, unique_for=60).perform_async(7) is not None
+    assert r.llen(worker.fetch.private_key("q")) == 1
