@@ -69,7 +69,11 @@ def stop(proc: WorkerProcess) -> None:
 
 
 def fresh_dir(base: Path, name: str) -> Path:
-    path = base / name / "evidence"
+    """``base/<name>-<n>/evidence``, a new folder each call."""
+    n = 1
+    while (base / f"{name}-{n}").exists():
+        n += 1
+    path = base / f"{name}-{n}" / "evidence"
     path.mkdir(parents=True)
     return path
 
