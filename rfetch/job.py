@@ -159,6 +159,19 @@ class Job:
 
     jid: str = ""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Check ``key_on_failure`` when the class is defined (issue #5).
+
+        Raises:
+            ConfigError: a value other than ``"block"`` or ``"skip"``.
+        """
+        super().__init_subclass__(**kwargs)
+        if cls.key_on_failure not in ("block", "skip"):
+            raise ConfigError(
+                f'{cls.__qualname__}.key_on_failure must be "block" or "skip", '
+                f"got {cls.key_on_failure!r}"
+            )
+
     def perform(self, *args: Any) -> None:
         """The work; raise to fail (the job is then retried)."""
         raise NotImplementedError(f"{type(self).__name__} must define perform()")

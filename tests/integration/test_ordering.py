@@ -575,3 +575,10 @@ def test_a_deferred_ack_releases_the_key_and_the_same_fetch_takes_the_next_job(
     assert holder(r, "a") == second
     assert Step.set(client=worker.client, unique_for=60).perform_async(7) is not None
     assert r.llen(worker.fetch.private_key("q")) == 1
+
+
+def test_a_bad_key_on_failure_policy_is_refused_when_the_class_is_defined() -> None:
+    with pytest.raises(ConfigError, match='key_on_failure must be "block" or "skip"'):
+
+        class Wrong(Step):
+            key_on_failure = "skipp"  # type: ignore[assignment]
