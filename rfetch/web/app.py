@@ -31,6 +31,7 @@ from rfetch.api import (
     JobFilter,
     JobRecord,
     JobSet,
+    Page,
     ProcessNotFound,
 )
 from rfetch.version import __version__
@@ -200,7 +201,7 @@ class WebApp:
             number=fmt.number, utc=fmt.utc, iso=fmt.iso, span=fmt.span,
             relative=fmt.relative, run_time=fmt.run_time, memory=fmt.memory,
             to_json=fmt.to_json, pretty=fmt.pretty, shorten=fmt.shorten,
-            entry_key=fmt.entry_key,
+            entry_key=fmt.entry_key, breakable=fmt.breakable,
         )
         self.static_files = _load_static()
 
@@ -487,7 +488,8 @@ class WebApp:
             ctx, "set.html", kind=info, page=page, limit=limit, page_sizes=PAGE_SIZES,
             sort=sort, order=order, job_filter=job_filter, filtered=not job_filter.empty,
             actions=job_set.actions, size=page.total if job_filter.empty else job_set.size(),
-            pager=_pager(page, limit, exact=job_filter.empty or sort == "retry_count"),
+            pager=_pager(page, limit, exact=job_filter.empty or sort == "retry_count",
+                         numbered=job_filter.empty),
             query=_query(args, "offset"),
         )
 
@@ -706,15 +708,21 @@ class Pager:
     current: int
 
 
-def _pager(page: Any, limit: int, exact: bool) -> Pager:
-    """Paging links. ``exact``: offsets count jobs of the listing (unfiltered, or sorted by
-    retry count), so earlier pages and page numbers can be computed; a filtered scan only
-    knows where the next page starts."""
+def _pager(page: Page, limit: int, exact: bool, numbered: bool | None = None) -> Pager:
+    """Paging links.
+
+    Args:
+        exact: offsets count the jobs listed (unfiltered, or sorted by retry count), so the
+            previous page's offset is known; a filtered scan only knows where the next
+            page starts.
+        numbered: show page numbers (default: ``exact``); they need ``page.total`` to count
+            the jobs listed, which is not so for a filtered listing.
+    """
     offset = page.offset
     prev = max(0, offset - limit) if exact and offset > 0 else None
     numbers: list[tuple[int | None, int]] = []
     current = offset // limit + 1
-    if exact and page.total > limit:
+    if (exact if numbered is None else numbered) and page.total > limit:
         last = (page.total - 1) // limit + 1
         wanted = sorted({1, 2, last - 1, last, *range(current - 2, current + 3)})
         previous = 0

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from markupsafe import Markup, escape
+
 from rfetch.api import DayStats, JobRecord
 
 DASH = "\u2013"
@@ -98,6 +100,12 @@ def to_json(value: Any, limit: int | None = None) -> str:
 def pretty(value: Any) -> str:
     """Indented JSON for the job detail view."""
     return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)
+
+
+def breakable(text: str | None) -> Markup:
+    """Escaped ``text`` that may wrap after each ``.`` and ``::`` (long class names)."""
+    escaped = str(escape(text or ""))  # entities hold no dot or colon
+    return Markup(escaped.replace(".", ".<wbr>").replace("::", "::<wbr>"))
 
 
 def shorten(text: str | None, limit: int = 120) -> str:

@@ -47,4 +47,15 @@ def test_api_with_a_decoding_client(redis_server: object, r: redis.Redis) -> Non
     (record,) = api.dead.at_score(7.0)
     assert record.jid == jid_of(1)
     assert api.redis_info().version
+    # The web UI reads and acts the same through such a client.
+    from werkzeug.test import Client
+
+    from rfetch.web import create_app
+    from tests.web.conftest import flash, post
+
+    web = Client(create_app(api=api, basic_auth=False))
+    assert jid_of(1) in web.get("/dead").get_data(as_text=True)
+    response = post(web, "/dead", {"action": "retry", "scope": "matching"}, page="/dead")
+    assert "Retried: 1 job(s)." in flash(web, response)
+    assert r.llen("queue:default") == 1
     client.close()

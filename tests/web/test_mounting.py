@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import redis
@@ -97,10 +98,16 @@ def test_asgi_through_a2wsgi(app: WebApp) -> None:
         body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
         return status, body
 
-    status, body = asyncio.run(call("/jobs/retries"))
+    def run(path: str) -> tuple[int, bytes]:
+        # In a thread of its own: Playwright's sync API (tests/e2e) may hold an event
+        # loop in this one.
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, call(path)).result()
+
+    status, body = run("/jobs/retries")
     assert status == 200
     assert b'href="/jobs/dead"' in body
-    status, body = asyncio.run(call("/jobs/metrics"))
+    status, body = run("/jobs/metrics")
     assert status == 200 and b"rfetch_processed_total" in body
 
 
