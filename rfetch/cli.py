@@ -62,6 +62,10 @@ def main() -> None:
 @click.option("--sentry-dsn", envvar="SENTRY_DSN", default=None, metavar="DSN",
               help="Report job failures and internal errors to Sentry (needs the sentry "
               "extra) [env: SENTRY_DSN].")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None, metavar="PORT",
+              help="Serve this process's Prometheus metrics on PORT (needs the web extra).")
+@click.option("--metrics-bind", default="127.0.0.1", show_default=True, metavar="HOST",
+              help="Address of the --metrics-port server (0.0.0.0: every interface).")
 def worker(
     queues: tuple[str, ...],
     concurrency: int | None,
@@ -76,6 +80,8 @@ def worker(
     verbose: bool,
     json_logs: bool,
     sentry_dsn: str | None,
+    metrics_port: int | None,
+    metrics_bind: str,
 ) -> None:
     """Run a worker process.
 
@@ -114,11 +120,114 @@ def worker(
         raise click.ClickException(str(exc)) from None
     if not requires:
         click.echo("warning: no -r given, so no job classes are registered", err=True)
+    metrics = _worker_metrics(config) if metrics_port is not None else None
     try:
-        code = Launcher(config, registry).run()
+        launcher = Launcher(config, registry)
+        if metrics is not None and metrics_port is not None:
+            manager = launcher.manager
+            metrics.watch(lambda: (manager.busy(), config.concurrency, manager.quiet))
+            try:
+                metrics.serve(metrics_port, metrics_bind)
+            except OSError as exc:
+                raise click.ClickException(
+                    f"cannot serve metrics on {metrics_bind}:{metrics_port}: {exc}"
+                ) from None
+        code = launcher.run()
     finally:
         listener.stop()
     sys.exit(code)
+
+
+def _worker_metrics(config: Config) -> Any:
+    """A :class:`rfetch.metrics.WorkerMetrics` whose middleware times every job."""
+    try:
+        from rfetch.metrics import WorkerMetrics
+    except ImportError as exc:
+        raise click.ClickException(
+            f"--metrics-port needs prometheus-client (pip install 'rfetch[web]'): {exc}"
+        ) from None
+    metrics = WorkerMetrics()
+    config.server_middleware.append(metrics.middleware)
+    return metrics
+
+
+@main.command()
+@click.option("--bind", default="127.0.0.1:7433", show_default=True, metavar="HOST:PORT",
+              envvar="RFETCH_WEB_BIND",
+              help="Address to listen on [env: RFETCH_WEB_BIND]. Only this machine can "
+              "connect by default; use 0.0.0.0:PORT to listen on every interface.")
+@click.option("--prefix", default="", metavar="PATH", envvar="RFETCH_WEB_PREFIX",
+              help="Serve the UI under PATH, e.g. /rfetch behind a proxy "
+              "[env: RFETCH_WEB_PREFIX].")
+@click.option("--read-only", is_flag=True, envvar="RFETCH_WEB_READ_ONLY",
+              help="Show everything, change nothing: actions answer 403 and no button is "
+              "shown [env: RFETCH_WEB_READ_ONLY].")
+@click.option("--redis-url", envvar="REDIS_URL", default=None, help=REDIS_URL_HELP)
+@click.option("--namespace", envvar="RFETCH_NAMESPACE", default=None,
+              help="Key prefix (keys become NAMESPACE:queue:...).")
+@click.option("--threads", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Threads serving requests.")
+@click.option("--poll-interval", type=click.FloatRange(min=1), default=5.0, show_default=True,
+              metavar="SECONDS", help="Default refresh of the dashboard's live chart.")
+@click.option("--metrics-window", type=click.IntRange(1, 120), default=5, show_default=True,
+              metavar="MINUTES", help="Minutes of per-class figures in /metrics.")
+@click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
+def web(
+    bind: str,
+    prefix: str,
+    read_only: bool,
+    redis_url: str | None,
+    namespace: str | None,
+    threads: int,
+    poll_interval: float,
+    metrics_window: int,
+    verbose: bool,
+) -> None:
+    """Serve the web UI and the Prometheus endpoint (/metrics) with waitress.
+
+    Needs the web extra (pip install 'rfetch[web]'). Set RFETCH_WEB_USER and
+    RFETCH_WEB_PASSWORD to require HTTP basic auth for every page, action and /metrics.
+    Every action is a POST with a CSRF token. Stop with INT or TERM.
+    """
+    try:
+        from rfetch.web import create_app
+        from rfetch.web.server import parse_bind, serve
+    except ImportError as exc:
+        raise click.ClickException(
+            f"the web UI needs the web extra (pip install 'rfetch[web]'): {exc}"
+        ) from None
+    try:
+        host, port = parse_bind(bind)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--bind") from None
+    listener = setup_logging(verbose, False)
+    try:
+        config = Config.from_env(redis_url=redis_url, namespace=namespace)
+        app = create_app(config, read_only=read_only, prefix=prefix,
+                         poll_interval=poll_interval, metrics_window=metrics_window)
+    except (RfetchError, ValueError) as exc:
+        listener.stop()
+        raise click.ClickException(str(exc)) from None
+    auth = "basic auth" if app.basic_auth is not None else "no auth"
+    mode = "read-only" if read_only else "read-write"
+
+    def ready(urls: str) -> None:
+        click.echo(f"rfetch web {__version__} ({mode}, {auth}) on {urls}{app.prefix}/ "
+                   f"for {_shown_url(config)}",
+                   err=True)
+
+    try:
+        serve(app, host, port, threads=threads, on_ready=ready)
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {bind}: {exc}") from None
+    finally:
+        listener.stop()
+
+
+def _shown_url(config: Config) -> str:
+    from rfetch.web.formatting import safe_url
+
+    return safe_url(config.redis_url)
 
 
 @main.command()

@@ -45,6 +45,7 @@ from .records import (
     JobRecord,
     Page,
 )
+from .server import RedisInfo, read_redis_info
 from .sets import DeadSet, JobSet, RetrySet, ScheduledSet
 from .stats import (
     CheckResult,
@@ -113,6 +114,10 @@ class Api:
         """Processed/failed (ever and today, UTC), enqueued, set sizes, live processes and
         busy threads."""
         return read_stats(self.ctx)
+
+    def redis_info(self) -> RedisInfo:
+        """Version, uptime, clients, memory and eviction policy of the Redis server."""
+        return read_redis_info(self.ctx)
 
     def history(self, days: int = 7, end: dt.date | None = None) -> list[DayStats]:
         """Processed/failed per UTC day for ``days`` days ending ``end`` (default today),
@@ -225,6 +230,7 @@ __all__ = [
     "ProcessSet",
     "Queue",
     "QueueInfo",
+    "RedisInfo",
     "RetrySet",
     "RunningJob",
     "ScheduledSet",

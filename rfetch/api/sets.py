@@ -192,14 +192,23 @@ class JobSet:
     def fetch(self, score: float, jid: str) -> JobRecord | None:
         """The entry with this exact score and jid (O(log N); Sidekiq Web's key for a job
         is its score and jid), or None."""
-        entries: list[tuple[bytes, float]] = self.ctx.redis.zrangebyscore(  # type: ignore[assignment]
-            self.key, repr(score), repr(score), withscores=True
-        )
-        for raw, found_score in entries:
-            record = JobRecord.parse(raw, self.name, score=float(found_score))
+        for record in self.at_score(score):
             if record.jid == jid:
                 return record
         return None
+
+    def at_score(self, score: float) -> list[JobRecord]:
+        """Every entry scored exactly ``score`` (``ZRANGEBYSCORE score score``: O(log N)),
+        with its rank; the web UI names an entry by its score and a digest of its bytes,
+        which also reaches entries that are not jobs."""
+        pipe = self.ctx.redis.pipeline(transaction=False)
+        pipe.zrangebyscore(self.key, repr(score), repr(score), withscores=True)
+        pipe.zcount(self.key, "-inf", f"({score!r}")
+        entries, below = pipe.execute()
+        return [
+            JobRecord.parse(raw, self.name, score=float(found), position=int(below) + i)
+            for i, (raw, found) in enumerate(entries)
+        ]
 
     def class_counts(self, max_scan: int | None = DEFAULT_MAX_SCAN) -> ClassCounts:
         """Jobs per class among the ``max_scan`` lowest-scored entries."""

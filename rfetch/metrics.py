@@ -1,0 +1,250 @@
+"""Prometheus metrics (issue #6): a collector that reads the cluster through ``rfetch.api``
+on each scrape (the web UI's ``/metrics``), and per-process metrics a worker can serve with
+``rfetch worker --metrics-port N``.
+
+Needs ``prometheus-client`` (the ``web`` extra). Metric names are listed in ``docs/web.md``.
+
+Cluster metrics (:class:`ApiCollector`) are read from Redis when scraped, so every web
+process reports the same values and nothing is kept in memory. Worker metrics
+(:class:`WorkerMetrics`) are true counters and a histogram of this process's executions, fed
+by a server middleware; sum them over workers with ``sum by (class) (rate(...))``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from rfetch.stats import BUCKETS_MS
+
+if TYPE_CHECKING:
+    from rfetch.api import Api
+    from rfetch.job import Job
+
+DURATION_BUCKETS = tuple(ms / 1000 for ms in BUCKETS_MS)
+"""Upper bounds, seconds, of the run-time histograms: the workers' per-minute buckets."""
+
+DEFAULT_WINDOW_MINUTES = 5
+"""Minutes of per-class metrics (``api.class_metrics``) a scrape reports."""
+
+
+def _le(bound_ms: float) -> str:
+    return f"{bound_ms / 1000:g}"
+
+
+class ApiCollector(Collector):
+    """Reads queue, set, process and per-class figures through the API on each scrape.
+
+    Args:
+        api: the admin API.
+        window_minutes: minutes of per-class metrics reported (1-120).
+    """
+
+    def __init__(self, api: Api, window_minutes: int = DEFAULT_WINDOW_MINUTES) -> None:
+        if not 1 <= window_minutes <= 120:
+            raise ValueError("window_minutes must be between 1 and 120")
+        self.api = api
+        self.window_minutes = window_minutes
+
+    def describe(self) -> list[Metric]:
+        # No round trip at registration time (prometheus-client calls collect() otherwise).
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        """One scrape: about 10 round trips, whatever the size of the queues and sets."""
+        started = time.perf_counter()
+        api = self.api
+        stats = api.stats()
+        queues = api.queues()
+        processes = api.processes.all()
+        classes = api.class_metrics(self.window_minutes)
+
+        processed = CounterMetricFamily(
+            "rfetch_processed", "Jobs executed since the counters were created (stat:processed)."
+        )
+        processed.add_metric([], stats.processed)
+        yield processed
+        failed = CounterMetricFamily(
+            "rfetch_failed", "Executions that raised (stat:failed); they count as processed too."
+        )
+        failed.add_metric([], stats.failed)
+        yield failed
+
+        yield _gauge("rfetch_enqueued", "Jobs waiting in all queues.", stats.enqueued)
+        yield _gauge("rfetch_scheduled_size", "Jobs in the scheduled set.", stats.scheduled_size)
+        yield _gauge("rfetch_retry_size", "Jobs in the retry set.", stats.retry_size)
+        yield _gauge("rfetch_dead_size", "Jobs in the dead set.", stats.dead_size)
+        yield _gauge("rfetch_processes", "Worker processes with a live heartbeat.",
+                     len(processes))
+        yield _gauge("rfetch_busy_threads", "Threads running a job, over live processes.",
+                     sum(p.busy for p in processes))
+        yield _gauge("rfetch_concurrency", "Processor threads, over live processes.",
+                     sum(p.concurrency for p in processes))
+        yield _gauge("rfetch_quiet_processes", "Live processes that are quiet (not fetching).",
+                     sum(1 for p in processes if p.quiet))
+
+        size = GaugeMetricFamily("rfetch_queue_size", "Jobs waiting in the queue.",
+                                 labels=["queue"])
+        latency = GaugeMetricFamily(
+            "rfetch_queue_latency_seconds",
+            "Seconds the oldest job of the queue has waited (now minus its enqueued_at).",
+            labels=["queue"],
+        )
+        paused = GaugeMetricFamily("rfetch_queue_paused", "1 when the queue is paused.",
+                                   labels=["queue"])
+        for q in queues:
+            size.add_metric([q.name], q.size)
+            latency.add_metric([q.name], q.latency)
+            paused.add_metric([q.name], 1 if q.paused else 0)
+        yield size
+        yield latency
+        yield paused
+
+        window = f"over the last {self.window_minutes} minute(s)"
+        class_processed = GaugeMetricFamily(
+            "rfetch_class_processed", f"Executions per job class {window}.", labels=["class"]
+        )
+        class_failed = GaugeMetricFamily(
+            "rfetch_class_failed", f"Failed executions per job class {window}.",
+            labels=["class"],
+        )
+        buckets = GaugeMetricFamily(
+            "rfetch_class_duration_seconds_bucket",
+            f"Executions per job class {window} that ran at most `le` seconds "
+            "(cumulative, for histogram_quantile).",
+            labels=["class", "le"],
+        )
+        quantiles = GaugeMetricFamily(
+            "rfetch_class_duration_quantile_seconds",
+            f"Run-time percentiles per job class {window} (upper bound of the histogram "
+            "bucket; +Inf above 60 s).",
+            labels=["class", "quantile"],
+        )
+        for m in classes:
+            class_processed.add_metric([m.job_class], m.processed)
+            class_failed.add_metric([m.job_class], m.failed)
+            seen = 0
+            for i, count in enumerate(m.buckets):
+                seen += count
+                le = _le(BUCKETS_MS[i]) if i < len(BUCKETS_MS) else "+Inf"
+                buckets.add_metric([m.job_class, le], seen)
+            for quantile, value in (("0.5", m.p50_ms), ("0.95", m.p95_ms),
+                                    ("0.99", m.p99_ms)):
+                if value is not None:
+                    quantiles.add_metric([m.job_class, quantile],
+                                         math.inf if math.isinf(value) else value / 1000)
+        yield class_processed
+        yield class_failed
+        yield buckets
+        yield quantiles
+        yield _gauge("rfetch_metrics_window_seconds",
+                     "Width of the window of the rfetch_class_* metrics.",
+                     self.window_minutes * 60)
+        yield _gauge("rfetch_scrape_duration_seconds",
+                     "Time this scrape took to read Redis.", time.perf_counter() - started)
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, value=value)
+
+
+def api_registry(api: Api, window_minutes: int = DEFAULT_WINDOW_MINUTES) -> CollectorRegistry:
+    """A registry holding only an :class:`ApiCollector` (what ``/metrics`` exposes)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ApiCollector(api, window_minutes))
+    return registry
+
+
+# -- worker side ------------------------------------------------------------------------
+
+
+class WorkerMetrics:
+    """Per-process metrics of one worker: executions and run time by class and queue,
+    busy threads, concurrency and quiet state.
+
+    Install :meth:`middleware` in ``config.server_middleware`` before the worker starts,
+    then :meth:`serve` (``rfetch worker --metrics-port`` does both).
+
+    Args:
+        registry: where the metrics are registered (default: a new one, so several workers
+            in one test process do not clash).
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry(auto_describe=False)
+        labels = ["class", "queue"]
+        self.processed = Counter(
+            "rfetch_worker_jobs_processed", "Jobs this process executed.", labels,
+            registry=self.registry,
+        )
+        self.failed = Counter(
+            "rfetch_worker_jobs_failed", "Executions of this process that raised.", labels,
+            registry=self.registry,
+        )
+        self.duration = Histogram(
+            "rfetch_worker_job_duration_seconds", "Run time of this process's jobs.", labels,
+            buckets=DURATION_BUCKETS, registry=self.registry,
+        )
+        self._state: Callable[[], tuple[int, int, bool]] | None = None
+        self._lock = threading.Lock()
+        self.registry.register(_StateCollector(self))
+
+    def middleware(
+        self, job: Job, payload: dict[str, Any], queue: str, call_next: Callable[[], None]
+    ) -> None:
+        """Server middleware: time the job and count it by class and queue."""
+        labels = (str(payload.get("class") or "?"), queue)
+        started = time.perf_counter()
+        try:
+            call_next()
+        except BaseException:
+            self.failed.labels(*labels).inc()
+            raise
+        finally:
+            self.processed.labels(*labels).inc()
+            self.duration.labels(*labels).observe(time.perf_counter() - started)
+
+    def watch(self, state: Callable[[], tuple[int, int, bool]]) -> None:
+        """Report ``state()`` = (busy threads, concurrency, quiet) on each scrape."""
+        with self._lock:
+            self._state = state
+
+    def state(self) -> tuple[int, int, bool] | None:
+        with self._lock:
+            probe = self._state
+        return probe() if probe is not None else None
+
+    def serve(self, port: int, addr: str = "127.0.0.1") -> Any:
+        """Serve ``/metrics`` from a daemon thread (prometheus-client's HTTP server);
+        returns the server."""
+        from prometheus_client import start_http_server
+
+        server, _thread = start_http_server(port, addr, registry=self.registry)
+        return server
+
+
+class _StateCollector(Collector):
+    def __init__(self, owner: WorkerMetrics) -> None:
+        self.owner = owner
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        state = self.owner.state()
+        if state is None:
+            return
+        busy, concurrency, quiet = state
+        yield _gauge("rfetch_worker_busy_threads", "Threads of this process running a job.",
+                     busy)
+        yield _gauge("rfetch_worker_concurrency", "Processor threads of this process.",
+                     concurrency)
+        yield _gauge("rfetch_worker_quiet", "1 when this process has stopped fetching.",
+                     1 if quiet else 0)

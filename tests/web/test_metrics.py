@@ -1,0 +1,156 @@
+"""Prometheus metrics: the web app's /metrics (read through the API on each scrape) and a
+worker's own --metrics-port server."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import redis
+from prometheus_client.parser import text_string_to_metric_families
+from werkzeug.test import Client
+
+from rfetch.api import Api
+from rfetch.client import Client as JobClient
+from rfetch.config import Config
+from rfetch.metrics import ApiCollector, WorkerMetrics
+from tests.support.redis_server import RedisServer, free_port
+from tests.support.workers import WorkerProcess, wait_for
+from tests.web.conftest import add_process, failed, jid_of, payload, text
+
+FAST_ENV = {
+    "RFETCH_HEARTBEAT_INTERVAL": "0.3",
+    "RFETCH_POLL_INTERVAL_AVERAGE": "0.2",
+    "RFETCH_POLL_INITIAL_WAIT": "0",
+    "RFETCH_BLOCK_TIMEOUT": "0.3",
+}
+
+
+def samples(exposition: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    found = {}
+    for family in text_string_to_metric_families(exposition):
+        for s in family.samples:
+            found[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return found
+
+
+def test_metrics_endpoint(client: Client, r: redis.Redis) -> None:
+    now = time.time()
+    r.mset({"stat:processed": 1000, "stat:failed": 10})
+    r.sadd("queues", "default", "mail")
+    r.sadd("paused", "mail")
+    r.lpush("queue:default", *[payload(jid_of(i), enqueued_at=now - 42) for i in range(3)])
+    r.zadd("retry", {failed(jid_of(10)): now, failed(jid_of(11)): now})
+    r.zadd("dead", {failed(jid_of(12)): now})
+    r.zadd("schedule", {payload(jid_of(13)): now + 60})
+    add_process(r, busy=2)
+    add_process(r, "b:2:bbbbbbbbbbbb", busy=1, quiet=True)
+    minute = time.strftime("%Y%m%d%H%M", time.gmtime())
+    r.hset(f"rfetch:metrics:{minute}", mapping={
+        "app.Mail|p": 20, "app.Mail|f": 3, "app.Mail|b0": 10, "app.Mail|b9": 9,
+        "app.Mail|b15": 1,
+    })
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    assert response.content_type.startswith("text/plain")
+    got = samples(text(response))
+    assert got[("rfetch_processed_total", ())] == 1000
+    assert got[("rfetch_failed_total", ())] == 10
+    assert got[("rfetch_enqueued", ())] == 3
+    assert got[("rfetch_queue_size", (("queue", "default"),))] == 3
+    assert got[("rfetch_queue_size", (("queue", "mail"),))] == 0
+    assert 41 <= got[("rfetch_queue_latency_seconds", (("queue", "default"),))] < 60
+    assert got[("rfetch_queue_paused", (("queue", "mail"),))] == 1
+    assert got[("rfetch_queue_paused", (("queue", "default"),))] == 0
+    assert got[("rfetch_retry_size", ())] == 2
+    assert got[("rfetch_dead_size", ())] == 1
+    assert got[("rfetch_scheduled_size", ())] == 1
+    assert got[("rfetch_processes", ())] == 2
+    assert got[("rfetch_busy_threads", ())] == 3
+    assert got[("rfetch_concurrency", ())] == 10
+    assert got[("rfetch_quiet_processes", ())] == 1
+    mail = (("class", "app.Mail"),)
+    assert got[("rfetch_class_processed", mail)] == 20
+    assert got[("rfetch_class_failed", mail)] == 3
+    bucket = "rfetch_class_duration_seconds_bucket"
+    assert got[(bucket, (("class", "app.Mail"), ("le", "0.001")))] == 10
+    assert got[(bucket, (("class", "app.Mail"), ("le", "1")))] == 19
+    assert got[(bucket, (("class", "app.Mail"), ("le", "60")))] == 19
+    assert got[(bucket, (("class", "app.Mail"), ("le", "+Inf")))] == 20
+    quantile = "rfetch_class_duration_quantile_seconds"
+    assert got[(quantile, (("class", "app.Mail"), ("quantile", "0.5")))] == 0.001
+    assert got[(quantile, (("class", "app.Mail"), ("quantile", "0.95")))] == 1.0
+    assert got[(quantile, (("class", "app.Mail"), ("quantile", "0.99")))] == float("inf")
+    assert got[("rfetch_metrics_window_seconds", ())] == 300
+
+
+def test_collector_window_is_bounded(api: Api) -> None:
+    with pytest.raises(ValueError):
+        ApiCollector(api, window_minutes=0)
+    assert [m.name for m in ApiCollector(api).describe()] == []
+
+
+def test_worker_metrics_middleware_counts_and_times() -> None:
+    metrics = WorkerMetrics()
+    metrics.watch(lambda: (3, 5, True))
+
+    def ok() -> None:
+        time.sleep(0.002)
+
+    def boom() -> None:
+        raise ValueError("x")
+
+    job = {"class": "app.Mail", "jid": jid_of(1)}
+    metrics.middleware(None, job, "mail", ok)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        metrics.middleware(None, job, "mail", boom)  # type: ignore[arg-type]
+    from prometheus_client import generate_latest
+
+    got = samples(generate_latest(metrics.registry).decode())
+    labels = (("class", "app.Mail"), ("queue", "mail"))
+    assert got[("rfetch_worker_jobs_processed_total", labels)] == 2
+    assert got[("rfetch_worker_jobs_failed_total", labels)] == 1
+    assert got[("rfetch_worker_job_duration_seconds_count", labels)] == 2
+    bucket = tuple(sorted((*labels, ("le", "0.001"))))
+    assert got[("rfetch_worker_job_duration_seconds_bucket", bucket)] <= 1
+    assert got[("rfetch_worker_busy_threads", ())] == 3
+    assert got[("rfetch_worker_concurrency", ())] == 5
+    assert got[("rfetch_worker_quiet", ())] == 1
+
+
+def test_worker_serves_its_metrics(redis_server: RedisServer, r: redis.Redis,
+                                   tmp_path: Path) -> None:
+    port = free_port()
+    worker = WorkerProcess(redis_server.url,
+                           ["-r", "testjobs", "-q", "default", "-c", "2",
+                            "--metrics-port", str(port)],
+                           env=FAST_ENV, log_dir=tmp_path)
+    try:
+        worker.identity(r)
+        client = JobClient(Config(redis_url=redis_server.url))
+        for i in range(5):
+            client.push("testjobs.Noop", [i])
+        client.push("testjobs.AlwaysFails", [], {"retry": False})
+
+        def scraped() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+            url = f"http://127.0.0.1:{port}/metrics"
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                return samples(answer.read().decode())
+
+        def all_counted() -> bool:
+            got = scraped()
+            return got.get(("rfetch_worker_jobs_processed_total",
+                            (("class", "testjobs.Noop"), ("queue", "default")))) == 5 and (
+                got.get(("rfetch_worker_jobs_failed_total",
+                         (("class", "testjobs.AlwaysFails"), ("queue", "default")))) == 1)
+
+        wait_for(all_counted, 20, "the worker's metrics to count 6 jobs")
+        got = scraped()
+        assert got[("rfetch_worker_concurrency", ())] == 2
+        assert got[("rfetch_worker_quiet", ())] == 0
+        assert got[("rfetch_worker_job_duration_seconds_count",
+                    (("class", "testjobs.Noop"), ("queue", "default")))] == 5
+    finally:
+        worker.kill()
