@@ -71,30 +71,43 @@ SECURITY_HEADERS = {
 }
 
 
+ACTION_LABELS = {
+    "retry": "Retry now",
+    "add_to_queue": "Add to queue",
+    "delete": "Delete",
+    "kill": "Kill",
+}
+
+
 @dataclass(frozen=True)
 class SetKind:
-    """One of the three sorted-set pages."""
+    """One of the three sorted-set pages.
+
+    Attributes:
+        actions: what the page offers, in button order (the API's names).
+        labels: button labels, by action.
+    """
 
     slug: str
     title: str
     when: str
     default_order: str
     empty: str
+    actions: tuple[str, ...]
+    labels: dict[str, str]
 
 
 SET_KINDS = {
     "retries": SetKind("retries", "Retries", "Next retry", "asc",
-                       "No failed job is waiting for a retry."),
-    "scheduled": SetKind("scheduled", "Scheduled", "Runs at", "asc",
-                         "No job is scheduled."),
-    "dead": SetKind("dead", "Dead", "Died", "desc", "The dead set is empty."),
-}
-
-ACTION_LABELS = {
-    "retry": "Retry now",
-    "add_to_queue": "Add to queue",
-    "delete": "Delete",
-    "kill": "Kill",
+                       "No failed job is waiting for a retry.",
+                       ("retry", "add_to_queue", "delete", "kill"), ACTION_LABELS),
+    # A scheduled job has not failed: "run now" pushes it unchanged (the CLI's
+    # ``scheduled retry``), so the retry count is not touched.
+    "scheduled": SetKind("scheduled", "Scheduled", "Runs at", "asc", "No job is scheduled.",
+                         ("add_to_queue", "delete", "kill"),
+                         {**ACTION_LABELS, "add_to_queue": "Run now"}),
+    "dead": SetKind("dead", "Dead", "Died", "desc", "The dead set is empty.",
+                    ("retry", "add_to_queue", "delete"), ACTION_LABELS),
 }
 ACTION_PAST = {
     "retry": "Retried",
@@ -300,7 +313,7 @@ class WebApp:
                **values: Any) -> Response:
         """Render a page; ``summary`` adds the stats bar (one cheap round trip pair)."""
         page = self.env.get_template(template)
-        html = page.render(
+        context: dict[str, Any] = dict(
             url_for=ctx.url_for,
             static=lambda name: self._static_url(ctx, name),
             csrf_field=CSRF_FIELD,
@@ -317,9 +330,9 @@ class WebApp:
             summary=self.api.stats() if summary else None,
             poll_interval=self.poll_interval,
             action_labels=ACTION_LABELS,
-            **values,
         )
-        return Response(html, status=status, mimetype="text/html")
+        context.update(values)
+        return Response(page.render(context), status=status, mimetype="text/html")
 
     def _static_url(self, ctx: Ctx, name: str) -> str:
         body = self.static_files[name][0]
@@ -487,7 +500,8 @@ class WebApp:
         return self.render(
             ctx, "set.html", kind=info, page=page, limit=limit, page_sizes=PAGE_SIZES,
             sort=sort, order=order, job_filter=job_filter, filtered=not job_filter.empty,
-            actions=job_set.actions, size=page.total if job_filter.empty else job_set.size(),
+            actions=info.actions, action_labels=info.labels,
+            size=page.total if job_filter.empty else job_set.size(),
             pager=_pager(page, limit, exact=job_filter.empty or sort == "retry_count",
                          numbered=job_filter.empty),
             query=_query(args, "offset"),
@@ -504,7 +518,7 @@ class WebApp:
         else:
             action = form.get("action", "")
             keys = form.getlist("key")
-        if action not in job_set.actions:
+        if action not in SET_KINDS[kind].actions:
             raise BadRequest(f"the {job_set.name} set offers no action {action!r}")
         if form.get("scope") == "matching" and not single:
             result = job_set.apply_matching(action, _filter(form), max_scan=None)
@@ -541,14 +555,15 @@ class WebApp:
     def view_set_job(self, ctx: Ctx, kind: str, key: str) -> Response:
         job_set = self._job_set(kind)
         record = self._find_entry(job_set, key)
-        return self.render(ctx, "job.html", kind=SET_KINDS[kind], job=record, key=key,
-                           actions=job_set.actions,
+        info = SET_KINDS[kind]
+        return self.render(ctx, "job.html", kind=info, job=record, key=key,
+                           actions=info.actions, action_labels=info.labels,
                            status=200 if record is not None else 404)
 
     def view_set_job_action(self, ctx: Ctx, kind: str, key: str) -> Response:
         job_set = self._job_set(kind)
         action = ctx.request.form.get("action", "")
-        if action not in job_set.actions:
+        if action not in SET_KINDS[kind].actions:
             raise BadRequest(f"the {job_set.name} set offers no action {action!r}")
         record = self._find_entry(job_set, key)
         back = ctx.url_for("set_page", kind=kind)

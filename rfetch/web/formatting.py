@@ -159,6 +159,9 @@ def safe_url(url: str) -> str:
     return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
 
 
+NICE_STEPS = (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10)
+
+
 @dataclass(frozen=True)
 class Bar:
     """One day of the history chart (SVG coordinates)."""
@@ -220,9 +223,10 @@ def history_chart(days: list[DayStats], width: int = 1000, height: int = 220) ->
 
 
 def _nice_ceiling(value: float) -> float:
-    """The smallest of 1, 2, 2.5, 5 x 10^n at or above ``value``."""
+    """The smallest "round" number (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 x 10^n) at or above
+    ``value``."""
     exponent = 10 ** math.floor(math.log10(value))
-    for step in (1, 2, 2.5, 5, 10):
+    for step in NICE_STEPS:
         if step * exponent >= value:
             return float(step * exponent)
     return float(10 * exponent)  # pragma: no cover

@@ -178,6 +178,7 @@ def main(out: Path) -> None:
             time.sleep(30)  # fifteen polls of the live chart
             shots = [
                 ("dashboard", None),
+                ("dashboard-history", None),
                 ("busy", "/busy"),
                 ("queues", "/queues"),
                 ("queue", "/queues/imports"),
@@ -192,6 +193,9 @@ def main(out: Path) -> None:
             for name, path in shots:
                 if path is not None:
                     page.goto(path)
+                elif name == "dashboard-history":
+                    page.mouse.wheel(0, 560)
+                    time.sleep(0.5)
                 elif name == "retry-job":
                     page.goto("/retries")
                     page.locator("#jobs tbody tr").nth(2).locator("a.strong").click()

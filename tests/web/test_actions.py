@@ -166,6 +166,10 @@ def test_set_actions_on_all_matching_a_filter(client: Client, r: redis.Redis) ->
 def test_scheduled_run_now_and_dead_retry(client: Client, api: Api, r: redis.Redis) -> None:
     r.zadd("schedule", {payload(jid_of(1), "app.Report", queue="reports"): time.time() + 999})
     key = keys_of(api, "schedule")[jid_of(1)]
+    page = text(client.get("/scheduled"))
+    assert "Run now" in page and 'value="retry"' not in page and 'value="retry:' not in page
+    assert post(client, "/scheduled", {"single": f"retry:{key}"},
+                page="/scheduled").status_code == 400  # not failed: run it, don't retry it
     post(client, "/scheduled", {"single": f"add_to_queue:{key}"}, page="/scheduled")
     assert queue_jids(r, "reports") == [jid_of(1)]
     assert r.zcard("schedule") == 0

@@ -79,7 +79,7 @@
   function niceCeiling(value) {
     if (value <= 0) { return 1; }
     var exponent = Math.pow(10, Math.floor(Math.log10(value)));
-    var steps = [1, 2, 2.5, 5, 10];
+    var steps = [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10];
     for (var i = 0; i < steps.length; i += 1) {
       if (steps[i] * exponent >= value) { return steps[i] * exponent; }
     }
