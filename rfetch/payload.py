@@ -11,10 +11,13 @@ from typing import Any
 from rfetch.errors import ArgsNotSerializable, InvalidJob, PayloadTooLarge
 
 _fast_loads: Callable[[bytes | str], Any]
+_fast_dumps: Callable[[Any], bytes] | None
 try:  # the optional speed-up extra (pip install 'rfetch[speedups]')
+    from orjson import dumps as _fast_dumps
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - depends on the installation
     _fast_loads = json.loads
+    _fast_dumps = None
 
 Payload = dict[str, Any]
 
@@ -85,14 +88,33 @@ def check_args(value: Any, path: str = "args") -> None:
     )
 
 
+def _encode(payload: Payload, max_bytes: int) -> tuple[str, int]:
+    """Compact JSON text and its UTF-8 size in bytes.
+
+    orjson (the ``speedups`` extra) when installed: about 4x faster than the standard
+    encoder, which was a quarter of ``push_bulk``'s time (issue #4). It writes the same
+    compact, non-ASCII-escaping JSON; integers beyond 64 bits, which it refuses, fall back
+    to the standard encoder (``check_args`` has already refused NaN and infinities, which
+    orjson would write as null).
+    """
+    if _fast_dumps is not None:
+        try:
+            data = _fast_dumps(payload)
+        except TypeError:
+            pass
+        else:
+            return data.decode("utf-8"), len(data)
+    text = _ENCODER.encode(payload)
+    return text, (len(text.encode("utf-8")) if len(text) * 4 > max_bytes else len(text))
+
+
 def dumps(payload: Payload, max_bytes: int) -> str:
     """Serialise a payload compactly.
 
     Raises:
         PayloadTooLarge: the UTF-8 encoding is longer than ``max_bytes``.
     """
-    text = _ENCODER.encode(payload)
-    size = len(text.encode("utf-8")) if len(text) * 4 > max_bytes else len(text)
+    text, size = _encode(payload, max_bytes)
     if size > max_bytes:
         raise PayloadTooLarge(
             f"job {payload.get('class')} jid={payload.get('jid')} is {size} bytes of JSON, over "

@@ -42,6 +42,29 @@ def test_dumps_refuses_oversized_payload() -> None:
         dumps({"class": "X", "args": ["x" * 200]}, 100)
 
 
+@pytest.mark.parametrize("fast", [True, False], ids=["orjson", "json"])
+def test_dumps_is_compact_exact_json_with_or_without_orjson(
+    fast: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    import rfetch.payload as payload_module
+
+    if not fast:
+        monkeypatch.setattr(payload_module, "_fast_dumps", None)
+    elif payload_module._fast_dumps is None:
+        pytest.skip("orjson is not installed")
+    job = {"class": "X", "args": ["é☃", 2**63 - 1, 1.5, None, True, {"k": []}], "jid": "a"}
+    text = dumps(job, 1 << 20)
+    assert json.loads(text) == job
+    assert "é☃" in text and ", " not in text and ": " not in text
+    # An integer beyond 64 bits (orjson refuses it) is written exactly by the fallback.
+    big = {"class": "X", "args": [2**70]}
+    assert json.loads(dumps(big, 1 << 20)) == big
+    with pytest.raises(PayloadTooLarge, match="over the limit of 20 bytes"):
+        dumps({"class": "X", "args": ["☃" * 10]}, 20)
+
+
 def test_epoch_seconds_reads_sidekiq_8_milliseconds() -> None:
     assert epoch_seconds(1_700_000_000.5) == 1_700_000_000.5
     assert epoch_seconds(1_700_000_000_500) == 1_700_000_000.5
