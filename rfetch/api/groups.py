@@ -5,6 +5,7 @@ the job-set actions (retry or delete the blocking job, ``rfetch.api.sets``)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -189,30 +190,60 @@ def locate(
 
 
 def blocked_keys(
-    ctx: Context, queue: str | None = None, max_scan: int | None = 10_000
+    ctx: Context,
+    queue: str | None = None,
+    max_scan: int | None = 10_000,
+    max_keys: int | None = None,
 ) -> list[OrderingKeyInfo]:
     """Keys held by a failed job (in the retry set), each with the blocking job. Unblock
     one by retrying (``api.retries.retry``) or deleting (``api.retries.delete``) that job.
-    Every held key is looked at (a failed holder has no lease, so is searched for)."""
+    Every held key is looked at (a failed holder has no lease, so is searched for), or only
+    the first ``max_keys`` held keys of each queue (HSCAN order) when given: the web UI's
+    bound, so that a gate with a million held keys is not read whole.
+
+    Raises:
+        ValueError: ``max_keys`` below 1.
+    """
+    if max_keys is not None and max_keys < 1:
+        raise ValueError(f"max_keys must be 1 or more, got {max_keys}")
     out = []
     for name in gate_queues(ctx, queue):
-        held = {
-            to_text(k): to_text(v)
-            for k, v in ctx.redis.hgetall(ctx.keys.key_holders(name)).items()
-        }
+        holders = ctx.keys.key_holders(name)
+        pairs: Iterable[tuple[Any, Any]]
+        if max_keys is None:
+            pairs = ctx.redis.hgetall(holders).items()
+        else:
+            pairs = itertools.islice(ctx.redis.hscan_iter(holders, count=1000), max_keys)
+        held = {to_text(k): to_text(v) for k, v in pairs}
         out += [info for info in _describe(ctx, name, held, max_scan) if info.blocked]
     return out
 
 
-def list_tenants(ctx: Context, queue: str) -> list[TenantInfo]:
+def count_ordering_keys(ctx: Context, queue: str | None = None) -> int:
+    """How many ordering keys are held (HLEN of each queue's ``rfetch:key-holders``), in
+    ``queue`` or in every queue."""
+    names = gate_queues(ctx, queue)
+    pipe = ctx.redis.pipeline(transaction=False)
+    for name in names:
+        pipe.hlen(ctx.keys.key_holders(name))
+    return sum(int(n) for n in pipe.execute())
+
+
+def list_tenants(ctx: Context, queue: str, limit: int | None = None) -> list[TenantInfo]:
     """Tenants of ``queue``: those in the ring (pending jobs, in turn order) and those with
-    a weight set."""
+    a weight set; only the first ``limit`` of them get their backlog read (LLEN) and are
+    returned when ``limit`` is given (:func:`count_tenants` tells how many there are).
+
+    Raises:
+        ValueError: ``limit`` below 1.
+    """
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be 1 or more, got {limit}")
     keys = ctx.keys
-    ring = [to_text(t) for t in reversed(ctx.redis.lrange(keys.fair_ring(queue), 0, -1))]
-    weights = {
-        to_text(k): int(v) for k, v in ctx.redis.hgetall(keys.fair_weights(queue)).items()
-    }
+    ring, weights = _ring_and_weights(ctx, queue)
     names = ring + sorted(set(weights) - set(ring))
+    if limit is not None:
+        names = names[:limit]
     pipe = ctx.redis.pipeline(transaction=False)
     for tenant in names:
         pipe.llen(keys.fair_tenant(queue, tenant))
@@ -222,6 +253,25 @@ def list_tenants(ctx: Context, queue: str) -> list[TenantInfo]:
         TenantInfo(t, int(b), weights.get(t, 1), t in turn, turn.get(t))
         for t, b in zip(names, backlogs, strict=True)
     ]
+
+
+def count_tenants(ctx: Context, queue: str) -> int:
+    """How many tenants :func:`list_tenants` would list for ``queue`` (in the ring, or with
+    a weight set)."""
+    ring, weights = _ring_and_weights(ctx, queue)
+    return len(set(ring) | set(weights))
+
+
+def _ring_and_weights(ctx: Context, queue: str) -> tuple[list[str], dict[str, int]]:
+    """The ring in turn order (next to give a job first) and the weights set."""
+    keys = ctx.keys
+    pipe = ctx.redis.pipeline(transaction=False)
+    pipe.lrange(keys.fair_ring(queue), 0, -1)
+    pipe.hgetall(keys.fair_weights(queue))
+    raw_ring, raw_weights = pipe.execute()
+    ring = [to_text(t) for t in reversed(raw_ring)]
+    weights = {to_text(k): int(v) for k, v in raw_weights.items()}
+    return ring, weights
 
 
 def set_tenant_weight(ctx: Context, queue: str, tenant: str, weight: int) -> None:
