@@ -150,19 +150,16 @@ class Api:
         return count_ordering_keys(self.ctx, queue)
 
     def blocked_keys(
-        self,
-        queue: str | None = None,
-        max_scan: int | None = 10_000,
-        max_keys: int | None = None,
+        self, queue: str | None = None, max_scan: int | None = 10_000
     ) -> list[OrderingKeyInfo]:
         """Ordering keys blocked by a failed job (in the retry set), with that job; retry
-        or delete it (``api.retries``) to unblock the key. ``max_keys``: look at only the
-        first that many held keys of each queue (default: all).
+        or delete it (``api.retries``) to unblock the key. Found by reading at most
+        ``max_scan`` entries of the retry set (see :func:`rfetch.api.groups.blocked_keys`).
 
         Raises:
-            ValueError: ``max_keys`` below 1.
+            ValueError: ``max_scan`` below 1.
         """
-        return blocked_keys(self.ctx, queue, max_scan, max_keys)
+        return blocked_keys(self.ctx, queue, max_scan)
 
     def tenants(self, queue: str, limit: int | None = None) -> list[TenantInfo]:
         """Tenants of a fair queue (issue #5): backlog, weight, place in the ring; the

@@ -5,13 +5,12 @@ the job-set actions (retry or delete the blocking job, ``rfetch.api.sets``)."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from .context import Context
-from .records import JobRecord, to_text
+from .records import JobRecord, to_bytes, to_text
 
 PLACES = ("running", "queued", "tenant", "retry", "scheduled", "dead", "unknown")
 """Where a key's holder can be: ``running`` (a lease: a worker runs it), ``queued`` (the
@@ -189,34 +188,81 @@ def locate(
     return found
 
 
+BLOCKED_WINDOW = 1000
+"""Retry-set entries read per round trip by :func:`blocked_keys`."""
+
+
 def blocked_keys(
-    ctx: Context,
-    queue: str | None = None,
-    max_scan: int | None = 10_000,
-    max_keys: int | None = None,
+    ctx: Context, queue: str | None = None, max_scan: int | None = 10_000
 ) -> list[OrderingKeyInfo]:
-    """Keys held by a failed job (in the retry set), each with the blocking job. Unblock
-    one by retrying (``api.retries.retry``) or deleting (``api.retries.delete``) that job.
-    Every held key is looked at (a failed holder has no lease, so is searched for), or only
-    the first ``max_keys`` held keys of each queue (HSCAN order) when given: the web UI's
-    bound, so that a gate with a million held keys is not read whole.
+    """Keys held by a failed job waiting in the retry set, each with that job (the
+    blocking job), in next-retry order. Unblock one by retrying (``api.retries.retry``) or
+    deleting (``api.retries.delete``) that job.
+
+    Found from the retry set's side: entries carrying an ``ordering_key`` whose jid still
+    holds that key of their queue (one HGET each), read in windows of
+    :data:`BLOCKED_WINDOW`, at most ``max_scan`` entries (None: the whole set). So the cost
+    follows the retry set, not the number of held keys (a gate may hold a million keys
+    whose holders are merely queued), and no held key is missed while the retry set is
+    within ``max_scan``.
 
     Raises:
-        ValueError: ``max_keys`` below 1.
+        ValueError: ``max_scan`` below 1.
     """
-    if max_keys is not None and max_keys < 1:
-        raise ValueError(f"max_keys must be 1 or more, got {max_keys}")
-    out = []
-    for name in gate_queues(ctx, queue):
-        holders = ctx.keys.key_holders(name)
-        pairs: Iterable[tuple[Any, Any]]
-        if max_keys is None:
-            pairs = ctx.redis.hgetall(holders).items()
-        else:
-            pairs = itertools.islice(ctx.redis.hscan_iter(holders, count=1000), max_keys)
-        held = {to_text(k): to_text(v) for k, v in pairs}
-        out += [info for info in _describe(ctx, name, held, max_scan) if info.blocked]
+    if max_scan is not None and max_scan < 1:
+        raise ValueError(f"max_scan must be 1 or more, got {max_scan}")
+    out: list[OrderingKeyInfo] = []
+    seen: set[str] = set()
+    start = 0
+    while max_scan is None or start < max_scan:
+        stop = start + BLOCKED_WINDOW if max_scan is None else min(
+            start + BLOCKED_WINDOW, max_scan
+        )
+        entries: list[tuple[bytes | str, float]] = ctx.redis.zrange(
+            ctx.keys.retry, start, stop - 1, withscores=True
+        )  # type: ignore[assignment]
+        records = [
+            JobRecord.parse(raw, "retry", float(score), start + i)
+            for i, (raw, score) in enumerate(entries)
+            if b'"ordering_key"' in to_bytes(raw)
+        ]
+        for info in _still_holding(ctx, records, queue):
+            if info.holder not in seen:  # an entry may shift into the next window
+                seen.add(info.holder)
+                out.append(info)
+        if len(entries) < stop - start:
+            break
+        start = stop
     return out
+
+
+def _still_holding(
+    ctx: Context, records: list[JobRecord], queue: str | None
+) -> list[OrderingKeyInfo]:
+    """The records that hold their ordering key (a coalesced follower or a ``skip`` job
+    carries a key it does not hold), as blocked keys."""
+    candidates: list[tuple[str, str, str, JobRecord]] = []
+    for record in records:
+        payload = record.payload or {}
+        key, name, jid = payload.get("ordering_key"), payload.get("queue"), record.jid
+        if isinstance(key, str) and isinstance(name, str) and jid and queue in (None, name):
+            candidates.append((name, key, jid, record))
+    if not candidates:
+        return []
+    pipe = ctx.redis.pipeline(transaction=False)
+    for name, key, _, _ in candidates:
+        pipe.hget(ctx.keys.key_holders(name), key)
+    for name, key, _, _ in candidates:
+        pipe.llen(ctx.keys.key_list(name, key))
+    replies = pipe.execute()
+    holders, pending = replies[: len(candidates)], replies[len(candidates) :]
+    return [
+        OrderingKeyInfo(name, key, jid, "retry", int(waiting), None, record)
+        for (name, key, jid, record), holder, waiting in zip(
+            candidates, holders, pending, strict=True
+        )
+        if holder is not None and to_text(holder) == jid
+    ]
 
 
 def count_ordering_keys(ctx: Context, queue: str | None = None) -> int:

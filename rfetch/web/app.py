@@ -59,8 +59,8 @@ CLASS_WINDOWS = (5, 15, 60, 120)
 CLASS_COUNT_SCAN = 10_000
 """Entries examined per queue or set when counting jobs per class."""
 FLASH_COOKIE = "rfetch_flash"
-KEYS_BLOCKED_SCAN = 10_000
-"""Held keys examined per queue when looking for blocked ones on the keys page."""
+KEYS_BLOCKED_SCAN = 100_000
+"""Retry-set entries examined when looking for blocked ordering keys on the keys page."""
 
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -605,7 +605,7 @@ class WebApp:
         queue_names = [q.name for q in self.api.queues()]
         keys = self.api.ordering_keys(queue, limit=limit)
         key_total = self.api.ordering_key_count(queue)
-        blocked = self.api.blocked_keys(queue, max_keys=KEYS_BLOCKED_SCAN)
+        blocked = self.api.blocked_keys(queue, max_scan=KEYS_BLOCKED_SCAN)
         tenants = []
         for name in [queue] if queue is not None else queue_names:
             listed = self.api.tenants(name, limit=limit)

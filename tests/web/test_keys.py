@@ -234,8 +234,39 @@ def test_api_bounds_and_counts(worker: Worker, api: Api) -> None:
     assert api.ordering_key_count() == 6 and api.ordering_key_count("q") == 6
     assert api.ordering_key_count("other") == 0
     assert len(api.tenants("q", limit=2)) == 2 and api.tenant_count("q") == 5
-    assert [b.holder for b in api.blocked_keys(max_keys=6)] == [blocking]
-    with pytest.raises(ValueError, match="max_keys must be 1 or more"):
-        api.blocked_keys(max_keys=0)
+    assert [b.holder for b in api.blocked_keys()] == [blocking]
+    with pytest.raises(ValueError, match="max_scan must be 1 or more"):
+        api.blocked_keys(max_scan=0)
     with pytest.raises(ValueError, match="limit must be 1 or more"):
         api.tenants("q", limit=0)
+
+
+def test_blocked_keys_are_found_from_the_retry_set(
+    worker: Worker, api: Api, r: redis.Redis
+) -> None:
+    blocking, _ = block(worker, "post:1")
+    worker.client.push_bulk("Step", [[i] for i in range(3000)],
+                            options_for=lambda a: {"queue": "q", "key": f"k{a[0]}"})
+    # A failed job that carries a key it does not hold (a ``skip`` retry or a coalesced
+    # follower) blocks nothing; nor does a plain failed job.
+    r.zadd("retry", {
+        json.dumps({"class": "Step", "args": [], "jid": "f" * 24, "queue": "q",
+                    "ordering_key": "post:1", "error_class": "E"}): 1.0,
+        json.dumps({"class": "Step", "args": [], "jid": "e" * 24, "queue": "q"}): 2.0,
+        "not json": 3.0,
+    })
+    assert api.ordering_key_count() == 3001
+    (info,) = api.blocked_keys()
+    assert (info.queue, info.key, info.holder, info.pending) == ("q", "post:1", blocking, 1)
+    assert info.job is not None and info.job.error_class == "RuntimeError"
+    assert api.blocked_keys(max_scan=3) == []  # the three entries before it
+    assert [b.holder for b in api.blocked_keys(max_scan=4)] == [blocking]
+    assert api.blocked_keys("other") == []
+
+
+def test_blocked_rows_are_bounded_by_the_page_size(client: Client, worker: Worker) -> None:
+    for i in range(30):
+        block(worker, f"b{i:02d}", arg=i)
+    page = text(client.get("/keys?limit=25"))
+    assert section(page, "blocked").count('<tr class="row-blocked"') == 25
+    assert "Showing 25 of 30 blocked key(s), next retry first." in page
