@@ -30,6 +30,8 @@ from .groups import (
     OrderingKeyInfo,
     TenantInfo,
     blocked_keys,
+    count_ordering_keys,
+    count_tenants,
     list_ordering_keys,
     list_tenants,
     set_tenant_weight,
@@ -142,16 +144,35 @@ class Api:
         """
         return list_ordering_keys(self.ctx, queue, limit, max_scan)
 
+    def ordering_key_count(self, queue: str | None = None) -> int:
+        """How many ordering keys are held, in ``queue`` or in every queue (one HLEN
+        each)."""
+        return count_ordering_keys(self.ctx, queue)
+
     def blocked_keys(
         self, queue: str | None = None, max_scan: int | None = 10_000
     ) -> list[OrderingKeyInfo]:
         """Ordering keys blocked by a failed job (in the retry set), with that job; retry
-        or delete it (``api.retries``) to unblock the key."""
+        or delete it (``api.retries``) to unblock the key. Found by reading at most
+        ``max_scan`` entries of the retry set (see :func:`rfetch.api.groups.blocked_keys`).
+
+        Raises:
+            ValueError: ``max_scan`` below 1.
+        """
         return blocked_keys(self.ctx, queue, max_scan)
 
-    def tenants(self, queue: str) -> list[TenantInfo]:
-        """Tenants of a fair queue (issue #5): backlog, weight, place in the ring."""
-        return list_tenants(self.ctx, queue)
+    def tenants(self, queue: str, limit: int | None = None) -> list[TenantInfo]:
+        """Tenants of a fair queue (issue #5): backlog, weight, place in the ring; the
+        first ``limit`` only when given.
+
+        Raises:
+            ValueError: ``limit`` below 1.
+        """
+        return list_tenants(self.ctx, queue, limit)
+
+    def tenant_count(self, queue: str) -> int:
+        """How many tenants :meth:`tenants` lists for ``queue`` without a limit."""
+        return count_tenants(self.ctx, queue)
 
     def set_tenant_weight(self, queue: str, tenant: str, weight: int) -> None:
         """Jobs per turn for ``tenant`` in ``queue`` (default 1), from its next turn.

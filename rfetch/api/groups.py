@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .context import Context
-from .records import JobRecord, to_text
+from .records import JobRecord, to_bytes, to_text
 
 PLACES = ("running", "queued", "tenant", "retry", "scheduled", "dead", "unknown")
 """Where a key's holder can be: ``running`` (a lease: a worker runs it), ``queued`` (the
@@ -188,31 +188,108 @@ def locate(
     return found
 
 
+BLOCKED_WINDOW = 1000
+"""Retry-set entries read per round trip by :func:`blocked_keys`."""
+
+
 def blocked_keys(
     ctx: Context, queue: str | None = None, max_scan: int | None = 10_000
 ) -> list[OrderingKeyInfo]:
-    """Keys held by a failed job (in the retry set), each with the blocking job. Unblock
-    one by retrying (``api.retries.retry``) or deleting (``api.retries.delete``) that job.
-    Every held key is looked at (a failed holder has no lease, so is searched for)."""
-    out = []
-    for name in gate_queues(ctx, queue):
-        held = {
-            to_text(k): to_text(v)
-            for k, v in ctx.redis.hgetall(ctx.keys.key_holders(name)).items()
-        }
-        out += [info for info in _describe(ctx, name, held, max_scan) if info.blocked]
+    """Keys held by a failed job waiting in the retry set, each with that job (the
+    blocking job), in next-retry order. Unblock one by retrying (``api.retries.retry``) or
+    deleting (``api.retries.delete``) that job.
+
+    Found from the retry set's side: entries carrying an ``ordering_key`` whose jid still
+    holds that key of their queue (one HGET each), read in windows of
+    :data:`BLOCKED_WINDOW`, at most ``max_scan`` entries (None: the whole set). So the cost
+    follows the retry set, not the number of held keys (a gate may hold a million keys
+    whose holders are merely queued), and no held key is missed while the retry set is
+    within ``max_scan``.
+
+    Raises:
+        ValueError: ``max_scan`` below 1.
+    """
+    if max_scan is not None and max_scan < 1:
+        raise ValueError(f"max_scan must be 1 or more, got {max_scan}")
+    out: list[OrderingKeyInfo] = []
+    seen: set[str] = set()
+    start = 0
+    while max_scan is None or start < max_scan:
+        stop = start + BLOCKED_WINDOW if max_scan is None else min(
+            start + BLOCKED_WINDOW, max_scan
+        )
+        entries: list[tuple[bytes | str, float]] = ctx.redis.zrange(
+            ctx.keys.retry, start, stop - 1, withscores=True
+        )  # type: ignore[assignment]
+        records = [
+            JobRecord.parse(raw, "retry", float(score), start + i)
+            for i, (raw, score) in enumerate(entries)
+            if b'"ordering_key"' in to_bytes(raw)
+        ]
+        for info in _still_holding(ctx, records, queue):
+            if info.holder not in seen:  # an entry may shift into the next window
+                seen.add(info.holder)
+                out.append(info)
+        if len(entries) < stop - start:
+            break
+        start = stop
     return out
 
 
-def list_tenants(ctx: Context, queue: str) -> list[TenantInfo]:
+def _still_holding(
+    ctx: Context, records: list[JobRecord], queue: str | None
+) -> list[OrderingKeyInfo]:
+    """The records that hold their ordering key (a coalesced follower or a ``skip`` job
+    carries a key it does not hold), as blocked keys."""
+    candidates: list[tuple[str, str, str, JobRecord]] = []
+    for record in records:
+        payload = record.payload or {}
+        key, name, jid = payload.get("ordering_key"), payload.get("queue"), record.jid
+        if isinstance(key, str) and isinstance(name, str) and jid and queue in (None, name):
+            candidates.append((name, key, jid, record))
+    if not candidates:
+        return []
+    pipe = ctx.redis.pipeline(transaction=False)
+    for name, key, _, _ in candidates:
+        pipe.hget(ctx.keys.key_holders(name), key)
+    for name, key, _, _ in candidates:
+        pipe.llen(ctx.keys.key_list(name, key))
+    replies = pipe.execute()
+    holders, pending = replies[: len(candidates)], replies[len(candidates) :]
+    return [
+        OrderingKeyInfo(name, key, jid, "retry", int(waiting), None, record)
+        for (name, key, jid, record), holder, waiting in zip(
+            candidates, holders, pending, strict=True
+        )
+        if holder is not None and to_text(holder) == jid
+    ]
+
+
+def count_ordering_keys(ctx: Context, queue: str | None = None) -> int:
+    """How many ordering keys are held (HLEN of each queue's ``rfetch:key-holders``), in
+    ``queue`` or in every queue."""
+    names = gate_queues(ctx, queue)
+    pipe = ctx.redis.pipeline(transaction=False)
+    for name in names:
+        pipe.hlen(ctx.keys.key_holders(name))
+    return sum(int(n) for n in pipe.execute())
+
+
+def list_tenants(ctx: Context, queue: str, limit: int | None = None) -> list[TenantInfo]:
     """Tenants of ``queue``: those in the ring (pending jobs, in turn order) and those with
-    a weight set."""
+    a weight set; only the first ``limit`` of them get their backlog read (LLEN) and are
+    returned when ``limit`` is given (:func:`count_tenants` tells how many there are).
+
+    Raises:
+        ValueError: ``limit`` below 1.
+    """
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be 1 or more, got {limit}")
     keys = ctx.keys
-    ring = [to_text(t) for t in reversed(ctx.redis.lrange(keys.fair_ring(queue), 0, -1))]
-    weights = {
-        to_text(k): int(v) for k, v in ctx.redis.hgetall(keys.fair_weights(queue)).items()
-    }
+    ring, weights = _ring_and_weights(ctx, queue)
     names = ring + sorted(set(weights) - set(ring))
+    if limit is not None:
+        names = names[:limit]
     pipe = ctx.redis.pipeline(transaction=False)
     for tenant in names:
         pipe.llen(keys.fair_tenant(queue, tenant))
@@ -222,6 +299,25 @@ def list_tenants(ctx: Context, queue: str) -> list[TenantInfo]:
         TenantInfo(t, int(b), weights.get(t, 1), t in turn, turn.get(t))
         for t, b in zip(names, backlogs, strict=True)
     ]
+
+
+def count_tenants(ctx: Context, queue: str) -> int:
+    """How many tenants :func:`list_tenants` would list for ``queue`` (in the ring, or with
+    a weight set)."""
+    ring, weights = _ring_and_weights(ctx, queue)
+    return len(set(ring) | set(weights))
+
+
+def _ring_and_weights(ctx: Context, queue: str) -> tuple[list[str], dict[str, int]]:
+    """The ring in turn order (next to give a job first) and the weights set."""
+    keys = ctx.keys
+    pipe = ctx.redis.pipeline(transaction=False)
+    pipe.lrange(keys.fair_ring(queue), 0, -1)
+    pipe.hgetall(keys.fair_weights(queue))
+    raw_ring, raw_weights = pipe.execute()
+    ring = [to_text(t) for t in reversed(raw_ring)]
+    weights = {to_text(k): int(v) for k, v in raw_weights.items()}
+    return ring, weights
 
 
 def set_tenant_weight(ctx: Context, queue: str, tenant: str, weight: int) -> None:

@@ -59,6 +59,8 @@ CLASS_WINDOWS = (5, 15, 60, 120)
 CLASS_COUNT_SCAN = 10_000
 """Entries examined per queue or set when counting jobs per class."""
 FLASH_COOKIE = "rfetch_flash"
+KEYS_BLOCKED_SCAN = 100_000
+"""Retry-set entries examined when looking for blocked ordering keys on the keys page."""
 
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -197,6 +199,8 @@ class WebApp:
                 Rule("/<any(retries,scheduled,dead):kind>/<key>", endpoint="set_job_action",
                      methods=["POST"]),
                 Rule("/classes", endpoint="classes", methods=["GET"]),
+                Rule("/keys", endpoint="keys", methods=["GET"]),
+                Rule("/keys", endpoint="keys_action", methods=["POST"]),
                 Rule("/explain", endpoint="explain", methods=["GET"]),
                 Rule("/metrics", endpoint="metrics", methods=["GET"]),
                 Rule("/static/<name>", endpoint="static", methods=["GET"]),
@@ -606,6 +610,51 @@ class WebApp:
         return self.render(ctx, "classes.html", rows=ordered, metrics=metrics,
                            minutes=minutes, windows=CLASS_WINDOWS, incomplete=incomplete,
                            scan=CLASS_COUNT_SCAN)
+
+    def view_keys(self, ctx: Ctx) -> Response:
+        """Ordering keys and fair tenants (issue #5); the unblock buttons post to the
+        retry/dead set actions (``view_set_action``), the weight form to ``keys_action``."""
+        args = ctx.request.args
+        limit = _choice(args.get("limit"), PAGE_SIZES, 50)
+        queue = (args.get("queue") or "").strip() or None
+        queue_names = [q.name for q in self.api.queues()]
+        keys = self.api.ordering_keys(queue, limit=limit)
+        key_total = self.api.ordering_key_count(queue)
+        blocked = self.api.blocked_keys(queue, max_scan=KEYS_BLOCKED_SCAN)
+        tenants = []
+        for name in [queue] if queue is not None else queue_names:
+            listed = self.api.tenants(name, limit=limit)
+            if listed:
+                total = self.api.tenant_count(name) if len(listed) == limit else len(listed)
+                tenants.append((name, listed, total))
+        return self.render(
+            ctx, "keys.html", keys=keys, key_total=key_total, blocked=blocked,
+            blocked_scan=KEYS_BLOCKED_SCAN, tenants=tenants, queue=queue,
+            queue_names=queue_names, limit=limit, page_sizes=PAGE_SIZES,
+            set_slugs={"retry": "retries", "dead": "dead"},
+        )
+
+    def view_keys_action(self, ctx: Ctx) -> Response:
+        """Set a tenant's weight; the only action of the keys page not on a job set."""
+        form = ctx.request.form
+        back = self._back(ctx, ctx.url_for("keys"))
+        if form.get("action") != "weight":
+            raise BadRequest(f"unknown action {form.get('action')!r}")
+        queue = (form.get("queue") or "").strip()
+        tenant = (form.get("tenant") or "").strip()
+        if not queue:
+            raise Redirect(back, "Give the queue of the tenant.", "error")
+        try:
+            weight = int((form.get("weight") or "").strip())
+        except ValueError:
+            raise Redirect(back, "The weight must be a whole number from 1 to 1000.",
+                           "error") from None
+        try:
+            self.api.set_tenant_weight(queue, tenant, weight)
+        except ValueError as exc:
+            raise Redirect(back, str(exc), "error") from None
+        raise Redirect(back, f"Tenant {tenant} of queue {queue} now gets {weight} job(s) "
+                             "per turn, from its next turn.")
 
     def view_explain(self, ctx: Ctx) -> Response:
         jid = (ctx.request.args.get("jid") or "").strip()

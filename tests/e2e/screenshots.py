@@ -1,6 +1,7 @@
 """Screenshots of every page of the web UI, for docs/screenshots (``scripts/screenshots``).
 
-    python -m tests.e2e.screenshots [OUT_DIR]      # default docs/screenshots
+    python -m tests.e2e.screenshots [OUT_DIR [PAGE ...]]   # default docs/screenshots, all
+    python -m tests.e2e.screenshots docs/screenshots keys  # only keys.png
 
 Starts a private redis-server, fills it with a shop's jobs (history, queues, retries,
 scheduled and dead jobs, per-class metrics), starts two real workers running
@@ -131,6 +132,46 @@ def seed(server: RedisServer) -> None:
     r.close()
 
 
+def seed_keys(url: str) -> None:
+    """Ordering keys and tenants for the keys page, in the ``imports`` queue (paused and
+    served by no worker, so the picture holds still): customers' imports ordered per
+    customer, two keys blocked by a failed holder (in the retry set, as a failure leaves
+    it), and tenants of the fair queue with their backlog and weights."""
+    client = Client(Config(redis_url=url))
+    r = client.redis
+    rng = random.Random(5)
+    now = time.time()
+    job = "shop.inventory.SyncInventory"
+    failures = {"customer:1042": ("KeyError", "'sku' missing in row 118 of "
+                                  "stock-2026-11.csv"),
+                "customer:2203": ("ConnectionError", "warehouse API answered 502 Bad "
+                                  "Gateway")}
+    for n, customer in enumerate(("customer:1042", "customer:2203", "customer:3381",
+                                  "customer:4410", "customer:5120", "customer:6675")):
+        jids = [client.push(job, [f"warehouse-{rng.randrange(1, 5)}", customer, i],
+                            {"queue": "imports", "key": customer})
+                for i in range(rng.randrange(1, 7))]
+        if customer in failures:
+            holder = jids[0]
+            raw = next(v for v in r.lrange("queue:imports", 0, -1)
+                       if json.loads(v)["jid"] == holder)
+            body = json.loads(raw)
+            error_class, message = failures[customer]
+            body.update(retry_count=n + 2, error_class=error_class, error_message=message,
+                        failed_at=now - 40 * (n + 1), retried_at=now - 30 * (n + 1))
+            r.lrem("queue:imports", 1, raw)
+            r.zadd("retry", {json.dumps(body, separators=(",", ":")):
+                             now + 900 * (n + 1)})
+    for tenant, count, weight in (("acme", 41, 3), ("globex", 17, 1), ("initech", 6, 1),
+                                  ("umbrella", 0, 2)):
+        for i in range(count):
+            client.push(job, [f"warehouse-{rng.randrange(1, 5)}", tenant, i],
+                        {"queue": "imports", "tenant": tenant})
+        if weight != 1:
+            r.hset("rfetch:fair-weights:imports", tenant, weight)
+    client.redis.close()
+
+
 def keep_pushing(url: str, stop: threading.Event) -> None:
     client = Client(Config(redis_url=url))
     rng = random.Random(7)
@@ -143,7 +184,7 @@ def keep_pushing(url: str, stop: threading.Event) -> None:
     client.redis.close()
 
 
-def main(out: Path) -> None:
+def main(out: Path, only: set[str] | None = None) -> None:
     reason = browser_missing()
     if reason:
         raise SystemExit(f"cannot take screenshots: {reason}")
@@ -157,6 +198,7 @@ def main(out: Path) -> None:
     web = None
     try:
         seed(server)
+        seed_keys(server.url)
         queues = ["-q", "critical,3", "-q", "mail,2", "-q", "default,1", "-q", "reports,1"]
         for tag in ("web-1", "web-2"):
             workers.append(WorkerProcess(server.url, ["-r", "shopjobs", *queues, "-c", "5",
@@ -175,7 +217,8 @@ def main(out: Path) -> None:
             page = browser.new_page(viewport=VIEWPORT, base_url=web.url)
             page.on("dialog", lambda dialog: dialog.dismiss())
             page.goto("/")
-            time.sleep(30)  # fifteen polls of the live chart
+            if only is None or "dashboard" in only:
+                time.sleep(30)  # fifteen polls of the live chart
             shots = [
                 ("dashboard", None),
                 ("dashboard-history", None),
@@ -189,8 +232,11 @@ def main(out: Path) -> None:
                 ("dead", "/dead"),
                 ("classes", "/classes"),
                 ("explain", f"/explain?jid={a_retry}"),
+                ("keys", "/keys"),
             ]
             for name, path in shots:
+                if only is not None and name not in only:
+                    continue
                 if path is not None:
                     page.goto(path)
                 elif name == "dashboard-history":
@@ -200,7 +246,8 @@ def main(out: Path) -> None:
                     page.goto("/retries")
                     page.locator("#jobs tbody tr").nth(2).locator("a.strong").click()
                 page.wait_for_load_state("networkidle")
-                page.screenshot(path=str(out / f"{name}.png"))
+                # The keys page has three tables: show them all (blocked keys, keys, tenants).
+                page.screenshot(path=str(out / f"{name}.png"), full_page=name == "keys")
                 print(out / f"{name}.png")
             browser.close()
     finally:
@@ -213,4 +260,5 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/screenshots"))
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/screenshots"),
+         set(sys.argv[2:]) or None)

@@ -42,7 +42,8 @@ def test_every_page_loads_in_the_browser(page: Any, r: redis.Redis, shots: Path)
     for label, heading in (("Busy", "Processes"), ("Queues", "Queues"),
                            ("Retries", "Retries"), ("Scheduled", "Scheduled"),
                            ("Dead", "Dead"), ("Job classes", "Job classes"),
-                           ("Find a job", "Find a job"), ("Dashboard", "Dashboard")):
+                           ("Find a job", "Find a job"), ("Keys & tenants", "Keys & tenants"),
+                           ("Dashboard", "Dashboard")):
         page.click(f"nav.nav >> text={label}")
         assert page.locator("h1").first.inner_text().startswith(heading)
         page.screenshot(path=str(shots / f"{label}.png"))
