@@ -11,6 +11,8 @@ import redis
 from rfetch.config import Config
 from tests.support.redis_server import RedisServer
 
+pytest_plugins = ["tests.support.gate_worker"]
+
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 from markupsafe import Markup, escape
 
 from rfetch.api import DayStats, JobRecord
+from rfetch.api.explain import fmt_delta
 
 DASH = "\u2013"
 """An en dash: what a missing value shows."""
@@ -42,19 +43,12 @@ def iso(at: float | None) -> str:
 
 
 def span(seconds: float | None) -> str:
-    """A duration for people: ``0.4 s``, ``42 s``, ``3.5 min``, ``2.0 h``, ``4.1 days``."""
+    """A duration for people: ``0.4 s``, ``42 s``, ``3.5 min``, ``2.0 h``, ``4.1 days``
+    (the API's :func:`rfetch.api.explain.fmt_delta`, with tenths below 10 s)."""
     if seconds is None:
         return DASH
     s = abs(seconds)
-    if s < 10:
-        return f"{s:.1f} s"
-    if s < 120:
-        return f"{s:.0f} s"
-    if s < 7200:
-        return f"{s / 60:.1f} min"
-    if s < 172800:
-        return f"{s / 3600:.1f} h"
-    return f"{s / 86400:.1f} days"
+    return f"{s:.1f} s" if s < 10 else fmt_delta(s)
 
 
 def relative(at: float | None, now: float | None = None) -> str:

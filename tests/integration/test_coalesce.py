@@ -20,7 +20,7 @@ from rfetch.job import RetryDecision
 from rfetch.manager import Manager
 from rfetch.recovery import OrphanRecovery
 from rfetch.registry import Registry
-from tests.integration.test_ordering import Worker, holder, make_due, queue_jids, waiting
+from tests.support.gate_worker import Worker, holder, make_due, queue_jids, waiting
 from tests.support.redis_server import RedisServer
 from tests.support.workers import wait_for
 

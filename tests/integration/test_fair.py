@@ -21,18 +21,11 @@ from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError
 from rfetch.recovery import OrphanRecovery
 from tests.chaos.harness import FAST_ENV
-from tests.integration.test_ordering import FAIL, RAN, Step, Worker, holder, make_due
+from tests.support.gate_worker import FAIL, RAN, Step, Worker, holder, make_due, running
 from tests.support.redis_server import RedisServer
 from tests.support.workers import WorkerProcess, wait_for
 
-
-@pytest.fixture(autouse=True)
-def _clear() -> Iterator[None]:
-    RAN.clear()
-    FAIL.clear()
-    yield
-    RAN.clear()
-    FAIL.clear()
+pytestmark = pytest.mark.usefixtures("clear_runs")
 
 
 @pytest.fixture
@@ -42,9 +35,8 @@ def cfg(redis_server: RedisServer, r: redis.Redis) -> Config:
 
 @pytest.fixture
 def worker(cfg: Config) -> Iterator[Worker]:
-    w = Worker(cfg)
-    yield w
-    w.redis.close()
+    with running(cfg) as w:
+        yield w
 
 
 class PerTenant(rfetch.Job):

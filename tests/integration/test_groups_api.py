@@ -11,23 +11,17 @@ import redis
 
 from rfetch.api import Api
 from rfetch.config import Config, QueueSpec
-from tests.integration.test_ordering import FAIL, RAN, Step, Worker
+from tests.support.gate_worker import FAIL, Step, Worker, running
 from tests.support.redis_server import RedisServer
 
-
-@pytest.fixture(autouse=True)
-def _clear() -> Iterator[None]:
-    RAN.clear()
-    FAIL.clear()
-    yield
-    FAIL.clear()
+pytestmark = pytest.mark.usefixtures("clear_runs")
 
 
 @pytest.fixture
 def worker(redis_server: RedisServer, r: redis.Redis) -> Iterator[Worker]:
-    w = Worker(Config(redis_url=redis_server.url, queues=[QueueSpec("q")], block_timeout=0.1))
-    yield w
-    w.redis.close()
+    config = Config(redis_url=redis_server.url, queues=[QueueSpec("q")], block_timeout=0.1)
+    with running(config) as w:
+        yield w
 
 
 @pytest.fixture

@@ -17,106 +17,32 @@ from typing import Any
 import pytest
 import redis
 
-import rfetch
 from rfetch.api import Api
-from rfetch.client import Client
 from rfetch.config import Config, QueueSpec
-from rfetch.connection import connect
 from rfetch.errors import ConfigError
-from rfetch.fetch import ReliableFetch, UnitOfWork
-from rfetch.heartbeat import make_identity
+from rfetch.fetch import UnitOfWork
 from rfetch.job import RetryDecision
 from rfetch.keys import Keys
-from rfetch.processor import Processor
 from rfetch.recovery import OrphanRecovery
 from rfetch.registry import Registry
-from rfetch.retry import JobRetry
-from rfetch.scheduled import Poller
-from rfetch.scripts import Scripts
-from rfetch.stats import Stats
+from tests.support.gate_worker import (
+    FAIL,
+    JOBS,
+    RAN,
+    ByPost,
+    Skipper,
+    Step,
+    Worker,
+    holder,
+    make_due,
+    push,
+    queue_jids,
+    running,
+    waiting,
+)
 from tests.support.redis_server import RedisServer
 
-RAN: list[tuple[str, Any]] = []
-"""(class name, args) of every run of the jobs below."""
-
-
-class Step(rfetch.Job):
-    """Records its run; fails while its first argument is in ``FAIL``."""
-
-    queue = "q"
-
-    def perform(self, *args: Any) -> None:
-        RAN.append(("Step", list(args)))
-        if args and args[0] in FAIL:
-            raise RuntimeError(f"failing {args[0]}")
-
-    def retry_in(self, count: int, exc: BaseException, job: dict[str, Any]) -> RetryDecision:
-        return 1000.0
-
-
-class Skipper(Step):
-    """As Step, with the skip policy."""
-
-    key_on_failure = "skip"
-
-
-class ByPost(rfetch.Job):
-    """Class-level ordering key from the first argument."""
-
-    queue = "q"
-
-    def ordering_key(self, post_id: int, *rest: Any) -> str | None:
-        return f"post:{post_id}"
-
-    def perform(self, *args: Any) -> None:
-        RAN.append(("ByPost", list(args)))
-
-
-FAIL: set[Any] = set()
-JOBS: list[type[rfetch.Job]] = [Step, Skipper, ByPost]
-
-
-@pytest.fixture(autouse=True)
-def _clear() -> Iterator[None]:
-    RAN.clear()
-    FAIL.clear()
-    yield
-    RAN.clear()
-    FAIL.clear()
-
-
-class Worker:
-    """One worker's parts, wired as the launcher wires them."""
-
-    def __init__(self, config: Config) -> None:
-        self.config = config
-        self.redis = connect(config)
-        self.identity = make_identity()
-        self.keys = Keys(config.namespace)
-        self.scripts = Scripts.load(self.redis)
-        self.fetch = ReliableFetch(config, self.redis, self.identity, self.scripts)
-        self.processor = Processor(
-            config, self.fetch, Registry(JOBS), JobRetry(config, self.fetch), Stats(self.keys)
-        )
-        self.poller = Poller(config, self.redis, self.scripts)
-        self.client = Client(config, self.redis)
-
-    def take(self) -> UnitOfWork:
-        units = self.fetch.retrieve_work(1)
-        assert len(units) == 1, "expected one job in the queue"
-        return units[0]
-
-    def work_one(self) -> UnitOfWork:
-        unit = self.take()
-        self.processor.process(unit)
-        return unit
-
-    def drain(self) -> int:
-        done = 0
-        while units := self.fetch.retrieve_work(1):
-            self.processor.process(units[0])
-            done += 1
-        return done
+pytestmark = pytest.mark.usefixtures("clear_runs")
 
 
 @pytest.fixture
@@ -126,38 +52,8 @@ def cfg(redis_server: RedisServer, r: redis.Redis) -> Config:
 
 @pytest.fixture
 def worker(cfg: Config) -> Iterator[Worker]:
-    w = Worker(cfg)
-    yield w
-    w.redis.close()
-
-
-def push(w: Worker, key: str | None, *args: Any, cls: type[rfetch.Job] = Step, **opts: Any) -> str:
-    options = {} if key is None else {"key": key}
-    jid = cls.set(client=w.client, **options, **opts).perform_async(*args)
-    assert jid is not None
-    return jid
-
-
-def queue_jids(r: redis.Redis, queue: str = "q", ns: str = "") -> list[str]:
-    """Jids in the public queue, next to run first."""
-    return [json.loads(raw)["jid"] for raw in reversed(r.lrange(f"{ns}queue:{queue}", 0, -1))]
-
-
-def waiting(r: redis.Redis, key: str, queue: str = "q", ns: str = "") -> list[str]:
-    """Jids waiting in a key's list, next to go out first."""
-    raws = r.lrange(f"{ns}rfetch:key:{queue}:{key}", 0, -1)
-    return [json.loads(raw)["jid"] for raw in reversed(raws)]
-
-
-def holder(r: redis.Redis, key: str, queue: str = "q", ns: str = "") -> str | None:
-    value = r.hget(f"{ns}rfetch:key-holders:{queue}", key)
-    return value.decode() if value is not None else None
-
-
-def make_due(r: redis.Redis, key: str) -> None:
-    members = r.zrange(key, 0, -1)
-    assert members
-    r.zadd(key, {m: 1.0 for m in members}, xx=True)
+    with running(cfg) as w:
+        yield w
 
 
 # -- validation ------------------------------------------------------------------------------

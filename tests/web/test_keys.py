@@ -17,18 +17,11 @@ from werkzeug.test import Client
 from rfetch.api import Api
 from rfetch.config import Config, QueueSpec
 from rfetch.web import WebApp
-from tests.integration.test_ordering import FAIL, RAN, Step, Worker
+from tests.support.gate_worker import FAIL, Step, Worker, running
 from tests.support.redis_server import RedisServer
 from tests.web.conftest import XSS, flash, post, text, token_of
 
-
-@pytest.fixture(autouse=True)
-def _clear() -> Iterator[None]:
-    RAN.clear()
-    FAIL.clear()
-    yield
-    RAN.clear()
-    FAIL.clear()
+pytestmark = pytest.mark.usefixtures("clear_runs")
 
 
 @pytest.fixture
@@ -38,9 +31,8 @@ def config(redis_server: RedisServer, r: redis.Redis) -> Config:
 
 @pytest.fixture
 def worker(config: Config) -> Iterator[Worker]:
-    w = Worker(config)
-    yield w
-    w.redis.close()
+    with running(config) as w:
+        yield w
 
 
 def push(w: Worker, *args: object, **opts: object) -> str:

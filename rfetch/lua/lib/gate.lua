@@ -44,29 +44,23 @@ local function fair_wake(P, q)
   redis.call('LTRIM', wake, 0, 0)
 end
 
--- A tenant job joins its tenant's list (LPUSH: after its other jobs); a tenant whose list
--- was empty joins the ring at the tail. Keeps: tenant in ring iff its list is non-empty.
-local function fair_send(P, q, t, payload)
+-- A tenant job enters its tenant's list: a new one at the tail (LPUSH, after its other
+-- jobs), a fetched one pushed back at the head (RPUSH, runs first of the tenant). A tenant
+-- whose list was empty joins the ring at the same end. Keeps: tenant in ring iff its list is
+-- non-empty.
+local function fair_enter(P, q, t, payload, at_head)
   local ring = P .. 'rfetch:fair:' .. q
-  if redis.call('LPUSH', ring .. '|' .. t, payload) == 1 then
-    redis.call('LPUSH', ring, t)
+  local push = at_head and 'RPUSH' or 'LPUSH'
+  if redis.call(push, ring .. '|' .. t, payload) == 1 then
+    redis.call(push, ring, t)
     fair_wake(P, q)
   end
   redis.call('SADD', P .. 'queues', q)
   redis.call('SADD', P .. 'rfetch:fair-queues', q)
 end
 
--- A fetched tenant job goes back to the head of its tenant's list (RPUSH: runs first of
--- the tenant); a tenant that had left the ring re-enters it at the head.
-local function fair_push_back(P, q, t, payload)
-  local ring = P .. 'rfetch:fair:' .. q
-  if redis.call('RPUSH', ring .. '|' .. t, payload) == 1 then
-    redis.call('RPUSH', ring, t)
-    fair_wake(P, q)
-  end
-  redis.call('SADD', P .. 'queues', q)
-  redis.call('SADD', P .. 'rfetch:fair-queues', q)
-end
+local function fair_send(P, q, t, payload) fair_enter(P, q, t, payload, false) end
+local function fair_push_back(P, q, t, payload) fair_enter(P, q, t, payload, true) end
 
 -- The stage after the gate: tenant t's list if the job has a tenant, else the public
 -- queue (LPUSH: runs after what is already there).
