@@ -88,11 +88,13 @@ class Result:
 class Bench:
     """Runs the workloads for one framework."""
 
-    def __init__(self, peer: Peer, rt: Runtime, logs: Path, limit: float) -> None:
+    def __init__(self, peer: Peer, rt: Runtime, logs: Path, limit: float,
+                 pin: str | None = None) -> None:
         self.peer = peer
         self.rt = rt
         self.logs = logs
         self.limit = limit
+        self.pin = pin
 
     def client(self, server: PrivateRedis, queues: Sequence[str], args: Sequence[str],
                timeout: float) -> dict[str, Any]:
@@ -117,9 +119,12 @@ class Bench:
     def worker(self, server: PrivateRedis, concurrency: int, queues: Sequence[str],
                name: str) -> subprocess.Popen[bytes]:
         log = self.logs / f"{self.peer.key}-{name}.log"
+        argv = self.peer.worker_argv(self.rt, concurrency, queues)
+        if self.pin is not None:  # --pin: the whole worker process tree on those CPUs
+            argv = ["taskset", "-c", self.pin, *argv]
         with open(log, "wb") as out:
             return subprocess.Popen(
-                self.peer.worker_argv(self.rt, concurrency, queues),
+                argv,
                 env=self.peer.worker_env(self.rt, server.url, concurrency, queues),
                 cwd=self.rt.repo, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True,
@@ -238,7 +243,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def run_peer(peer: Peer, rt: Runtime, version: str, opts: dict[str, Any], logs: Path) -> Result:
     res = Result(peer.key, f"{peer.label} {version}", peer.fetch, version, peer.multi_queue)
-    bench = Bench(peer, rt, logs, opts["max_drain"])
+    bench = Bench(peer, rt, logs, opts["max_drain"], opts["pin"])
     workloads: set[str] = opts["workloads"]
 
     def attempt(what: str, func: Any, *args: Any) -> Any:
@@ -337,7 +342,8 @@ def figures(res: Result) -> dict[str, float | None]:
 def table(results: list[Result], opts: dict[str, Any]) -> str:
     lines = [
         f"{opts['jobs']:,} jobs, 1 worker process, -c 10 (sleep: -c 50), median of "
-        f"{opts['runs']} run(s); * = drain cut at {opts['max_drain']:.0f} s, rate to the cut",
+        f"{opts['runs']} run(s); * = drain cut at {opts['max_drain']:.0f} s, rate to the cut"
+        + (f"; every worker run under taskset -c {opts['pin']}" if opts["pin"] else ""),
         "",
         "| framework | fetch | steady jobs/s | 1 ms sleep jobs/s (-c 50) | bulk enqueue jobs/s "
         "| latency p50 / p99 ms | idle cmds/s 1 q / 20 q | idle top-level calls/s 1 q / 20 q "
@@ -423,8 +429,9 @@ def table(results: list[Result], opts: dict[str, Any]) -> str:
 @click.option("--jobs", default=20_000, show_default=True, help="Jobs per drain.")
 @click.option("--runs", default=3, show_default=True, help="Drain runs (median is shown).")
 @click.option("--only", default="", metavar="KEYS",
-              help="Comma-separated frameworks: rfetch, rfetch-plain, sidekiq, dramatiq, "
-              "huey, arq, rq, rq-fork, celery. [default: all but rfetch-plain]")
+              help="Comma-separated frameworks: rfetch, rfetch-plain, rfetch-spread, sidekiq, "
+              "dramatiq, huey, arq, rq, rq-fork, celery. [default: all but rfetch-plain and "
+              "rfetch-spread]")
 @click.option("--workloads", default=",".join(WORKLOADS), show_default=True,
               help="Comma-separated subset of: " + ", ".join(WORKLOADS))
 @click.option("--latency-count", default=500, show_default=True)
@@ -432,14 +439,17 @@ def table(results: list[Result], opts: dict[str, Any]) -> str:
 @click.option("--max-drain", default=60.0, show_default=True,
               help="Seconds a drain may take before it is cut (slow peers: RQ).")
 @click.option("--rtt-all", is_flag=True, help="MONITOR round-trip counts for every framework.")
+@click.option("--pin", default=None, metavar="CPUS",
+              help="Run every framework's worker under 'taskset -c CPUS' (e.g. 1): what each "
+              "peer does when put on one CPU by hand, as rfetch puts itself by default.")
 @click.option("--python", "python", default=None,
               help="Interpreter with the peers installed. [default: benchmarks/.venv-peers, "
               "else this one]")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="Where to save every figure [default: benchmarks/results/].")
 def main(jobs: int, runs: int, only: str, workloads: str, latency_count: int,
-         idle_seconds: float, max_drain: float, rtt_all: bool, python: str | None,
-         json_path: Path | None) -> None:
+         idle_seconds: float, max_drain: float, rtt_all: bool, pin: str | None,
+         python: str | None, json_path: Path | None) -> None:
     """Benchmark rfetch against every installed peer and print the comparison table."""
     chosen = {w.strip() for w in workloads.split(",") if w.strip()}
     if chosen - set(WORKLOADS):
@@ -459,7 +469,8 @@ def main(jobs: int, runs: int, only: str, workloads: str, latency_count: int,
         raise click.BadParameter(f"unknown framework(s) {sorted(unknown)}", param_hint="--only")
     selected = [p for p in peers if (p.key in keys if keys else p.default)]
     opts = {"jobs": jobs, "runs": runs, "workloads": chosen, "latency_count": latency_count,
-            "idle_seconds": idle_seconds, "max_drain": max_drain, "rtt_all": rtt_all}
+            "idle_seconds": idle_seconds, "max_drain": max_drain, "rtt_all": rtt_all,
+            "pin": pin}
     stamp = time.strftime("%Y%m%d-%H%M%S")
     logs = RESULTS / f"compare-{stamp}"
     logs.mkdir(parents=True, exist_ok=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from rfetch import affinity
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError, RfetchError
 from rfetch.logs import setup_logging
@@ -57,6 +59,11 @@ def main() -> None:
 @click.option("--prefetch", type=click.IntRange(min=0), default=None,
               help="Jobs held beyond the running ones. [default: concurrency]")
 @click.option("--label", "labels", multiple=True, help="Label shown in the heartbeat.")
+@click.option("--cpu-affinity", default=None, metavar="auto|none|CPUS",
+              help="Run every thread on one CPU ('auto', the default: worker processes of a "
+              "host spread over the CPUs), leave placement to the kernel ('none', for jobs "
+              "whose C code releases the GIL), or on the CPUs listed ('2', '0-3'). "
+              "Default RFETCH_CPU_AFFINITY, else auto.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 @click.option("--json-logs", is_flag=True, help="One JSON object per log line.")
 @click.option("--sentry-dsn", envvar="SENTRY_DSN", default=None, metavar="DSN",
@@ -77,6 +84,7 @@ def worker(
     strict: bool | None,
     prefetch: int | None,
     labels: tuple[str, ...],
+    cpu_affinity: str | None,
     verbose: bool,
     json_logs: bool,
     sentry_dsn: str | None,
@@ -109,6 +117,7 @@ def worker(
             tag=tag,
             labels=tuple(labels),
             prefetch=prefetch,
+            cpu_affinity=cpu_affinity,
         )
         modules = [require(target) for target in requires]
         configure_from(modules, config)
@@ -120,6 +129,13 @@ def worker(
         raise click.ClickException(str(exc)) from None
     if not requires:
         click.echo("warning: no -r given, so no job classes are registered", err=True)
+    try:
+        placement = affinity.apply(config.cpu_affinity)
+    except RfetchError as exc:
+        raise click.ClickException(str(exc)) from None
+    logging.getLogger("rfetch.affinity").info(
+        "cpu affinity: %s (%s)", affinity.format_cpus(placement.cpus) or "-", placement.how
+    )
     metrics = _worker_metrics(config) if metrics_port is not None else None
     try:
         launcher = Launcher(config, registry)

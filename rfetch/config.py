@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rfetch.affinity import check_setting as check_cpu_affinity
 from rfetch.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -114,6 +115,10 @@ class Config:
             restart of the pushing process; None keeps them in memory only.
         push_exit_timeout: seconds the client keeps trying to deliver buffered jobs at
             interpreter exit.
+        cpu_affinity: where ``rfetch worker`` runs its threads (issue #4): ``"auto"`` (one
+            CPU, worker processes of a host spread over the CPUs), ``"none"`` (the
+            kernel's placement) or a CPU list such as ``"2"`` or ``"0-3"``; see
+            :mod:`rfetch.affinity`.
     """
 
     redis_url: str = DEFAULT_REDIS_URL
@@ -148,6 +153,7 @@ class Config:
     push_buffer_size: int = 1000
     push_spool: str | None = None
     push_exit_timeout: float = 10.0
+    cpu_affinity: str = "auto"
 
     def __post_init__(self) -> None:
         self.validate()
@@ -183,6 +189,7 @@ class Config:
             raise ConfigError("prefetch must not be negative")
         if not 0 < self.block_timeout < self.network_timeout:
             raise ConfigError("block_timeout must be positive and below network_timeout")
+        check_cpu_affinity(self.cpu_affinity)
         if self.namespace is not None and (not self.namespace or ":" in self.namespace):
             raise ConfigError(
                 f"namespace must be a non-empty name without ':', got {self.namespace!r}"
@@ -253,6 +260,7 @@ _SCALAR_FIELDS: dict[str, str] = {
     "push_buffer_size": "int",
     "push_spool": "str",
     "push_exit_timeout": "float",
+    "cpu_affinity": "str",
 }
 
 

@@ -1,7 +1,9 @@
 """rfetch: ``rfetch worker -c C`` (reliable fetch), ``perform_bulk`` for bulk enqueue.
 
 The ``rfetch-plain`` variant runs the same worker with hiredis (redis-py's C parser) and
-orjson hidden, to show what the optional ``speedups`` extra buys (issue #4).
+orjson hidden, to show what the optional ``speedups`` extra buys (issue #4). The
+``rfetch-spread`` variant runs it with ``--cpu-affinity none`` (threads placed by the kernel
+on every CPU, as the other frameworks run), to show what the default one-CPU affinity buys.
 """
 
 from __future__ import annotations
@@ -44,7 +46,16 @@ class RfetchPlainPeer(RfetchPeer):
         return ["env", f"PYTHONPATH={NO_SPEEDUPS}:{rt.repo}", *super().client_argv(rt, args)]
 
 
-PEERS = [RfetchPeer(), RfetchPlainPeer()]
+class RfetchSpreadPeer(RfetchPeer):
+    key = "rfetch-spread"
+    label = "rfetch --cpu-affinity none"
+    default = False
+
+    def worker_argv(self, rt: Runtime, concurrency: int, queues: Sequence[str]) -> list[str]:
+        return [*super().worker_argv(rt, concurrency, queues), "--cpu-affinity", "none"]
+
+
+PEERS = [RfetchPeer(), RfetchPlainPeer(), RfetchSpreadPeer()]
 
 
 class RfetchClient(BenchClient):

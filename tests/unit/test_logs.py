@@ -9,11 +9,13 @@ import os
 import queue
 import re
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from rfetch.logs import (
+    BUSY_BATCH,
     HandOffHandler,
     Item,
     JobEvent,
@@ -135,3 +137,54 @@ def test_a_filter_on_the_way_disables_the_fast_path(
     child = root.getChild("filtered")
     child.addFilter(lambda record: True)
     assert JobLog(child)._items is None
+
+
+def _event(message: str) -> JobEvent:
+    return JobEvent(time.time(), 1, message, "a.B", JID, "q", None, "rfetch.job")
+
+
+def _writer(interval: float) -> tuple[queue.SimpleQueue[Item], io.StringIO, LogWriter]:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    formatter = TextFormatter()
+    handler.setFormatter(formatter)
+    items: queue.SimpleQueue[Item] = queue.SimpleQueue()
+    return items, stream, LogWriter(items, handler, formatter, interval=interval)
+
+
+def test_an_idle_writer_writes_a_line_at_once() -> None:
+    items, stream, writer = _writer(interval=60.0)
+    writer.start()
+    try:
+        items.put(_event("alone"))
+        deadline = time.monotonic() + 5
+        while "alone" not in stream.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert stream.getvalue().endswith("INFO: alone\n")
+    finally:
+        writer.stop()
+
+
+def test_a_busy_writer_gathers_lines_and_stop_writes_them() -> None:
+    """After a batch of BUSY_BATCH lines or more the writer waits ``interval`` before it
+    looks again, so a line handed over meanwhile is not written yet; stop() writes it."""
+    items, stream, writer = _writer(interval=60.0)
+    for i in range(BUSY_BATCH * 2):  # waiting before the writer starts: one batch
+        items.put(_event(f"burst {i}"))
+    writer.start()
+    deadline = time.monotonic() + 5
+    while stream.getvalue().count("\n") < BUSY_BATCH and time.monotonic() < deadline:
+        time.sleep(0.01)
+    written = stream.getvalue().count("\n")
+    assert written >= BUSY_BATCH
+    items.put(_event("late"))
+    time.sleep(0.3)
+    assert "late" not in stream.getvalue(), "a busy writer waits instead of waking per line"
+    started = time.monotonic()
+    writer.stop()
+    assert time.monotonic() - started < 5, "stop cuts the wait short"
+    lines = stream.getvalue().splitlines()
+    assert [line.rsplit("INFO: ", 1)[1] for line in lines] == [
+        *(f"burst {i}" for i in range(BUSY_BATCH * 2)),
+        "late",
+    ]

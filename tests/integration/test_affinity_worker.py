@@ -1,0 +1,137 @@
+"""``rfetch worker --cpu-affinity`` on real processes (issue #4): where every thread of the
+process may run, read from /proc/<pid>/task/*/status, and the slot a kill -9 frees."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.support.redis_server import RedisServer
+from tests.support.workers import WorkerProcess, wait_for
+
+ALLOWED = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
+pytestmark = pytest.mark.skipif(
+    len(ALLOWED) < 2, reason="needs Linux and at least two CPUs this process may use"
+)
+
+
+def thread_cpus(pid: int) -> list[str]:
+    """``Cpus_allowed_list`` of every thread of ``pid``."""
+    lists = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        status = (task / "status").read_text()
+        match = re.search(r"^Cpus_allowed_list:\s*(\S+)$", status, re.M)
+        assert match is not None
+        lists.append(match[1])
+    return lists
+
+
+def start(redis_server: RedisServer, tmp_path: Path, *args: str) -> WorkerProcess:
+    # TMPDIR keeps this test's slot files apart from any other worker on the machine.
+    return WorkerProcess(
+        redis_server.url, ["-r", "testjobs", "-c", "4", *args], env={"TMPDIR": str(tmp_path)},
+        log_dir=tmp_path,
+    )
+
+
+def placed_on(worker: WorkerProcess, r: redis.Redis) -> str:
+    worker.identity(r)  # heartbeat written: every thread has started
+    match = re.search(r"cpu affinity: (\S+) \((.*)\)", worker.log())
+    assert match is not None, worker.log()
+    return match[1]
+
+
+def test_auto_puts_every_thread_on_one_cpu_and_spreads_processes(
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
+) -> None:
+    first = start(redis_server, tmp_path)
+    second = start(redis_server, tmp_path)
+    try:
+        cpu_a, cpu_b = placed_on(first, r), placed_on(second, r)
+        assert cpu_a != cpu_b, "slot 0 of every CPU is taken before any slot 1"
+        for worker, cpu in ((first, cpu_a), (second, cpu_b)):
+            lists = thread_cpus(worker.pid)
+            assert len(lists) >= 4 + 3, "processors, fetcher, heartbeat, poller, ..."
+            assert set(lists) == {cpu}
+            assert int(cpu) in ALLOWED
+    finally:
+        first.kill()
+        second.kill()
+
+
+def test_a_killed_worker_frees_its_slot(
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
+) -> None:
+    worker = start(redis_server, tmp_path)
+    cpu = placed_on(worker, r)
+    slot = next(tmp_path.glob(f"rfetch-cpu-*/cpu{cpu}.0"))
+    with open(slot, "rb") as probe:
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        worker.kill()
+        wait_for(lambda: _lockable(probe.fileno()), 5, "the kernel to drop the dead lock")
+
+
+def _lockable(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def test_none_leaves_the_kernel_placement(
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
+) -> None:
+    worker = start(redis_server, tmp_path, "--cpu-affinity", "none")
+    try:
+        worker.identity(r)
+        expected = ",".join(str(c) for c in sorted(ALLOWED))
+        for cpus in thread_cpus(worker.pid):
+            assert _expand(cpus) == ALLOWED, (cpus, expected)
+        assert not list(tmp_path.glob("rfetch-cpu-*/cpu*"))
+    finally:
+        worker.kill()
+
+
+def test_an_explicit_list_is_obeyed(
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
+) -> None:
+    cpu = max(ALLOWED)
+    worker = start(redis_server, tmp_path, "--cpu-affinity", str(cpu))
+    try:
+        assert placed_on(worker, r) == str(cpu)
+        assert set(thread_cpus(worker.pid)) == {str(cpu)}
+    finally:
+        worker.kill()
+
+
+def test_a_cpu_the_process_may_not_use_is_a_clear_error(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    beyond = max(ALLOWED) + 1000
+    worker = start(redis_server, tmp_path, "--cpu-affinity", str(beyond))
+    assert worker.wait(30) != 0
+    assert f"CPU {beyond} is not available to this process" in worker.log()
+
+
+def test_a_malformed_setting_is_a_clear_error(redis_server: RedisServer, tmp_path: Path) -> None:
+    worker = WorkerProcess(
+        redis_server.url, ["-r", "testjobs"], env={"RFETCH_CPU_AFFINITY": "fastest"},
+        log_dir=tmp_path,
+    )
+    assert worker.wait(30) != 0
+    assert "cpu_affinity must be 'auto', 'none' or a CPU list" in worker.log()
+
+
+def _expand(text: str) -> set[int]:
+    cpus: set[int] = set()
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
