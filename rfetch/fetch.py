@@ -36,6 +36,12 @@ REDIS_DOWN = (ConnectionError, TimeoutError, OSError)
 FAIR_REFRESH = 5.0
 """Seconds between looks at which queues are fair (``rfetch:fair-queues``)."""
 
+FAIR_REFRESH_IDLE = 30.0
+"""The same while the worker idles in a blocking fetch: one look every 5 s was a tenth of
+an idle worker's Redis commands (issue #4). An idle worker of several queues still sees a
+queue's first tenant job within ``block_timeout`` (its EXISTS covers every queue's tenant
+ring); one of a single queue, within this time."""
+
 
 @dataclass(eq=False)
 class UnitOfWork:
@@ -117,17 +123,18 @@ class ReliableFetch:
         """This process's queues that have had tenant jobs (issue #5): fetched fairly."""
         self._fair_checked = float("-inf")
 
-    def refresh_fair(self, force: bool = False) -> frozenset[str]:
+    def refresh_fair(self, force: bool = False, every: float = FAIR_REFRESH) -> frozenset[str]:
         """Which of this process's queues are fair (in ``rfetch:fair-queues``), looked up
-        at most every ``FAIR_REFRESH`` seconds (one SMISMEMBER), so a queue's first tenant
-        job is fetched fairly within that time, or at once when the worker was idle (an
-        idle fetch on a fair queue also looks at the queue's public list).
+        at most every ``every`` seconds (one SMISMEMBER; ``FAIR_REFRESH`` while fetching,
+        ``FAIR_REFRESH_IDLE`` while idle), so a queue's first tenant job is fetched fairly
+        within that time (an idle fetch on a fair queue also looks at the queue's public
+        list).
 
         Raises:
             redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
         """
         now = time.monotonic()
-        if not force and now - self._fair_checked < FAIR_REFRESH:
+        if not force and now - self._fair_checked < every:
             return self.fair
         self._fair_checked = now
         names = list(self._private)
@@ -241,7 +248,7 @@ class ReliableFetch:
             time.sleep(self.config.block_timeout)
             return []
         first = names[0]
-        if first in self.refresh_fair():
+        if first in self.refresh_fair(every=FAIR_REFRESH_IDLE):
             # Tenant jobs are not in the public queue: wait for a tenant to join the ring,
             # then fetch (which also looks at the public queue) once either way.
             self.redis.blpop([self.keys.fair_wake(first)], self.config.block_timeout)
@@ -258,12 +265,14 @@ class ReliableFetch:
         return [UnitOfWork(first, raw, self._private[first])]  # type: ignore[arg-type]
 
     def any_waiting(self, exclude: Iterable[str] = ()) -> bool:
-        """Whether any queue (but ``exclude``) holds a job: one EXISTS over all of them
-        (an empty list does not exist in Redis), so an idle worker's cost does not grow
-        with its number of queues (Sidekiq Pro's fetch polls every queue, issue #6394)."""
+        """Whether any queue (but ``exclude``) holds a job, plain or of a tenant: one EXISTS
+        over every public queue and every tenant ring (an empty list does not exist in
+        Redis), so an idle worker's cost does not grow with its number of queues (Sidekiq
+        Pro's fetch polls every queue, issue #6394). Rings of queues not yet known to be
+        fair are included, so a queue's first tenant job is seen too."""
         skip = set(exclude) | set(self.broken)
         keys = [self._public[q] for q in self._public if q not in skip]
-        keys += [self.keys.fair_ring(q) for q in self.fair if q not in skip]
+        keys += [self.keys.fair_ring(q) for q in self._public if q not in skip]
         return bool(keys) and int(self.redis.exists(*keys)) > 0
 
     def _ack_now(self, unit: UnitOfWork) -> None:

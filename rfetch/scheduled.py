@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 
 from redis import Redis
 
@@ -28,6 +29,10 @@ BATCH = 100
 
 PER_PROCESS_INTERVAL = 5.0
 """Sidekiq's ``average_scheduled_poll_interval``, seconds."""
+
+PROCESS_COUNT_TTL = 60.0
+"""Seconds a process count (SCARD processes) is used before it is read again: counting on
+every poll was a tenth of an idle worker's Redis commands (issue #4)."""
 
 
 class Poller:
@@ -49,6 +54,8 @@ class Poller:
         self.keys = Keys(config.namespace)
         self.rng = rng or random.Random()
         self._failing = False
+        self._count = 1
+        self._counted_at = float("-inf")
 
     def enqueue_due(self) -> int:
         """Move every due job of both sets now; returns how many were moved.
@@ -73,11 +80,15 @@ class Poller:
         return moved_total
 
     def interval(self) -> float:
-        """Seconds until the next poll: the average, randomised to [0.5x, 1.5x]."""
+        """Seconds until the next poll: the average, randomised to [0.5x, 1.5x]. The process
+        count behind Sidekiq's average is read at most every ``PROCESS_COUNT_TTL`` seconds."""
         average = self.config.poll_interval_average
         if average is None:
-            count = int(self.redis.scard(self.keys.processes)) or 1
-            average = count * PER_PROCESS_INTERVAL
+            now = time.monotonic()
+            if now - self._counted_at >= PROCESS_COUNT_TTL:
+                self._count = int(self.redis.scard(self.keys.processes)) or 1
+                self._counted_at = now
+            average = self._count * PER_PROCESS_INTERVAL
         return average * self.rng.random() + average / 2
 
     def initial_wait(self) -> float:

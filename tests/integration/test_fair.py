@@ -199,3 +199,19 @@ def test_one_job_of_b_starts_within_a_round_after_5000_of_a(
     before_b = [j for t, j in starts if pushed_at <= t < b_start]
     assert len(starts) < 5001  # B did not wait for A's backlog
     assert len(before_b) <= 2 * concurrency, f"{len(before_b)} starts before B's job"
+
+
+def test_an_idle_look_sees_the_first_tenant_job_of_a_queue_not_yet_fair(
+    cfg: Config, r: redis.Redis
+) -> None:
+    """The idle EXISTS covers every queue's tenant ring, not only the queues known to be
+    fair, so a worker that looks up the fair queues rarely while idle still wakes up."""
+    two = cfg.replace(queues=[QueueSpec("other"), QueueSpec("q")])
+    with running(two) as w:
+        w.fetch.refresh_fair(force=True)
+        assert w.fetch.fair == frozenset()
+        assert not w.fetch.any_waiting()
+        push(w, "A", "A0")
+        assert w.fetch.fair == frozenset(), "not looked up again yet"
+        assert w.fetch.any_waiting()
+        assert not w.fetch.any_waiting(exclude=["q"])

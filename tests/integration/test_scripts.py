@@ -518,3 +518,30 @@ def test_requeue_unheld_counts_identical_payloads(
     assert reliable.requeue_unheld([units[0], UnitOfWork("a", same, private("a"))], "test") == 1
     assert lrange(r, private("a")) == [same, same]
     assert lrange(r, "queue:a") == [same]
+
+
+def test_the_poller_counts_processes_once_a_minute(
+    config: Config, r: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sidekiq's interval is ``processes x 5 s``; the count is read at most every
+    PROCESS_COUNT_TTL seconds, not on every poll (an idle worker's commands, issue #4)."""
+    from rfetch import scheduled
+
+    r.sadd("processes", "a", "b", "c")
+    clock = [1000.0]
+    monkeypatch.setattr(scheduled.time, "monotonic", lambda: clock[0])
+    poller = Poller(config, r, Scripts.load(r))
+    before = _calls(r, "scard")
+    waits = [poller.interval() for _ in range(20)]
+    assert all(7.5 <= w <= 22.5 for w in waits), "3 processes x 5 s, in [0.5x, 1.5x]"
+    assert _calls(r, "scard") - before == 1
+    r.sadd("processes", "d", "e", "f")
+    clock[0] += scheduled.PROCESS_COUNT_TTL
+    waits = [poller.interval() for _ in range(20)]
+    assert _calls(r, "scard") - before == 2
+    assert max(waits) > 22.5, "the new count (6 processes) is used"
+
+
+def _calls(r: redis.Redis, command: str) -> int:
+    stats = r.info("commandstats").get(f"cmdstat_{command}")
+    return int(stats["calls"]) if stats else 0
