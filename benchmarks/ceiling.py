@@ -1,6 +1,6 @@
 """The drain's ceiling: what the benchmark job alone costs, with no framework at all.
 
-    python -m benchmarks.ceiling [--jobs 20000] [-c 10] [--runs 3]
+    python -m benchmarks.ceiling [--jobs 20000] [-c 10] [--runs 3] [--pin 1]
 
 Every framework's no-op job does one ``INCRBY bench:done 1`` through redis-py
 (``benchmarks/bench_jobs.py`` and ``benchmarks/peers/*_jobs.py``). Here C plain threads do
@@ -46,20 +46,27 @@ print(jobs // threads * threads / (time.perf_counter() - started))
 @click.option("--runs", default=3, show_default=True, help="Runs; the median is printed.")
 @click.option("--python", default=str(PEERS_PYTHON), show_default=True,
               help="Interpreter (with redis-py) to run the threads in.")
-def main(jobs: int, concurrency: int, runs: int, python: str) -> None:
+@click.option("--pin", default="1", show_default=True, metavar="CPUS",
+              help="CPU list for the one-CPU measurement (taskset -c); '' skips it.")
+def main(jobs: int, concurrency: int, runs: int, python: str, pin: str) -> None:
     """Print the bare job's jobs/s: C threads doing INCRBY with redis-py, no framework."""
-    rates = []
-    for run in range(1, runs + 1):
-        with PrivateRedis() as server:
-            out = subprocess.run(
-                [python, "-c", PROGRAM, server.url, str(jobs), str(concurrency)],
-                check=True, capture_output=True, text=True, timeout=600,
-            )
-        rate = float(out.stdout.strip())
-        rates.append(rate)
-        click.echo(f"run {run}: {rate:,.0f} INCRBY/s from {concurrency} threads")
-    click.echo(f"ceiling (median of {runs}): {statistics.median(rates):,.0f} jobs/s "
-               f"({jobs:,} INCRBY, {concurrency} threads, {python})")
+    placements = [("spread by the kernel", [])]
+    if pin:
+        placements.append((f"on CPU {pin}", ["taskset", "-c", pin]))
+    for where, prefix in placements:
+        rates = []
+        for run in range(1, runs + 1):
+            with PrivateRedis() as server:
+                out = subprocess.run(
+                    [*prefix, python, "-c", PROGRAM, server.url, str(jobs), str(concurrency)],
+                    check=True, capture_output=True, text=True, timeout=600,
+                )
+            rate = float(out.stdout.strip())
+            rates.append(rate)
+            click.echo(f"run {run} ({where}): {rate:,.0f} INCRBY/s from {concurrency} threads")
+        click.echo(f"ceiling, threads {where} (median of {runs}): "
+                   f"{statistics.median(rates):,.0f} jobs/s ({jobs:,} INCRBY, {concurrency} "
+                   f"threads, {python})")
 
 
 if __name__ == "__main__":
