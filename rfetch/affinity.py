@@ -57,20 +57,15 @@ class Placement:
         how: how they were chosen, for the log line (``auto, slot cpu1.0``, ``--cpu-affinity
             0-1``, or why nothing was changed).
         pinned: whether the affinity was changed.
-        lock_fd: the open slot file whose ``flock`` holds the slot (``auto``); it must stay
-            open for the life of the process. None when no slot is held.
+        lock_fd: the open slot file whose ``flock`` holds the slot (``auto``); it stays open
+            for the life of the process, and the kernel closes it at exit. None when no
+            slot is held.
     """
 
     cpus: frozenset[int]
     how: str
     pinned: bool
     lock_fd: int | None = None
-
-    def release(self) -> None:
-        """Give the slot back (closing the file drops the lock). The affinity stays."""
-        if self.lock_fd is not None:
-            os.close(self.lock_fd)
-            self.lock_fd = None
 
 
 def parse_cpu_list(text: str) -> frozenset[int]:
