@@ -25,6 +25,7 @@ C CPUs get ceil(N / C) or floor(N / C) each.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -226,6 +227,8 @@ def apply(setting: str, lock_dir: Path | None = None) -> Placement:
         pin_threads({cpu})
     except OSError as exc:
         os.close(fd)
+        with contextlib.suppress(OSError):  # threads pinned before the refusal get back
+            pin_threads(allowed)  # every allowed CPU
         log.warning("cpu affinity: could not pin to CPU %d (%s); placement left to the kernel",
                     cpu, exc)
         return Placement(allowed, f"auto: pinning refused ({exc})", False)

@@ -109,3 +109,27 @@ def test_auto_leaves_a_free_threaded_python_alone(
 
 def test_current_cpu_is_one_of_the_allowed() -> None:
     assert affinity.current_cpu() in os.sched_getaffinity(0)
+
+
+def test_a_refused_pin_gives_the_threads_back_and_frees_the_slot(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The kernel refusing one CPU (seccomp, a cpuset changed meanwhile) leaves the process
+    as it was: every thread on every allowed CPU, and the slot free for another worker."""
+    calls: list[set[int]] = []
+
+    def setaffinity(tid: int, mask: set[int]) -> None:
+        calls.append(set(mask))
+        if len(mask) == 1:
+            raise PermissionError("refused")
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(os, "sched_setaffinity", setaffinity)
+    placement = affinity.apply("auto", tmp_path)
+    assert not placement.pinned
+    assert "refused" in placement.how
+    assert placement.lock_fd is None
+    assert calls[-1] == {0, 1}, "every allowed CPU given back"
+    taken = affinity.take_slot([0, 1], tmp_path)
+    assert taken is not None and taken[1] == 0, "slot 0 is free again"
+    os.close(taken[2])
