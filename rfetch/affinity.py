@@ -5,9 +5,9 @@ uses more than one CPU's worth of Python, whatever its concurrency. A job's Redi
 releases the GIL twice (send, receive). When the thread that takes the GIL next sleeps on
 another CPU, the hand-off waits for that CPU to wake up (an inter-processor interrupt, slow
 on virtual machines) and the GIL stays free meanwhile; on one CPU a hand-off is a plain
-context switch. Measured on issue #4's 2-core VM: ten threads doing INCR through redis-py,
-8,967/s spread over both CPUs and 21,398/s on one; ``rfetch worker -c 10`` draining no-op
-jobs, about 5,500 and 11,000 jobs/s (benchmarks/README.md).
+context switch. Measured on issue #4's 2-core VM (benchmarks/README.md): ten threads doing
+INCR through redis-py, 8,391/s spread over both CPUs and 20,969/s on one; ``rfetch worker
+-c 10`` draining no-op jobs, 5,317 jobs/s spread and 11,353 on one CPU.
 
 The cost: work that runs outside the GIL (C code that releases it: hashlib and zlib on large
 inputs, numpy, Pillow) no longer runs on several CPUs at once inside one process. For jobs

@@ -11,10 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -24,18 +22,9 @@ import redis
 import rfetch
 from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.connection import connect
-from rfetch.fetch import ReliableFetch, UnitOfWork
-from rfetch.heartbeat import make_identity
 from rfetch.job import RetryDecision
-from rfetch.keys import Keys
-from rfetch.manager import Manager
-from rfetch.processor import Processor
-from rfetch.registry import Registry
-from rfetch.retry import JobRetry, decompress_backtrace
-from rfetch.scheduled import Poller
-from rfetch.scripts import Scripts
-from rfetch.stats import Stats
+from rfetch.retry import decompress_backtrace
+from tests.support.gate_worker import Worker, make_due
 from tests.support.redis_server import RedisServer
 from tests.support.workers import WorkerProcess, wait_for
 
@@ -107,59 +96,6 @@ def _clear_calls() -> Iterator[None]:
     CALLS.clear()
 
 
-# -- an in-process worker -------------------------------------------------------------------
-
-
-class InProcessWorker:
-    """The parts of one worker process, wired as ``rfetch.launcher.Launcher`` wires them."""
-
-    def __init__(self, config: Config, classes: Sequence[type[rfetch.Job]] = JOBS) -> None:
-        self.config = config
-        self.redis = connect(config)
-        self.identity = make_identity()
-        self.keys = Keys(config.namespace)
-        self.scripts = Scripts.load(self.redis)
-        self.fetch = ReliableFetch(config, self.redis, self.identity, self.scripts)
-        self.stats = Stats(self.keys)
-        self.job_retry = JobRetry(config, self.fetch)
-        self.processor = Processor(
-            config, self.fetch, Registry(classes), self.job_retry, self.stats
-        )
-        self.poller = Poller(config, self.redis, self.scripts)
-        self.client = Client(config, self.redis)
-
-    def take(self) -> UnitOfWork:
-        """Fetch exactly one job into the private list."""
-        units = self.fetch.retrieve_work(1)
-        assert len(units) == 1, "expected one job in the queue"
-        return units[0]
-
-    def work_one(self) -> UnitOfWork:
-        unit = self.take()
-        self.processor.process(unit)
-        return unit
-
-    def private_lengths(self) -> int:
-        return sum(
-            int(self.redis.llen(self.fetch.private_key(q.name))) for q in self.config.queues
-        )
-
-    @contextmanager
-    def running(self) -> Iterator[Manager]:
-        """The pool and the poller in threads, as a worker process runs them."""
-        manager = Manager(self.config, self.fetch, self.processor)
-        stop = threading.Event()
-        poller = threading.Thread(target=self.poller.run, args=(stop,), daemon=True)
-        manager.start()
-        poller.start()
-        try:
-            yield manager
-        finally:
-            stop.set()
-            manager.finish()
-            poller.join(5)
-
-
 @pytest.fixture
 def cfg(redis_server: RedisServer, r: redis.Redis) -> Config:
     return Config(
@@ -171,8 +107,8 @@ def cfg(redis_server: RedisServer, r: redis.Redis) -> Config:
 
 
 @pytest.fixture
-def worker(cfg: Config) -> Iterator[InProcessWorker]:
-    w = InProcessWorker(cfg)
+def worker(cfg: Config) -> Iterator[Worker]:
+    w = Worker(cfg, JOBS)
     yield w
     w.redis.close()
 
@@ -187,18 +123,11 @@ def only_entry(r: redis.Redis, key: str) -> tuple[dict[str, Any], float]:
     return entries[0]
 
 
-def make_due(r: redis.Redis, key: str) -> None:
-    """Move every entry of a retry/schedule set to the past instead of waiting for it."""
-    members = r.zrange(key, 0, -1)
-    assert members
-    r.zadd(key, {m: 1.0 for m in members}, xx=True)
-
-
 # -- retries ---------------------------------------------------------------------------------
 
 
 def test_failure_goes_to_retry_with_sidekiq_fields_then_dead(
-    worker: InProcessWorker, r: redis.Redis
+    worker: Worker, r: redis.Redis
 ) -> None:
     before = time.time()
     jid = worker.client.push(Boom.job_name(), ["x", 1], {"retry": 2})
@@ -256,7 +185,7 @@ def test_failure_goes_to_retry_with_sidekiq_fields_then_dead(
 
 
 def test_retry_true_uses_config_max_retries(cfg: Config, r: redis.Redis) -> None:
-    worker = InProcessWorker(cfg.replace(max_retries=1))
+    worker = Worker(cfg.replace(max_retries=1), JOBS)
     jid = worker.client.push(Boom.job_name(), [], {"retry": True})
 
     worker.work_one()
@@ -271,7 +200,7 @@ def test_retry_true_uses_config_max_retries(cfg: Config, r: redis.Redis) -> None
 
 
 def test_payload_without_retry_field_takes_the_job_class_option(
-    worker: InProcessWorker, r: redis.Redis
+    worker: Worker, r: redis.Redis
 ) -> None:
     """Sidekiq (job_retry.rb): ``msg["retry"]`` nil -> the job class's ``retry`` option.
     A producer that leaves the field out must not lose the class's retries."""
@@ -286,7 +215,7 @@ def test_payload_without_retry_field_takes_the_job_class_option(
 
 
 def test_failed_job_already_pushed_back_is_not_also_retried(
-    worker: InProcessWorker, r: redis.Redis
+    worker: Worker, r: redis.Redis
 ) -> None:
     """The retry entry is written only together with the ack (Sidekiq #4112)."""
     worker.client.push(Boom.job_name(), [], {"retry": 2})
@@ -305,7 +234,7 @@ def test_retry_zero_goes_straight_to_dead_and_runs_hooks_once(
     cfg: Config, r: redis.Redis
 ) -> None:
     deaths: list[tuple[dict[str, Any], BaseException]] = []
-    worker = InProcessWorker(cfg.replace(death_handlers=[lambda j, e: deaths.append((j, e))]))
+    worker = Worker(cfg.replace(death_handlers=[lambda j, e: deaths.append((j, e))]), JOBS)
     jid = worker.client.push(Exhausts.job_name(), [], {"retry": 0})
 
     worker.work_one()
@@ -326,7 +255,7 @@ def test_retry_false_neither_retries_nor_buries_but_runs_death_handlers(
     cfg: Config, r: redis.Redis
 ) -> None:
     deaths: list[tuple[dict[str, Any], BaseException]] = []
-    worker = InProcessWorker(cfg.replace(death_handlers=[lambda j, e: deaths.append((j, e))]))
+    worker = Worker(cfg.replace(death_handlers=[lambda j, e: deaths.append((j, e))]), JOBS)
     jid = worker.client.push(Boom.job_name(), ["no"], {"retry": False})
 
     worker.work_one()
@@ -343,7 +272,7 @@ def test_retry_false_neither_retries_nor_buries_but_runs_death_handlers(
 
 def test_dead_false_discards_at_death_and_runs_hooks(cfg: Config, r: redis.Redis) -> None:
     deaths: list[tuple[dict[str, Any], BaseException]] = []
-    worker = InProcessWorker(cfg.replace(death_handlers=[lambda j, e: deaths.append((j, e))]))
+    worker = Worker(cfg.replace(death_handlers=[lambda j, e: deaths.append((j, e))]), JOBS)
     jid = worker.client.push(Exhausts.job_name(), [], {"retry": 0, "dead": False})
 
     worker.work_one()
@@ -357,7 +286,7 @@ def test_dead_false_discards_at_death_and_runs_hooks(cfg: Config, r: redis.Redis
 
 
 def test_retries_exhausted_called_once_with_job_and_exception(
-    worker: InProcessWorker, r: redis.Redis
+    worker: Worker, r: redis.Redis
 ) -> None:
     jid = Exhausts.set(client=worker.client).perform_async("a")  # class option retry = 1
 
@@ -377,7 +306,7 @@ def test_retries_exhausted_called_once_with_job_and_exception(
     assert only_entry(r, "dead")[0]["jid"] == jid
 
 
-def test_retry_in_seconds_sets_the_delay(worker: InProcessWorker, r: redis.Redis) -> None:
+def test_retry_in_seconds_sets_the_delay(worker: Worker, r: redis.Redis) -> None:
     jid = worker.client.push(RetryIn.job_name(), [1000], {"retry": 25})
 
     worker.work_one()
@@ -393,7 +322,7 @@ def test_retry_in_seconds_sets_the_delay(worker: InProcessWorker, r: redis.Redis
 
 def test_retry_in_discard_drops_the_job(cfg: Config, r: redis.Redis) -> None:
     deaths: list[Any] = []
-    worker = InProcessWorker(cfg.replace(death_handlers=[lambda j, e: deaths.append(j)]))
+    worker = Worker(cfg.replace(death_handlers=[lambda j, e: deaths.append(j)]), JOBS)
     worker.client.push(RetryIn.job_name(), ["discard"], {"retry": 25})
 
     worker.work_one()
@@ -408,7 +337,7 @@ def test_retry_in_discard_drops_the_job(cfg: Config, r: redis.Redis) -> None:
 
 def test_retry_in_kill_sends_to_dead_at_once(cfg: Config, r: redis.Redis) -> None:
     deaths: list[Any] = []
-    worker = InProcessWorker(cfg.replace(death_handlers=[lambda j, e: deaths.append(j)]))
+    worker = Worker(cfg.replace(death_handlers=[lambda j, e: deaths.append(j)]), JOBS)
     jid = worker.client.push(RetryIn.job_name(), ["kill"], {"retry": 25})
 
     worker.work_one()
@@ -421,7 +350,7 @@ def test_retry_in_kill_sends_to_dead_at_once(cfg: Config, r: redis.Redis) -> Non
     assert [j["jid"] for j in deaths] == [jid]
 
 
-def test_retry_queue_moves_the_retried_job(worker: InProcessWorker, r: redis.Redis) -> None:
+def test_retry_queue_moves_the_retried_job(worker: Worker, r: redis.Redis) -> None:
     jid = worker.client.push(Boom.job_name(), [], {"retry": 2, "retry_queue": "low"})
 
     worker.work_one()
@@ -439,7 +368,7 @@ def test_retry_queue_moves_the_retried_job(worker: InProcessWorker, r: redis.Red
 
 @pytest.mark.parametrize("option", [True, 2])
 def test_backtrace_option_stores_a_readable_backtrace(
-    worker: InProcessWorker, r: redis.Redis, option: bool | int
+    worker: Worker, r: redis.Redis, option: bool | int
 ) -> None:
     worker.client.push(Boom.job_name(), [], {"retry": 2, "backtrace": option})
 
@@ -459,7 +388,7 @@ def test_backtrace_option_stores_a_readable_backtrace(
 
 def test_error_handlers_get_the_exception_and_the_job(cfg: Config, r: redis.Redis) -> None:
     seen: list[tuple[BaseException, dict[str, Any]]] = []
-    worker = InProcessWorker(cfg.replace(error_handlers=[lambda e, c: seen.append((e, c))]))
+    worker = Worker(cfg.replace(error_handlers=[lambda e, c: seen.append((e, c))]), JOBS)
     jid = worker.client.push(Boom.job_name(), ["h"], {"retry": 2})
     worker.client.push(Ok.job_name(), [])
 
@@ -479,7 +408,7 @@ def test_error_handlers_get_the_exception_and_the_job(cfg: Config, r: redis.Redi
 
 
 def test_dead_set_is_capped_at_dead_max_jobs(cfg: Config, r: redis.Redis) -> None:
-    worker = InProcessWorker(cfg.replace(dead_max_jobs=3))
+    worker = Worker(cfg.replace(dead_max_jobs=3), JOBS)
     jids = []
     for n in range(5):
         jids.append(worker.client.push(Boom.job_name(), [n], {"retry": 0}))
@@ -491,7 +420,7 @@ def test_dead_set_is_capped_at_dead_max_jobs(cfg: Config, r: redis.Redis) -> Non
 
 
 def test_dead_set_drops_entries_older_than_dead_timeout(cfg: Config, r: redis.Redis) -> None:
-    worker = InProcessWorker(cfg.replace(dead_timeout=60.0))
+    worker = Worker(cfg.replace(dead_timeout=60.0), JOBS)
     now = time.time()
     r.zadd("dead", {'{"jid":"old"}': now - 120, '{"jid":"recent"}': now - 30})
 
@@ -513,7 +442,7 @@ def test_scheduled_jobs_run_only_after_their_time_with_a_fresh_enqueued_at(
         ran.append((dict(payload), time.time()))
         call_next()
 
-    worker = InProcessWorker(cfg.replace(server_middleware=[capture]))
+    worker = Worker(cfg.replace(server_middleware=[capture]), JOBS)
     setter = Ok.set(client=worker.client)
     in_jid = setter.perform_in(dt.timedelta(seconds=0.8), "in")
     at_jid = setter.perform_at(dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=1.2), "at")
@@ -525,7 +454,7 @@ def test_scheduled_jobs_run_only_after_their_time_with_a_fresh_enqueued_at(
     assert r.llen("queue:default") == 0
     assert worker.poller.enqueue_due() == 0  # nothing due yet
 
-    with worker.running():
+    with worker.pool():
         wait_for(lambda: len(ran) == 2, 10, "both scheduled jobs to run")
 
     assert r.zcard("schedule") == 0
@@ -545,7 +474,7 @@ def redis_now(r: redis.Redis) -> float:
 
 @pytest.mark.parametrize("zset", ["schedule", "retry"])
 def test_poller_uses_redis_clock_when_worker_clock_is_behind(
-    worker: InProcessWorker, r: redis.Redis, monkeypatch: pytest.MonkeyPatch, zset: str
+    worker: Worker, r: redis.Redis, monkeypatch: pytest.MonkeyPatch, zset: str
 ) -> None:
     """Due by Redis's clock, in the future by the worker's: it moves."""
     real_time = time.time
@@ -563,7 +492,7 @@ def test_poller_uses_redis_clock_when_worker_clock_is_behind(
 
 @pytest.mark.parametrize("zset", ["schedule", "retry"])
 def test_poller_uses_redis_clock_when_worker_clock_is_ahead(
-    worker: InProcessWorker, r: redis.Redis, monkeypatch: pytest.MonkeyPatch, zset: str
+    worker: Worker, r: redis.Redis, monkeypatch: pytest.MonkeyPatch, zset: str
 ) -> None:
     """In the future by Redis's clock, long due by the worker's: it stays."""
     real_time = time.time
@@ -578,7 +507,7 @@ def test_poller_uses_redis_clock_when_worker_clock_is_ahead(
 
 
 def test_poller_moves_every_due_job_in_batches_keeping_their_bytes(
-    worker: InProcessWorker, r: redis.Redis
+    worker: Worker, r: redis.Redis
 ) -> None:
     past = redis_now(r) - 10
     future = redis_now(r) + 3600
@@ -609,7 +538,7 @@ def test_poller_moves_every_due_job_in_batches_keeping_their_bytes(
 
 
 def test_poller_replaces_only_the_top_level_enqueued_at(
-    worker: InProcessWorker, r: redis.Redis
+    worker: Worker, r: redis.Redis
 ) -> None:
     past = redis_now(r) - 1
     without = (

@@ -1,5 +1,6 @@
-"""An rfetch worker's parts wired in the test process, and jobs that record their runs, for
-the step-by-step tests of ordering keys, tenants and their API and web views (issue #5).
+"""An rfetch worker's parts wired in the test process (:class:`Worker`, driven one job at a
+time or as a running pool), and jobs that record their runs, for the step-by-step tests of
+retries, error reporting, ordering keys, tenants and their API and web views.
 
 ``clear_runs`` is a fixture (registered in ``tests/conftest.py``); a module that uses
 ``RAN``/``FAIL`` marks itself with ``pytest.mark.usefixtures("clear_runs")``.
@@ -8,7 +9,8 @@ the step-by-step tests of ordering keys, tenants and their API and web views (is
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -23,6 +25,7 @@ from rfetch.fetch import ReliableFetch, UnitOfWork
 from rfetch.heartbeat import make_identity
 from rfetch.job import RetryDecision
 from rfetch.keys import Keys
+from rfetch.manager import Manager
 from rfetch.processor import Processor
 from rfetch.registry import Registry
 from rfetch.retry import JobRetry
@@ -71,17 +74,24 @@ JOBS: list[type[rfetch.Job]] = [Step, Skipper, ByPost]
 
 
 class Worker:
-    """One worker's parts, wired as the launcher wires them."""
+    """One worker's parts, wired as ``rfetch.launcher.Launcher`` wires them.
 
-    def __init__(self, config: Config) -> None:
+    Args:
+        config: the settings.
+        classes: the job classes it may run (default: the recording jobs above).
+    """
+
+    def __init__(self, config: Config, classes: Sequence[type[rfetch.Job]] = JOBS) -> None:
         self.config = config
         self.redis = connect(config)
         self.identity = make_identity()
         self.keys = Keys(config.namespace)
         self.scripts = Scripts.load(self.redis)
         self.fetch = ReliableFetch(config, self.redis, self.identity, self.scripts)
+        self.stats = Stats(self.keys)
+        self.job_retry = JobRetry(config, self.fetch)
         self.processor = Processor(
-            config, self.fetch, Registry(JOBS), JobRetry(config, self.fetch), Stats(self.keys)
+            config, self.fetch, Registry(classes), self.job_retry, self.stats
         )
         self.poller = Poller(config, self.redis, self.scripts)
         self.client = Client(config, self.redis)
@@ -102,6 +112,27 @@ class Worker:
             self.processor.process(units[0])
             done += 1
         return done
+
+    def private_lengths(self) -> int:
+        """Jobs in this worker's private lists."""
+        return sum(
+            int(self.redis.llen(self.fetch.private_key(q.name))) for q in self.config.queues
+        )
+
+    @contextmanager
+    def pool(self) -> Iterator[Manager]:
+        """The pool and the poller in threads, as a worker process runs them."""
+        manager = Manager(self.config, self.fetch, self.processor)
+        stop = threading.Event()
+        poller = threading.Thread(target=self.poller.run, args=(stop,), daemon=True)
+        manager.start()
+        poller.start()
+        try:
+            yield manager
+        finally:
+            stop.set()
+            manager.finish()
+            poller.join(5)
 
 
 @pytest.fixture
@@ -148,6 +179,7 @@ def holder(r: redis.Redis, key: str, queue: str = "q", ns: str = "") -> str | No
 
 
 def make_due(r: redis.Redis, key: str) -> None:
+    """Move every entry of a retry/schedule set to the past instead of waiting for it."""
     members = r.zrange(key, 0, -1)
     assert members
     r.zadd(key, {m: 1.0 for m in members}, xx=True)

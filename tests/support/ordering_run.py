@@ -21,18 +21,9 @@ import redis
 
 from rfetch.client import Client
 from rfetch.config import Config
+from tests.chaos.harness import FAST_ENV
 from tests.support.ordering_check import OrderReport, check_order, read_runs
 from tests.support.workers import WorkerProcess
-
-FAST_ENV: dict[str, str] = {
-    "RFETCH_HEARTBEAT_INTERVAL": "0.5",
-    "RFETCH_HEARTBEAT_TTL": "2",
-    "RFETCH_ORPHAN_CHECK_INTERVAL": "1",
-    "RFETCH_POLL_INTERVAL_AVERAGE": "0.5",
-    "RFETCH_POLL_INITIAL_WAIT": "0",
-    "RFETCH_BLOCK_TIMEOUT": "0.3",
-}
-"""As the chaos suite's: a SIGKILLed worker's jobs are recovered within a few seconds."""
 
 
 @dataclass

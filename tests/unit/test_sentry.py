@@ -29,18 +29,12 @@ import rfetch
 from rfetch.cli import main
 from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.connection import connect
 from rfetch.errors import ConfigError
-from rfetch.fetch import ReliableFetch, UnitOfWork
-from rfetch.heartbeat import make_identity
+from rfetch.fetch import UnitOfWork
 from rfetch.integrations.sentry import DUPLICATE_LOGGERS, SentryErrorHandler, install
 from rfetch.launcher import Launcher
-from rfetch.processor import Processor
 from rfetch.registry import Registry
-from rfetch.retry import JobRetry
-from rfetch.scheduled import Poller
-from rfetch.scripts import Scripts
-from rfetch.stats import Stats
+from tests.support.gate_worker import Worker
 from tests.support.redis_server import RedisServer
 from tests.support.workers import wait_for
 
@@ -105,30 +99,9 @@ def cfg(redis_server: RedisServer, r: redis.Redis) -> Config:
     return Config(redis_url=redis_server.url, block_timeout=0.2)
 
 
-class Parts:
-    """One worker's parts, wired as ``Launcher`` wires them, driven one job at a time."""
-
-    def __init__(self, config: Config) -> None:
-        self.redis = connect(config)
-        scripts = Scripts.load(self.redis)
-        self.fetch = ReliableFetch(config, self.redis, make_identity(), scripts)
-        self.processor = Processor(
-            config, self.fetch, Registry([Fails, Ok]), JobRetry(config, self.fetch), Stats(
-                self.fetch.keys
-            )
-        )
-        self.poller = Poller(config, self.redis, scripts)
-        self.client = Client(config, self.redis)
-
-    def work_one(self) -> UnitOfWork:
-        [unit] = self.fetch.retrieve_work(1)
-        self.processor.process(unit)
-        return unit
-
-
 @pytest.fixture
-def parts(cfg: Config) -> Iterator[Parts]:
-    p = Parts(cfg)
+def parts(cfg: Config) -> Iterator[Worker]:
+    p = Worker(cfg, [Fails, Ok])
     yield p
     p.redis.close()
 
@@ -142,7 +115,7 @@ def exception_of(event: dict[str, Any]) -> tuple[str, str]:
 
 
 def test_a_job_failure_is_one_event_with_the_job_as_tags_and_context(
-    cfg: Config, parts: Parts, transport: RecordingTransport, r: redis.Redis
+    cfg: Config, parts: Worker, transport: RecordingTransport, r: redis.Redis
 ) -> None:
     start_sentry(cfg, transport)
     args = [7, "x", {"k": [1, None]}]
@@ -171,7 +144,7 @@ def test_a_job_failure_is_one_event_with_the_job_as_tags_and_context(
 
 
 def test_a_retried_job_that_fails_twice_is_two_events(
-    cfg: Config, parts: Parts, transport: RecordingTransport, r: redis.Redis
+    cfg: Config, parts: Worker, transport: RecordingTransport, r: redis.Redis
 ) -> None:
     start_sentry(cfg, transport)
     jid = parts.client.push(Fails.job_name(), ["again"])
@@ -192,7 +165,7 @@ def test_a_retried_job_that_fails_twice_is_two_events(
 
 
 def test_tags_of_one_job_do_not_leak_into_the_next_event(
-    cfg: Config, parts: Parts, transport: RecordingTransport
+    cfg: Config, parts: Worker, transport: RecordingTransport
 ) -> None:
     start_sentry(cfg, transport)
     parts.client.push(Fails.job_name(), [1])
@@ -209,7 +182,7 @@ def test_tags_of_one_job_do_not_leak_into_the_next_event(
     assert "rfetch" not in app_event.get("contexts", {})
 
 
-def test_args_can_be_left_out(cfg: Config, parts: Parts, transport: RecordingTransport) -> None:
+def test_args_can_be_left_out(cfg: Config, parts: Worker, transport: RecordingTransport) -> None:
     start_sentry(cfg, transport)
     cfg.error_handlers[:] = [SentryErrorHandler(include_args=False)]
     parts.client.push(Fails.job_name(), ["secret@example.com"])
@@ -222,7 +195,7 @@ def test_args_can_be_left_out(cfg: Config, parts: Parts, transport: RecordingTra
 
 
 def test_an_invalid_job_is_one_event_with_its_context(
-    cfg: Config, parts: Parts, transport: RecordingTransport, r: redis.Redis
+    cfg: Config, parts: Worker, transport: RecordingTransport, r: redis.Redis
 ) -> None:
     start_sentry(cfg, transport)
     r.lpush("queue:default", b"{not json")

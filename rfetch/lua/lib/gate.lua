@@ -60,26 +60,16 @@ local function fair_enter(P, q, t, payload, at_head)
 end
 
 local function fair_send(P, q, t, payload) fair_enter(P, q, t, payload, false) end
-local function fair_push_back(P, q, t, payload) fair_enter(P, q, t, payload, true) end
 
 -- The stage after the gate: tenant t's list if the job has a tenant, else the public
--- queue (LPUSH: runs after what is already there).
-local function gate_out(P, q, payload, t)
+-- queue; at its tail (LPUSH: runs after what is already there), or with at_head at its head
+-- (RPUSH, runs next: push-back, recovery).
+local function gate_out(P, q, payload, t, at_head)
   if t then
-    fair_send(P, q, t, payload)
+    fair_enter(P, q, t, payload, at_head)
     return
   end
-  redis.call('LPUSH', P .. 'queue:' .. q, payload)
-  redis.call('SADD', P .. 'queues', q)
-end
-
--- The head of the stage after the gate (push-back, recovery): RPUSH, runs next.
-local function gate_out_head(P, q, payload, t)
-  if t then
-    fair_push_back(P, q, t, payload)
-    return
-  end
-  redis.call('RPUSH', P .. 'queue:' .. q, payload)
+  redis.call(at_head and 'RPUSH' or 'LPUSH', P .. 'queue:' .. q, payload)
   redis.call('SADD', P .. 'queues', q)
 end
 
@@ -129,7 +119,7 @@ local function gate_push_back(P, q, payload)
     redis.call('ZREM', gate_leases(P, q), gate_lease_member(k, jid))
     local holder = redis.call('HGET', gate_holders(P, q), k)
     if holder == jid then
-      gate_out_head(P, q, payload, t)
+      gate_out(P, q, payload, t, true)
     elseif holder then
       redis.call('RPUSH', gate_list(P, q, k), payload)
     else
@@ -138,7 +128,7 @@ local function gate_push_back(P, q, payload)
     return true
   end
   if t then
-    fair_push_back(P, q, t, payload)
+    fair_enter(P, q, t, payload, true)
     return true
   end
   return false
