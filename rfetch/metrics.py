@@ -1,4 +1,4 @@
-"""Prometheus metrics (issue #6): a collector that reads the cluster through ``rfetch.api``
+"""Prometheus metrics: a collector that reads the cluster through ``rfetch.api``
 on each scrape (the web UI's ``/metrics``), and per-process metrics a worker can serve with
 ``rfetch worker --metrics-port N``.
 

@@ -3,7 +3,7 @@
 Besides Sidekiq's ``stat:processed`` / ``stat:failed`` (and their daily keys), each flush
 adds per-class counts and a run-time histogram to the hash of the current UTC minute,
 ``rfetch:metrics:<YYYYmmddHHMM>`` (kept ``METRICS_TTL``), which ``rfetch.api`` reads for
-per-class processed/failed and run-time percentiles over the last hour (issue #6). Nothing
+per-class processed/failed and run-time percentiles over the last hour (the web UI's metrics). Nothing
 is written per job: the cost is one pipelined flush per heartbeat, and none while idle.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from redis.client import Pipeline
 
-from rfetch.keys import Keys
+from rfetch.store.keys import Keys
 
 STATS_TTL = 5 * 365 * 24 * 3600
 """Lifetime of the daily counters, seconds (Sidekiq: 5 years)."""

@@ -42,7 +42,7 @@ import redis
 
 from rfetch.config import Config
 from rfetch.errors import ConfigError
-from rfetch.keys import Keys
+from rfetch.store.keys import Keys
 
 HERE = Path(__file__).resolve().parent
 QUEUE = "census"

@@ -179,7 +179,7 @@ def explain(
             _held(ctx, result, processes, identity, queue, jid, running_on, max_scan)
     _queued(ctx, result, processes, jid, max_scan)
     _sorted_sets(ctx, result, jid, at, max_scan)
-    for state, text, record in gate_lines(ctx, jid, max_scan):  # issue #5
+    for state, text, record in gate_lines(ctx, jid, max_scan):  # ordering keys and tenants
         named = record.payload.get("queue") if record.payload else None
         result.locations.append(
             Location(

@@ -18,8 +18,8 @@ from typing import Any
 
 from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.launcher import HANDLED_SIGNALS, Launcher
-from rfetch.registry import Registry
+from rfetch.worker.launcher import HANDLED_SIGNALS, Launcher
+from rfetch.worker.registry import Registry
 from tests.chaos.harness import (
     ChaosPlan,
     Evidence,

@@ -27,7 +27,7 @@ from rfetch.api import (
 )
 from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.keys import Keys
+from rfetch.store.keys import Keys
 from tests.integration.test_ruby_compat import needs_ruby, ruby
 from tests.support.redis_server import RedisServer
 from tests.support.workers import WorkerProcess, wait_for

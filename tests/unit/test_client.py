@@ -24,7 +24,7 @@ from rfetch.client import DEFAULT, Client
 from rfetch.config import Config
 from rfetch.errors import ArgsNotSerializable, ConfigError, DuplicateJobName, PayloadTooLarge
 from rfetch.payload import Payload
-from rfetch.registry import Registry, require
+from rfetch.worker.registry import Registry, require
 from tests.support.redis_server import RedisServer
 
 SIDEKIQ_FIELDS = ["retry", "queue", "class", "args", "jid", "created_at", "enqueued_at"]
