@@ -3,8 +3,8 @@
 Besides Sidekiq's ``stat:processed`` / ``stat:failed`` (and their daily keys), each flush
 adds per-class counts and a run-time histogram to the hash of the current UTC minute,
 ``rfetch:metrics:<YYYYmmddHHMM>`` (kept ``METRICS_TTL``), which ``rfetch.api`` reads for
-per-class processed/failed and run-time percentiles over the last hour (the web UI's metrics). Nothing
-is written per job: the cost is one pipelined flush per heartbeat, and none while idle.
+per-class processed/failed and run-time percentiles over the last hour (web UI metrics).
+Nothing is written per job: the cost is one pipelined flush per heartbeat, and none while idle.
 """
 
 from __future__ import annotations

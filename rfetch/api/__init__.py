@@ -1,4 +1,4 @@
-"""The read/admin API: what the CLI and the web UI use to see and steer jobs (Sidekiq's ``Sidekiq::API``).
+"""The read/admin API: what the CLI and the web UI use to see and steer jobs (Sidekiq's API).
 
 Everything is read from Sidekiq's data model (``docs/data-model.md``), so jobs pushed by Ruby
 Sidekiq show up too. The worker never imports this package. ::

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 
-from rfetch.worker.fetch import UnitOfWork
+from rfetch.worker.unit import UnitOfWork
 
 ACK_MAX_DELAY = 0.05
 """Seconds a finished job waits at most for its acknowledgement to be sent."""

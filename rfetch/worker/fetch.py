@@ -18,7 +18,6 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 
 from redis.client import Pipeline
 
@@ -27,6 +26,7 @@ from rfetch.payload import Routing
 from rfetch.store.commands import Commands, Outcome
 from rfetch.store.connection import REDIS_DOWN
 from rfetch.worker.queue_order import QueueOrder
+from rfetch.worker.unit import UnitOfWork
 
 log = logging.getLogger("rfetch.fetch")
 
@@ -38,54 +38,6 @@ FAIR_REFRESH_IDLE = 30.0
 an idle worker's Redis commands. An idle worker of several queues still sees a queue's
 first tenant job within ``block_timeout`` (its EXISTS covers every queue's tenant ring);
 one of a single queue, within this time."""
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class UnitOfWork:
-    """One fetched job, immutable (Sidekiq's ``BasicFetch::UnitOfWork``): where it came
-    from, the exact bytes fetched (what LREM matches), and its routing fields, read once at
-    fetch. It owns its acknowledgement and push-back.
-
-    Attributes:
-        queue: queue name.
-        raw: the payload exactly as fetched.
-        private_key: the private list holding it until acknowledged.
-        routing: the payload's routing fields (ordering key, unique lock, tenant, ...);
-            None for a plain job (or one that is not a JSON object).
-        fetch: the reliable fetch that took it.
-    """
-
-    queue: str
-    raw: bytes
-    private_key: str
-    routing: Routing | None
-    fetch: ReliableFetch = field(repr=False)
-
-    @property
-    def jid(self) -> str:
-        """The jid read at fetch ("" for a plain job: read it from the parsed payload)."""
-        return self.routing.jid if self.routing is not None else ""
-
-    def acknowledge(self, give_up: float | None = None) -> bool:
-        """Remove the finished job from its private list now (see
-        :meth:`ReliableFetch.acknowledge`)."""
-        return self.fetch.acknowledge(self, give_up)
-
-    def requeue(self) -> bool:
-        """Push the job back to the head of its queue if still in the private list."""
-        return self.fetch.requeue([self]) == 1
-
-    def settle(
-        self,
-        zset: str,
-        score: float,
-        payload: bytes | str,
-        trim_before: float | None = None,
-        cap: int | None = None,
-        outcome: Outcome = "dead",
-    ) -> bool:
-        """Move the failed job into the retry or dead set (see :meth:`ReliableFetch.settle`)."""
-        return self.fetch.settle(self, zset, score, payload, trim_before, cap, None, outcome)
 
 
 class ReliableFetch:

@@ -28,7 +28,7 @@ from rfetch.stats import Stats
 from rfetch.store.connection import REDIS_DOWN
 from rfetch.store.keys import Keys
 from rfetch.version import __version__
-from rfetch.worker.fetch import UnitOfWork
+from rfetch.worker.unit import UnitOfWork
 from rfetch.worker.work_state import WorkState
 
 log = logging.getLogger("rfetch.heartbeat")

@@ -23,9 +23,10 @@ from collections.abc import Callable, Collection
 from rfetch.config import Config
 from rfetch.store.connection import REDIS_DOWN
 from rfetch.worker.acks import ACK_MAX_DELAY, DeferredAcks
-from rfetch.worker.fetch import ReliableFetch, UnitOfWork
+from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.processor import Processor
 from rfetch.worker.reporting import ErrorReporter
+from rfetch.worker.unit import UnitOfWork
 from rfetch.worker.work_state import WorkState
 
 log = logging.getLogger("rfetch.manager")

@@ -14,10 +14,10 @@ from rfetch.logs import JobLog
 from rfetch.middleware import run_server_chain
 from rfetch.payload import Payload, Routing, loads
 from rfetch.stats import Stats
-from rfetch.worker.fetch import UnitOfWork
 from rfetch.worker.registry import Registry
 from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.retry import JobRetry
+from rfetch.worker.unit import UnitOfWork
 
 log = logging.getLogger("rfetch.job")
 

@@ -32,10 +32,11 @@ from rfetch.errors import InvalidJob
 from rfetch.payload import Payload, loads
 from rfetch.store.commands import Commands
 from rfetch.store.connection import REDIS_DOWN
-from rfetch.worker.fetch import ReliableFetch, UnitOfWork
+from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.rescue import KeyRescue
 from rfetch.worker.retry import JobRetry
+from rfetch.worker.unit import UnitOfWork
 
 log = logging.getLogger("rfetch.recovery")
 

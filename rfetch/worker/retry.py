@@ -23,7 +23,7 @@ from rfetch.config import Config
 from rfetch.job import Job
 from rfetch.payload import Payload, dumps
 from rfetch.store.keys import Keys
-from rfetch.worker.fetch import UnitOfWork
+from rfetch.worker.unit import UnitOfWork
 
 log = logging.getLogger("rfetch.retry")
 

@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rfetch.worker.fetch import UnitOfWork
+    from rfetch.worker.unit import UnitOfWork
 
 
 class WorkState:

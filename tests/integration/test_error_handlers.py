@@ -19,9 +19,9 @@ import rfetch
 from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.errors import InvalidJob, UnknownJob
-from rfetch.worker.fetch import UnitOfWork
 from rfetch.worker.launcher import Launcher
 from rfetch.worker.registry import Registry
+from rfetch.worker.unit import UnitOfWork
 from tests.support.redis_server import RedisServer
 from tests.support.workers import wait_for
 

@@ -22,8 +22,8 @@ from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError
 from rfetch.job import RetryDecision
 from rfetch.store.keys import Keys
-from rfetch.worker.fetch import UnitOfWork
 from rfetch.worker.registry import Registry
+from rfetch.worker.unit import UnitOfWork
 from tests.support.gate_worker import (
     FAIL,
     JOBS,

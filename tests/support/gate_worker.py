@@ -22,11 +22,11 @@ from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.job import RetryDecision
 from rfetch.store.connection import connect
-from rfetch.worker.fetch import UnitOfWork
 from rfetch.worker.launcher import Launcher
 from rfetch.worker.manager import Manager
 from rfetch.worker.recovery import OrphanRecovery
 from rfetch.worker.registry import Registry
+from rfetch.worker.unit import UnitOfWork
 
 RAN: list[tuple[str, Any]] = []
 """(class name, args) of every run of the jobs below."""

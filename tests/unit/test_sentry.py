@@ -31,9 +31,9 @@ from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.errors import ConfigError
 from rfetch.integrations.sentry import DUPLICATE_LOGGERS, SentryErrorHandler, install
-from rfetch.worker.fetch import UnitOfWork
 from rfetch.worker.launcher import Launcher
 from rfetch.worker.registry import Registry
+from rfetch.worker.unit import UnitOfWork
 from tests.support.gate_worker import Worker
 from tests.support.redis_server import RedisServer
 from tests.support.workers import wait_for
