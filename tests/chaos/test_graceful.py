@@ -20,16 +20,16 @@ from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.launcher import HANDLED_SIGNALS, Launcher
 from rfetch.registry import Registry
-from tests.chaos.harness import (
+from tests.support.chaos import (
     ChaosPlan,
     Evidence,
     Fleet,
     job_ms,
     leftovers,
     registry_leftovers,
-    wait_until,
 )
 from tests.support.redis_server import RedisServer
+from tests.support.wait import wait_for
 from tests.support.workers import WorkerProcess
 
 JOBS = 6000
@@ -89,7 +89,7 @@ def test_tstp_and_term_cycles_lose_nothing_and_run_nothing_twice(
             if finished == JOBS and not stopping:
                 break
             time.sleep(0.02)
-        wait_until(lambda: not admin.exists("queue:default"), 10)
+        wait_for(lambda: not admin.exists("queue:default"), 10, fail=False)
         exit_codes += fleet.stop_all()
         evidence.poll()
         logs = fleet.logs()

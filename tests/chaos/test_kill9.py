@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.chaos.harness import ChaosPlan, run_chaos
+from tests.support.chaos import ChaosPlan, run_chaos
 from tests.support.redis_server import RedisServer
 
 

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from rfetch.client import Client
 from rfetch.config import Config
-from tests.chaos.harness import Evidence, Fleet, leftovers, private_lists, wait_until
+from tests.support.chaos import Evidence, Fleet, leftovers, private_lists
 from tests.support.redis_server import RedisServer
+from tests.support.wait import wait_for
 
 POISON_MAX_RECOVERIES = 3
 
@@ -102,7 +103,7 @@ def test_recovery_lock_of_a_dead_process_does_not_stall_recovery(
         doomed = fleet.start()
         doomed_identity = doomed.identity(admin)
         jids = client.push_bulk("chaos_jobs.Work", [[60_000], [60_000]])
-        assert wait_until(lambda: len(evidence.poll().starts) == 2, 10)
+        wait_for(lambda: len(evidence.poll().starts) == 2, 10, "both jobs to start")
         survivor = fleet.start()
         survivor.identity(admin)
         fleet.kill(doomed)
@@ -110,8 +111,8 @@ def test_recovery_lock_of_a_dead_process_does_not_stall_recovery(
         admin.set("rfetch:lock:recovery", doomed_identity, ex=30)
         killed_at = time.monotonic()
         # TTL 2 s + check interval (0.5-1.5 s) + second look 1.5 s, with a margin.
-        recovered = wait_until(
-            lambda: all(len(evidence.poll().start_pids[j]) == 2 for j in jids), 10
+        recovered = wait_for(
+            lambda: all(len(evidence.poll().start_pids[j]) == 2 for j in jids), 10, fail=False
         )
         say(f"jobs of the dead lock holder running elsewhere: {recovered} after "
             f"{time.monotonic() - killed_at:.1f} s")

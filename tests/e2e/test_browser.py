@@ -13,7 +13,8 @@ from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.web.formatting import DASH
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 from tests.web.conftest import XSS, failed, jid_of, payload
 
 FAST_ENV = {

@@ -12,7 +12,8 @@ import pytest
 import redis
 
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 
 ALLOWED = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
 pytestmark = pytest.mark.skipif(

@@ -30,7 +30,8 @@ from rfetch.config import Config
 from rfetch.keys import Keys
 from tests.integration.test_ruby_compat import needs_ruby, ruby
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 
 KEYS = Keys()
 

@@ -21,7 +21,8 @@ import rfetch
 from rfetch.client import Client
 from rfetch.config import Config
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 
 FAST_ENV = {
     "RFETCH_POLL_INTERVAL_AVERAGE": "0.2",

@@ -22,7 +22,7 @@ from rfetch.recovery import OrphanRecovery
 from rfetch.registry import Registry
 from tests.support.gate_worker import Worker, holder, make_due, queue_jids, waiting
 from tests.support.redis_server import RedisServer
-from tests.support.workers import wait_for
+from tests.support.wait import wait_for
 
 BATCHES: list[Any] = []
 """What each execution of the jobs below received."""

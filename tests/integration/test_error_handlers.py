@@ -23,7 +23,7 @@ from rfetch.fetch import UnitOfWork
 from rfetch.launcher import Launcher
 from rfetch.registry import Registry
 from tests.support.redis_server import RedisServer
-from tests.support.workers import wait_for
+from tests.support.wait import wait_for
 
 Seen = list[tuple[BaseException, dict[str, Any]]]
 

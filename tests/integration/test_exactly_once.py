@@ -23,7 +23,8 @@ import redis
 import rfetch
 from rfetch.client import DEFAULT
 from tests.support.redis_server import RedisServer
-from tests.support.workers import JOBS_DIR, WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import JOBS_DIR, WorkerProcess
 
 JOBS = 10_000
 

@@ -20,10 +20,10 @@ from rfetch.client import Client
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError
 from rfetch.recovery import OrphanRecovery
-from tests.chaos.harness import FAST_ENV
 from tests.support.gate_worker import FAIL, RAN, Step, Worker, holder, make_due, running
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import FAST_ENV, WorkerProcess
 
 pytestmark = pytest.mark.usefixtures("clear_runs")
 

@@ -18,10 +18,10 @@ import redis
 
 from rfetch.client import Client
 from rfetch.config import Config
-from tests.chaos.harness import FAST_ENV
 from tests.support.ordering_check import check_order, read_runs
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import FAST_ENV, WorkerProcess
 
 
 def start_worker(url: str, evidence: Path) -> WorkerProcess:

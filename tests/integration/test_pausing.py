@@ -12,7 +12,8 @@ from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.keys import Keys
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 
 KEYS = Keys()
 

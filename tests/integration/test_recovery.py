@@ -17,7 +17,8 @@ from rfetch.keys import Keys
 from rfetch.recovery import POISON_ERROR_CLASS, OrphanRecovery
 from rfetch.scripts import Scripts
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 
 DEAD = "host:111:aaaaaaaaaaaa"
 KEYS = Keys()

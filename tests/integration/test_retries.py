@@ -26,7 +26,8 @@ from rfetch.job import RetryDecision
 from rfetch.retry import decompress_backtrace
 from tests.support.gate_worker import Worker, make_due
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 
 # -- jobs run in this process ---------------------------------------------------------------
 

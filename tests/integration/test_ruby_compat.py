@@ -24,7 +24,8 @@ from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.payload import epoch_seconds, new_jid
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 
 
 def _sidekiq_available() -> bool:

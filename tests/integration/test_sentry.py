@@ -36,7 +36,7 @@ from rfetch.launcher import Launcher
 from rfetch.registry import Registry
 from tests.support.gate_worker import Worker
 from tests.support.redis_server import RedisServer
-from tests.support.workers import wait_for
+from tests.support.wait import wait_for
 
 DSN = "http://public@localhost/1"
 """Never contacted: the recording transport replaces HTTP."""

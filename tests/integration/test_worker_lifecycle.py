@@ -26,7 +26,8 @@ from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.version import __version__
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 
 WORKER_ENV = {
     "RFETCH_HEARTBEAT_INTERVAL": "0.5",

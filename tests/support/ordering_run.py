@@ -21,9 +21,8 @@ import redis
 
 from rfetch.client import Client
 from rfetch.config import Config
-from tests.chaos.harness import FAST_ENV
 from tests.support.ordering_check import OrderReport, check_order, read_runs
-from tests.support.workers import WorkerProcess
+from tests.support.workers import FAST_ENV, WorkerProcess
 
 
 @dataclass
