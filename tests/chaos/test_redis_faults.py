@@ -75,7 +75,7 @@ def test_redis_freeze_longer_than_heartbeat_ttl_reaps_no_live_worker(
             15,
             lambda: f"the worker killed during the freeze to be reaped\n{fleet.logs()}",
         )
-        time.sleep(1.0)  # a wrong reap of a live worker would show up by now
+        time.sleep(1.0)  # a negative: a wrong reap of a live worker would show up by now
         evidence.poll()
         logs = {p.pid: p.log() for p in live}
         suspected = sum(log.count("missed its heartbeat") for log in logs.values())

@@ -144,7 +144,7 @@ def test_quiet_a_running_worker_from_the_busy_page(page: Any, r: redis.Redis,
         assert "quiet: no new jobs will be fetched" in worker.log()
         # Quiet: it takes no new job, while the running one goes on.
         client.push("testjobs.Noop", [1])
-        time.sleep(1.5)
+        time.sleep(1.5)  # a negative: the job must not be taken within this span
         assert r.llen("queue:default") == 1
         page.reload()
         assert "testjobs.Sleep" in page.inner_text("#running")
@@ -173,7 +173,7 @@ def test_pause_a_queue_and_the_worker_stops_taking_from_it(page: Any, r: redis.R
         page.wait_for_selector(".flash-ok")
         assert row.locator(".badge").inner_text() == "paused"
         jids = [client.push("testjobs.Noop", [i]) for i in range(1, 6)]
-        time.sleep(2.0)  # well beyond the pause's reach (milliseconds) and a fetch timeout
+        time.sleep(2.0)  # a negative: well beyond the pause's reach (ms) and a fetch timeout
         assert r.llen("queue:default") == 5
         page.goto("/queues/default")
         assert page.locator("#jobs tbody tr").count() == 5

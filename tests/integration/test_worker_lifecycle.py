@@ -169,7 +169,8 @@ def test_tstp_finishes_running_jobs_and_takes_no_new_ones(
     later = [push(client, "Noop", [n]) for n in range(3)]
 
     wait_for(lambda: record.has("done", long_jid, worker.pid), 10, "the running job to finish")
-    # Long enough for a blocking fetch (1 s) and two heartbeats to have happened.
+    # A negative (no new job is taken, the process does not end) needs a span: long enough
+    # for a blocking fetch (1 s) and two heartbeats to have happened.
     time.sleep(1.5)
     assert worker.proc.poll() is None, "TSTP must not end the process"
     assert sorted(json.loads(raw)["jid"] for raw in lrange(r, "queue:default")) == sorted(later)
@@ -229,7 +230,7 @@ def test_second_term_stops_at_once_and_still_pushes_back(
     started = time.monotonic()
     worker.signal(signal.SIGTERM)
     wait_for(lambda: title(worker).endswith(" stopping"), 5, "the title to show stopping")
-    time.sleep(0.5)
+    time.sleep(0.5)  # a negative: the process must not exit within this span
     assert worker.proc.poll() is None, "the first TERM waits for the running job"
     worker.signal(signal.SIGTERM)
     assert worker.wait(EXIT_WAIT) == 0, worker.log()
@@ -441,12 +442,14 @@ def test_weighted_queues_interleave_and_favour_the_heavier(
 # -- Redis outage ------------------------------------------------------------------------------
 
 
-def restart_redis(server: RedisServer, down_for: float) -> None:
-    """Stop the server gracefully, wait, start it again on the same port and directory (the
-    AOF brings the data back)."""
+def restart_redis(server: RedisServer, down_until: Callable[[], bool], what: str) -> None:
+    """Stop the server gracefully, wait until ``down_until()`` holds (for 20 s at most),
+    start it again on the same port and directory (the AOF brings the data back)."""
     server.stop()
-    time.sleep(down_for)
-    server.start()
+    try:
+        wait_for(down_until, 20, what)
+    finally:
+        server.start()
 
 
 def test_worker_survives_a_redis_restart_without_losing_jobs(
@@ -468,7 +471,15 @@ def test_worker_survives_a_redis_restart_without_losing_jobs(
     )
     r.close()
 
-    restart_redis(own_redis, down_for=3)
+    # Down until the sleepers have finished and the worker has seen the outage in its fetch
+    # and in its heartbeat.
+    restart_redis(
+        own_redis,
+        lambda: all(record.has("done", jid) for jid in sleepers)
+        and "Redis unreachable, fetch paused" in worker.log()
+        and "heartbeat failed, Redis unreachable" in worker.log(),
+        "the sleepers to finish and the worker to see the outage",
+    )
     assert worker.proc.poll() is None, worker.log()
 
     r = own_redis.client(socket_timeout=5)
@@ -503,7 +514,8 @@ def test_job_finishing_during_a_redis_outage_is_not_run_again(
     jid = push(client, "Sleep", [1.5])
     wait_for(lambda: record.has("start", jid, worker.pid), 10, "the job to start")
     r.close()
-    restart_redis(own_redis, down_for=2.5)  # the job finishes while Redis is down
+    # Down until the job has finished: it finishes while Redis is down.
+    restart_redis(own_redis, lambda: record.has("done", jid), "the job to finish")
     assert record.has("done", jid)
 
     r = own_redis.client(socket_timeout=5)
