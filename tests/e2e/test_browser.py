@@ -13,9 +13,10 @@ from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.web.formatting import DASH
 from tests.support.redis_server import RedisServer
+from tests.support.seed import jid_of
 from tests.support.wait import wait_for
+from tests.support.web import XSS, failed, payload
 from tests.support.workers import WorkerProcess
-from tests.web.conftest import XSS, failed, jid_of, payload
 
 FAST_ENV = {
     "RFETCH_HEARTBEAT_INTERVAL": "0.3",

@@ -13,17 +13,7 @@ from click.testing import CliRunner, Result
 
 from rfetch.cli import main
 from tests.support.redis_server import RedisServer, free_port
-
-
-def jid_of(i: int) -> str:
-    return f"{i:024x}"
-
-
-def payload(jid: str, cls: str = "app.Job", args: list[Any] | None = None,
-            queue: str = "default", **extra: Any) -> str:
-    body = {"class": cls, "args": args if args is not None else [], "jid": jid,
-            "queue": queue, **extra}
-    return json.dumps(body, separators=(",", ":"))
+from tests.support.seed import jid_of, payload
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import json
 import re
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,17 +25,6 @@ from tests.support.wait import wait_for
 from tests.support.workers import FAST_ENV, WorkerProcess
 
 pytestmark = pytest.mark.usefixtures("clear_runs")
-
-
-@pytest.fixture
-def cfg(redis_server: RedisServer, r: redis.Redis) -> Config:
-    return Config(redis_url=redis_server.url, queues=[QueueSpec("q")], block_timeout=0.2)
-
-
-@pytest.fixture
-def worker(cfg: Config) -> Iterator[Worker]:
-    with running(cfg) as w:
-        yield w
 
 
 class PerTenant(rfetch.Job):

@@ -442,6 +442,12 @@ def test_weighted_queues_interleave_and_favour_the_heavier(
 # -- Redis outage ------------------------------------------------------------------------------
 
 
+def clients_of(server: RedisServer) -> tuple[redis.Redis, Client]:
+    """A Redis client of ``server`` (5 s socket timeout) and an rfetch client on it."""
+    r = server.client(socket_timeout=5)
+    return r, Client(Config(redis_url=server.url), r)
+
+
 def restart_redis(server: RedisServer, down_until: Callable[[], bool], what: str) -> None:
     """Stop the server gracefully, wait until ``down_until()`` holds (for 20 s at most),
     start it again on the same port and directory (the AOF brings the data back)."""
@@ -455,8 +461,7 @@ def restart_redis(server: RedisServer, down_until: Callable[[], bool], what: str
 def test_worker_survives_a_redis_restart_without_losing_jobs(
     start_worker: StartWorker, own_redis: RedisServer, record: Record
 ) -> None:
-    r = own_redis.client(socket_timeout=5)
-    client = Client(Config(redis_url=own_redis.url), r)
+    r, client = clients_of(own_redis)
     worker = start_worker("-c", "2", "-t", "5", server=own_redis)
     ident = worker.identity(r)
     before = [push(client, "Noop", [n]) for n in range(5)]
@@ -482,8 +487,7 @@ def test_worker_survives_a_redis_restart_without_losing_jobs(
     )
     assert worker.proc.poll() is None, worker.log()
 
-    r = own_redis.client(socket_timeout=5)
-    client = Client(Config(redis_url=own_redis.url), r)
+    r, client = clients_of(own_redis)
     after = [push(client, "Noop", [n]) for n in range(5)]
     everything = [*before, *sleepers, *after]
     assert len(everything) == 12
@@ -508,8 +512,7 @@ def test_worker_survives_a_redis_restart_without_losing_jobs(
 def test_job_finishing_during_a_redis_outage_is_not_run_again(
     start_worker: StartWorker, own_redis: RedisServer, record: Record
 ) -> None:
-    r = own_redis.client(socket_timeout=5)
-    client = Client(Config(redis_url=own_redis.url), r)
+    r, client = clients_of(own_redis)
     worker = start_worker("-c", "2", "-t", "5", server=own_redis)
     jid = push(client, "Sleep", [1.5])
     wait_for(lambda: record.has("start", jid, worker.pid), 10, "the job to start")
@@ -518,8 +521,8 @@ def test_job_finishing_during_a_redis_outage_is_not_run_again(
     restart_redis(own_redis, lambda: record.has("done", jid), "the job to finish")
     assert record.has("done", jid)
 
-    r = own_redis.client(socket_timeout=5)
-    marker = push(Client(Config(redis_url=own_redis.url), r), "Noop", [])
+    r, client = clients_of(own_redis)
+    marker = push(client, "Noop", [])
     wait_for(lambda: record.has("done", marker), 10, "a job pushed after the restart")
     wait_for(lambda: hash_field(r, worker.identity(r), "busy") == "0", 5, "an idle worker")
     stop(worker)

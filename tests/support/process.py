@@ -1,34 +1,43 @@
-"""A subprocess of the tests whose output goes to a log file: the base of the worker-process
-and web-process harnesses (``tests/support/workers.py``, ``tests/support/web.py``)."""
+"""An ``rfetch`` CLI subprocess whose output goes to a log file: the base of the
+worker-process and web-process harnesses (``tests/support/workers.py``,
+``tests/support/web.py``)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 
-class LoggedProcess:
-    """``command`` started at once, stdout and stderr to ``<log_dir>/<name>-<ns>.log``.
+class RfetchProcess:
+    """``python -m rfetch.cli <command> <args>`` started at once against ``redis_url``
+    (``REDIS_URL``), stdout and stderr to ``<log_dir>/<command>-<ns>.log``.
 
-    Only this process is ever signalled, by its own PID.
+    The environment is this process's, without the variables in ``unset``, with ``env`` on
+    top. Only this process is ever signalled, by its own PID.
     """
 
     def __init__(
         self,
-        name: str,
-        command: Sequence[str],
-        env: Mapping[str, str],
+        command: str,
+        args: Sequence[str],
+        redis_url: str,
+        env: Mapping[str, str] | None = None,
         log_dir: Path | None = None,
         cwd: Path | None = None,
+        unset: Sequence[str] = (),
     ) -> None:
-        self.log_path = (log_dir or Path("/tmp")) / f"{name}-{time.monotonic_ns()}.log"
+        full_env = {k: v for k, v in os.environ.items() if k not in unset}
+        full_env.update({"REDIS_URL": redis_url, **(env or {})})
+        self.log_path = (log_dir or Path("/tmp")) / f"{command}-{time.monotonic_ns()}.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in wait/kill/stop
         self.proc = subprocess.Popen(
-            list(command),
-            env=dict(env),
+            [sys.executable, "-m", "rfetch.cli", command, *args],
+            env=full_env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             cwd=None if cwd is None else str(cwd),

@@ -1,20 +1,31 @@
-"""The web-process harness: a real ``rfetch web`` subprocess for tests."""
+"""The web harnesses: a real ``rfetch web`` subprocess, the helpers of the Werkzeug test
+client (CSRF token, form posts, flash messages) and the data the web tests seed (jobs,
+failures and heartbeats as Ruby's Sidekiq writes them)."""
 
 from __future__ import annotations
 
-import os
-import sys
+import json
+import re
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from tests.support.process import LoggedProcess
+import redis
+from werkzeug.test import Client, TestResponse
+
+from tests.support import seed
+from tests.support.process import RfetchProcess
 from tests.support.redis_server import free_port
 from tests.support.wait import wait_for
 
+WEB_AUTH_ENV = ("RFETCH_WEB_USER", "RFETCH_WEB_PASSWORD", "RFETCH_WEB_READ_ONLY")
+"""Left out of the web process's environment: a test turns authentication on explicitly."""
 
-class WebProcess(LoggedProcess):
+
+class WebProcess(RfetchProcess):
     """``rfetch web --bind 127.0.0.1:<free port>``; its output goes to a file."""
 
     def __init__(
@@ -27,15 +38,10 @@ class WebProcess(LoggedProcess):
     ) -> None:
         self.port = free_port()
         self.prefix = prefix
-        full_env = {**os.environ, "REDIS_URL": redis_url}
-        for name in ("RFETCH_WEB_USER", "RFETCH_WEB_PASSWORD", "RFETCH_WEB_READ_ONLY"):
-            full_env.pop(name, None)
-        full_env.update(env or {})
-        command = [sys.executable, "-m", "rfetch.cli", "web", "--bind",
-                   f"127.0.0.1:{self.port}", *args]
+        command = ["--bind", f"127.0.0.1:{self.port}", *args]
         if prefix:
             command += ["--prefix", prefix]
-        super().__init__("web", command, full_env, log_dir)
+        super().__init__("web", command, redis_url, env, log_dir, unset=WEB_AUTH_ENV)
 
     @property
     def url(self) -> str:
@@ -61,3 +67,75 @@ class WebProcess(LoggedProcess):
             return True
 
         wait_for(answers, timeout, lambda: f"rfetch web to answer:\n{self.log()}")
+
+
+# -- seeded data ------------------------------------------------------------------------
+
+XSS = "<script>alert('x')</script>"
+IDENTITY = "web-1:4242:0123456789ab"
+
+
+def payload(jid: str, cls: str = "app.Mail", args: list[Any] | None = None,
+            queue: str = "default", **extra: Any) -> str:
+    """A job of the web tests as Ruby's Sidekiq writes it: an ``app.Mail`` created at
+    1,700,000,000 (epoch seconds)."""
+    return seed.payload(jid, cls, args, queue, created_at=1_700_000_000.0, **extra)
+
+
+def failed(jid: str, cls: str = "app.Mail", args: list[Any] | None = None,
+           retry_count: int = 0, error: str = "timeout", **extra: Any) -> str:
+    return payload(jid, cls, args, retry_count=retry_count, error_class="IOError",
+                   error_message=error, failed_at=1_700_000_100.0, **extra)
+
+
+def add_process(r: redis.Redis, identity: str = IDENTITY, *, busy: int = 1,
+                quiet: bool = False, running: list[str] | None = None) -> None:
+    """A heartbeat as a worker writes it, with running jobs in ``<identity>:work``."""
+    info = {"hostname": "web-1", "pid": 4242, "tag": "api", "concurrency": 5,
+            "queues": ["default", "mail"], "labels": ["blue"], "started_at": time.time() - 90,
+            "version": "0.1.0"}
+    r.sadd("processes", identity)
+    r.hset(identity, mapping={"info": json.dumps(info), "busy": busy, "beat": time.time(),
+                              "quiet": "true" if quiet else "false", "rss": 51200})
+    for i, job in enumerate(running or []):
+        r.hset(f"{identity}:work", f"t{i}", json.dumps(
+            {"queue": "default", "payload": job, "run_at": time.time() - 3}))
+
+
+# -- the Werkzeug test client ---------------------------------------------------------------
+
+TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+def token_of(client: Client, path: str = "/queues") -> str:
+    """The CSRF token a page's forms carry (the GET also sets the cookie)."""
+    response = client.get(path)
+    assert response.status_code == 200, response.get_data(as_text=True)[:500]
+    found = TOKEN.search(response.get_data(as_text=True))
+    if found:
+        return found.group(1)
+    cookie = client.get_cookie("rfetch_csrf")
+    assert cookie is not None
+    return cookie.value
+
+
+def post(client: Client, path: str, data: dict[str, Any], *, token: str | None = None,
+         page: str = "/queues", **kwargs: Any) -> TestResponse:
+    """POST a form with the CSRF token taken from ``page`` (or the one given)."""
+    body = dict(data)
+    body["csrf_token"] = token if token is not None else token_of(client, page)
+    return client.post(path, data=body, **kwargs)
+
+
+def text(response: TestResponse) -> str:
+    """The body, without the invisible ``<wbr>`` that lets long class names wrap."""
+    return response.get_data(as_text=True).replace("<wbr>", "")
+
+
+def flash(client: Client, response: TestResponse) -> str:
+    """Follow a POST's 303 and return the flash message shown."""
+    assert response.status_code == 303, text(response)[:800]
+    page = client.get(response.headers["Location"])
+    found = re.search(r'<div class="flash flash-(\w+)" role="status">([^<]*)</div>', text(page))
+    assert found, "no flash message"
+    return found.group(2)

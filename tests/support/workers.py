@@ -3,14 +3,12 @@ chaos tests (jobs from ``tests/jobs``)."""
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import redis
 
-from tests.support.process import LoggedProcess
+from tests.support.process import RfetchProcess
 from tests.support.wait import wait_for
 
 JOBS_DIR = Path(__file__).resolve().parent.parent / "jobs"
@@ -27,7 +25,7 @@ FAST_ENV: dict[str, str] = {
 TTL (2 s) + check interval (0.5-1.5 s) + second look (1.5 s)."""
 
 
-class WorkerProcess(LoggedProcess):
+class WorkerProcess(RfetchProcess):
     """One ``rfetch worker`` subprocess (``args`` after ``worker``), run from ``tests/jobs``
     so that ``-r <module>`` finds the test jobs; its log goes to a file."""
 
@@ -38,15 +36,8 @@ class WorkerProcess(LoggedProcess):
         env: dict[str, str] | None = None,
         log_dir: Path | None = None,
     ) -> None:
-        full_env = {**os.environ, "REDIS_URL": redis_url, "PYTHONPATH": str(JOBS_DIR)}
-        full_env.update(env or {})
-        super().__init__(
-            "worker",
-            [sys.executable, "-m", "rfetch.cli", "worker", *args],
-            full_env,
-            log_dir,
-            cwd=JOBS_DIR,
-        )
+        jobs_env = {"PYTHONPATH": str(JOBS_DIR), **(env or {})}
+        super().__init__("worker", args, redis_url, jobs_env, log_dir, cwd=JOBS_DIR)
 
     def identity(self, client: redis.Redis, timeout: float = 15.0) -> str:
         """Wait for this process's heartbeat and return its identity.

@@ -17,9 +17,10 @@ from rfetch.client import Client as JobClient
 from rfetch.config import Config
 from rfetch.metrics import ApiCollector, WorkerMetrics
 from tests.support.redis_server import RedisServer, free_port
+from tests.support.seed import jid_of
 from tests.support.wait import wait_for
+from tests.support.web import add_process, failed, payload, text
 from tests.support.workers import WorkerProcess
-from tests.web.conftest import add_process, failed, jid_of, payload, text
 
 FAST_ENV = {
     "RFETCH_HEARTBEAT_INTERVAL": "0.3",
