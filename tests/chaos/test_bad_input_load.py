@@ -1,4 +1,4 @@
-"""Bad input under load (issue #3, item 6), the part ``tests/integration/test_bad_input.py``
+"""Bad input under load, the part ``tests/integration/test_bad_input.py``
 does not cover: huge payloads that reach the worker side (LPUSHed raw by a foreign or
 broken producer, bypassing the client's 1 MiB limit), mixed into a stream of good jobs
 taken by two worker processes.

@@ -1,4 +1,4 @@
-"""Claim test (issue #3, item 7): 100,000 jobs taken by 100 fetching threads across 4
+"""Claim test (reliable fetch under contention): 100,000 jobs taken by 100 fetching threads across 4
 worker processes (``-c 25`` each), no faults: every jid is taken exactly once.
 
 Each job appends one ``done`` line to its process's own file outside Redis, so a job handed

@@ -1,4 +1,4 @@
-"""Chaos at the client (issue #3, item 4): Redis goes away while the application pushes.
+"""Chaos at the client (reliable push): Redis goes away while the application pushes.
 
 Reliable push keeps each job the client could not write in a buffer, returns its jid all
 the same, and delivers the buffer once Redis answers. With the durable spool

@@ -1,4 +1,4 @@
-"""Chaos, graceful only (issue #3, item 2): TSTP/TERM cycles while jobs run, no kills.
+"""Chaos, graceful shutdown only: TSTP/TERM cycles while jobs run, no kills.
 
 Workers are quieted (TSTP) and then stopped (TERM), or stopped straight away, one after the
 other while a replacement starts each time, as a rolling deploy does. Quiet pushes back the

@@ -1,4 +1,4 @@
-"""Chaos, CI tier, for ordering keys (issue #5): the benchmark's order run, smaller.
+"""Chaos, CI tier, for ordering keys: the benchmark's order run, smaller.
 
 1,000 jobs of 20 ms over 40 keys, 3 worker processes x 5 threads, a random worker
 SIGKILLed every 1.5 s (a replacement started each time), 10% of jobs failing once. From

@@ -1,4 +1,4 @@
-"""Chaos: a poison pill (issue #3, item 3).
+"""Chaos: a poison pill (a job that kills its worker process).
 
 A job that kills its worker (``os._exit(1)``) is recovered from each dead worker and kills
 the next one, until it has been recovered ``poison_max_recoveries`` (3) times within the

@@ -1,5 +1,5 @@
-"""Chaos: faults of Redis itself, with no worker dying on its own (issue #3, item 5 and the
-Redis half of item 1).
+"""Chaos: faults of Redis itself, with no worker dying on its own: a frozen
+Redis and a Redis killed and restarted.
 
 * A freeze (SIGSTOP for longer than the heartbeat TTL, then SIGCONT) expires every
   heartbeat at once. Live workers beat again before the second look, so none is reaped and

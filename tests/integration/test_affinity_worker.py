@@ -1,4 +1,4 @@
-"""``rfetch worker --cpu-affinity`` on real processes (issue #4): where every thread of the
+"""``rfetch worker --cpu-affinity`` on real processes: where every thread of the
 process may run, read from /proc/<pid>/task/*/status, and the slot a kill -9 frees."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Bad input (issue #2): malformed JSON, wrong shapes, unknown job names, non-JSON
+"""Bad input: malformed JSON, wrong shapes, unknown job names, non-JSON
 arguments, oversized payloads and a key of the wrong type where a queue should be.
 
 Each gives its documented behaviour and nothing else is lost: the worker processes (real

@@ -1,4 +1,4 @@
-"""The admin commands of the ``rfetch`` CLI (issue #6), run through click's CliRunner against
+"""The admin commands of the ``rfetch`` CLI, run through click's CliRunner against
 a real Redis: each command's output, exit code and effect on Redis."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Coalescing of the waiting jobs of one ordering key (issue #5), against a real
+"""Coalescing of the waiting jobs of one ordering key, against a real
 redis-server: one execution receives every waiting payload in score order
 (``coalesce=True``) or only the newest (``coalesce="last"``)."""
 

@@ -1,4 +1,4 @@
-"""Issue #2, "Done means": 10,000 jobs pushed with ``perform_bulk`` run exactly once on two
+"""Exactly once: 10,000 jobs pushed with ``perform_bulk`` run exactly once on two
 real ``rfetch worker`` processes (``-c 10`` each), and Redis ends consistent.
 
 The evidence of execution is kept outside Redis (``RFETCH_TEST_RECORD``, one line per run

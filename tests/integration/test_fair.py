@@ -1,6 +1,6 @@
-"""Fair scheduling across tenants (issue #5): deficit round robin in fetch.lua, against a
-real redis-server, plus one real-process test of the issue's "A pushes 5,000, then B pushes
-1" case, counted from the jobs' own evidence."""
+"""Fair scheduling across tenants: deficit round robin in fetch.lua, against a
+real redis-server, plus one real-process test of the starvation case "A pushes 5,000, then B
+pushes 1", counted from the jobs' own evidence."""
 
 from __future__ import annotations
 
@@ -150,7 +150,7 @@ def test_bad_tenant_raises_and_writes_nothing(worker: Worker, r: redis.Redis, te
 def test_one_job_of_b_starts_within_a_round_after_5000_of_a(
     redis_server: RedisServer, r: redis.Redis, tmp_path: Path
 ) -> None:
-    """The issue's case: B's job starts within (active tenants x concurrency) job starts
+    """The starvation case: B's job starts within (active tenants x concurrency) job starts
     after it is pushed, counted from the start times the jobs recorded."""
     evidence = tmp_path / "evidence"
     evidence.mkdir()

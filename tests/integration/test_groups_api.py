@@ -1,4 +1,4 @@
-"""rfetch.api for ordering keys and tenants (issue #5): held and blocked keys with the
+"""rfetch.api for ordering keys and tenants: held and blocked keys with the
 blocking job, tenants with backlog and weight, setting a weight, explain lines."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Ordering keys and unique jobs (issue #5), step by step against a real redis-server.
+"""Ordering keys and unique jobs, step by step against a real redis-server.
 
 The worker's parts run in this process (fetch, ``Processor.process``, ``Poller``,
 ``OrphanRecovery``, ``rfetch.api``) so each state of the key gate can be checked in Redis:

@@ -1,4 +1,4 @@
-"""Ordering keys with real ``rfetch worker`` processes (issue #5).
+"""Ordering keys with real ``rfetch worker`` processes.
 
 Two worker processes (``-r ordered_jobs``, short heartbeat and recovery settings as the
 chaos suite uses) run jobs of several keys; one job per key fails once (its retry comes 1 s

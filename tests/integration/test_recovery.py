@@ -167,7 +167,7 @@ def test_killed_worker_jobs_run_elsewhere(
     victim = WorkerProcess(redis_server.url, ["-r", "testjobs", "-c", "4"], env, tmp_path)
     victim_id = victim.identity(r)
     # -c 4 and the default prefetch (= concurrency): 4 jobs running and 4 fetched but not
-    # started, all in the private list when the kill comes (issue #4: batched fetch keeps
+    # started, all in the private list when the kill comes (batched fetch keeps
     # kill -9 recovery for jobs not started yet).
     wait_for(lambda: r.llen(KEYS.private(victim_id, "default")) == 8, 10, "the victim to fetch")
     victim.kill()

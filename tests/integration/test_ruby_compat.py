@@ -1,4 +1,4 @@
-"""Compatibility with Ruby Sidekiq on the same Redis (issue #2, "Wire format").
+"""Compatibility with Ruby Sidekiq on the same Redis (the wire format).
 
 Tests marked ``ruby`` run Debian's ``ruby-sidekiq`` (6.4.1) with ``ruby -e`` scripts that print
 JSON; they skip where Ruby or the gem is missing. Sidekiq 6.4 finds the server through

@@ -1,4 +1,4 @@
-"""The worker process's lifecycle (issue #2), with real ``rfetch worker`` subprocesses and
+"""The worker process's lifecycle, with real ``rfetch worker`` subprocesses and
 real signals: quiet (TSTP), shutdown with push-back (TERM/INT, a second TERM), TTIN stack
 dumps, the heartbeat and remote signals, the process title, strict and weighted queue
 order, and a Redis outage while working.

@@ -1,4 +1,4 @@
-"""One ordered-jobs chaos run (issue #5), shared by ``tests/chaos/test_ordering_chaos.py``
+"""One ordered-jobs chaos run, shared by ``tests/chaos/test_ordering_chaos.py``
 and ``benchmarks/ordering.py``.
 
 Pushes ``keys x per_key`` jobs of ``ordered_jobs.Ordered`` (a share of them failing once),

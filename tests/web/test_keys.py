@@ -1,4 +1,4 @@
-"""The "Keys & tenants" page (issues #5 and #6): held and blocked ordering keys with the
+"""The "Keys & tenants" page (ordering keys, fair tenants): held and blocked ordering keys with the
 blocking job, unblocking through the retry set's actions, tenants and their weight form,
 bounds, CSRF and read-only mode. Jobs are pushed and failed by a real worker's parts."""
 
