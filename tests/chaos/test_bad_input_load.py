@@ -14,12 +14,16 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.payload import new_jid
 from tests.support.chaos import Evidence, Fleet, leftovers, private_lists
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.slow
 
 SIZE = 5_000_000
 

@@ -12,11 +12,15 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from rfetch.client import Client
 from rfetch.config import Config
 from tests.support.chaos import Evidence, Fleet, leftovers
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.slow
 
 JOBS = 100_000
 PROCESSES = 4

@@ -26,9 +26,12 @@ from tests.support.chaos import Evidence, Fleet, leftovers
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
 
-pytestmark = pytest.mark.skipif(
-    not hasattr(rfetch.Client, "flush"), reason="reliable push (Client.flush) not built yet"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not hasattr(rfetch.Client, "flush"), reason="reliable push (Client.flush) not built yet"
+    ),
+]
 
 JOBS = 500
 

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.launcher import HANDLED_SIGNALS, Launcher
@@ -31,6 +33,8 @@ from tests.support.chaos import (
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
 from tests.support.workers import WorkerProcess
+
+pytestmark = pytest.mark.slow
 
 JOBS = 6000
 TERM_SENT = float("inf")

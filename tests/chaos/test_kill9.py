@@ -15,8 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.support.chaos import ChaosPlan, run_chaos
 from tests.support.redis_server import RedisServer
+
+pytestmark = pytest.mark.slow
 
 
 def test_kill9_of_workers_and_redis_loses_nothing(

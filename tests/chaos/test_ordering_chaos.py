@@ -12,8 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.support.ordering_run import OrderPlan, run_order_chaos
 from tests.support.redis_server import RedisServer
+
+pytestmark = pytest.mark.slow
 
 
 def test_order_per_key_survives_kills_and_retries(

@@ -14,11 +14,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from rfetch.client import Client
 from rfetch.config import Config
 from tests.support.chaos import Evidence, Fleet, leftovers, private_lists
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.slow
 
 POISON_MAX_RECOVERIES = 3
 

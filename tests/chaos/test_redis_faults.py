@@ -15,11 +15,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from rfetch.client import Client
 from rfetch.config import Config
 from tests.support.chaos import ChaosPlan, Evidence, Fleet, leftovers, run_chaos
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.slow
 
 FREEZE_ENV = {
     "RFETCH_HEARTBEAT_INTERVAL": "1",

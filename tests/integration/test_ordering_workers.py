@@ -14,6 +14,7 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 import redis
 
 from rfetch.client import Client
@@ -22,6 +23,8 @@ from tests.support.ordering_check import check_order, read_runs
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
 from tests.support.workers import FAST_ENV, WorkerProcess
+
+pytestmark = pytest.mark.slow
 
 
 def start_worker(url: str, evidence: Path) -> WorkerProcess:

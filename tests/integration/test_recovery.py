@@ -151,6 +151,7 @@ def test_recovery_counter_expires_after_the_window(
     assert 3500 < ttl <= 3600
 
 
+@pytest.mark.slow  # a real worker SIGKILLed, then its jobs recovered by another
 def test_killed_worker_jobs_run_elsewhere(
     r: redis.Redis, redis_server: RedisServer, tmp_path: Path
 ) -> None:
