@@ -1,4 +1,4 @@
-"""The rfetch web UI: a WSGI application (issue #6).
+"""The rfetch web UI: a WSGI application.
 
 ::
 
@@ -20,7 +20,7 @@ from redis import Redis
 from rfetch.api import Api
 from rfetch.config import Config
 
-from .app import WebApp, normalize_prefix
+from .application import WebApp, normalize_prefix
 from .security import AuthHook, BasicAuth
 
 
