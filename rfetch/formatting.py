@@ -108,7 +108,7 @@ def _bound(ms: float) -> str:
         return f"{ms:g} ms"
     if ms < 120_000:
         return f"{ms / 1000:g} s"
-    if ms < 7_200_000:
+    if ms < 3_600_000:
         return f"{ms / 60_000:g} min"
     return f"{ms / 3_600_000:g} h"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import click
 
 from rfetch.config import Config
@@ -53,8 +55,8 @@ def web(
     Every action is a POST with a CSRF token. Stop with INT or TERM.
     """
     try:
-        from rfetch.web import create_app
-        from rfetch.web.server import parse_bind, serve
+        from rfetch.web import BasicAuth, create_app
+        from rfetch.web.server import is_loopback, parse_bind, serve
     except ImportError as exc:
         raise click.ClickException(
             f"the web UI needs the web extra (pip install 'rfetch[web]'): {exc}"
@@ -66,11 +68,22 @@ def web(
     listener = setup_logging(verbose, False)
     try:
         config = Config.from_env(redis_url=redis_url, namespace=namespace)
+        credentials = BasicAuth.from_env()
+        # Anyone who can reach an open UI can delete jobs: say so, in the log and on every
+        # page (Sidekiq leaves auth to the host application; a standalone server cannot).
+        exposed = credentials is None and not is_loopback(host)
         app = create_app(config, read_only=read_only, prefix=prefix,
-                         poll_interval=poll_interval, metrics_window=metrics_window)
+                         basic_auth=credentials or False, poll_interval=poll_interval,
+                         metrics_window=metrics_window, open_warning=exposed)
     except (RfetchError, ValueError) as exc:
         listener.stop()
         raise click.ClickException(str(exc)) from None
+    if exposed:
+        logging.getLogger("rfetch.web").warning(
+            "the web UI listens on %s without authentication: anyone who can reach it can "
+            "%s; set RFETCH_WEB_USER and RFETCH_WEB_PASSWORD, or bind to 127.0.0.1",
+            bind, "read every job" if read_only else "retry, delete and kill jobs",
+        )
     auth = "basic auth" if app.basic_auth is not None else "no auth"
     mode = "read-only" if read_only else "read-write"
 

@@ -148,7 +148,12 @@ class WebApp:
         return response(environ, start_response)
 
     def handle(self, request: Request) -> Response:
-        """Authenticate, route, check POSTs, run the view, add headers."""
+        """Bound the body, authenticate, route, check POSTs, run the view, add headers."""
+        if (request.content_length or 0) > MAX_BODY_BYTES:
+            return self._secure(Response(
+                f"Request body over {MAX_BODY_BYTES:,} bytes refused.\n", status=413,
+                mimetype="text/plain",
+            ))
         denied = self._authenticate(request)
         if denied is not None:
             return self._secure(denied)
