@@ -1,4 +1,4 @@
-"""The read/admin API: what the CLI and the web UI use to see and steer jobs (issue #6).
+"""The read/admin API: what the CLI and the web UI use to see and steer jobs.
 
 Everything is read from Sidekiq's data model (``docs/data-model.md``), so jobs pushed by Ruby
 Sidekiq show up too. The worker never imports this package. ::
@@ -138,7 +138,7 @@ class Api:
     def ordering_keys(
         self, queue: str | None = None, limit: int = 100, max_scan: int | None = 10_000
     ) -> list[OrderingKeyInfo]:
-        """Held ordering keys (issue #5): key, holder jid, where the holder is, jobs waiting.
+        """Held ordering keys: key, holder jid, where the holder is, jobs waiting.
 
         Raises:
             ValueError: ``limit`` below 1.
@@ -163,7 +163,7 @@ class Api:
         return blocked_keys(self.ctx, queue, max_scan)
 
     def tenants(self, queue: str, limit: int | None = None) -> list[TenantInfo]:
-        """Tenants of a fair queue (issue #5): backlog, weight, place in the ring; the
+        """Tenants of a fair queue: backlog, weight, place in the ring; the
         first ``limit`` only when given.
 
         Raises:

@@ -1,4 +1,4 @@
-"""The read/admin API (issue #6) on a real Redis: every read checked against what was written,
+"""The read/admin API on a real Redis: every read checked against what was written,
 every action checked for its effect on Redis.
 
 Jobs are written the way their producers write them: rfetch's client, or raw Sidekiq-style
