@@ -28,6 +28,7 @@ from rfetch.api import (
 from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.keys import Keys
+from rfetch.stats import BUCKETS_MS
 from tests.support.redis_server import RedisServer
 from tests.support.ruby import needs_ruby, ruby
 from tests.support.seed import jid_of, payload
@@ -560,7 +561,8 @@ def test_class_metrics_sum_the_last_minutes(api: Api, r: redis.Redis) -> None:
     earlier = time.strftime("%Y%m%d%H%M", time.gmtime(now - 600))
     too_old = time.strftime("%Y%m%d%H%M", time.gmtime(now - 3 * 3600))
     r.hset(f"rfetch:metrics:{minute}", mapping={"A|p": 8, "A|f": 1, "A|b0": 8})
-    r.hset(f"rfetch:metrics:{earlier}", mapping={"A|p": 2, "A|b15": 2, "B|p": 1, "B|b4": 1})
+    r.hset(f"rfetch:metrics:{earlier}", mapping={"A|p": 2, f"A|b{len(BUCKETS_MS)}": 2, "B|p": 1,
+                                                 "B|b4": 1})
     r.hset(f"rfetch:metrics:{too_old}", mapping={"A|p": 100})
 
     a, b = api.class_metrics(60)

@@ -26,7 +26,8 @@ WEB_AUTH_ENV = ("RFETCH_WEB_USER", "RFETCH_WEB_PASSWORD", "RFETCH_WEB_READ_ONLY"
 
 
 class WebProcess(RfetchProcess):
-    """``rfetch web --bind 127.0.0.1:<free port>``; its output goes to a file."""
+    """``rfetch web --bind <host>:<free port>``; its output goes to a file. :attr:`url`
+    reaches it through 127.0.0.1 whatever ``host`` it binds (``0.0.0.0`` included)."""
 
     def __init__(
         self,
@@ -35,10 +36,11 @@ class WebProcess(RfetchProcess):
         env: dict[str, str] | None = None,
         log_dir: Path | None = None,
         prefix: str = "",
+        host: str = "127.0.0.1",
     ) -> None:
         self.port = free_port()
         self.prefix = prefix
-        command = ["--bind", f"127.0.0.1:{self.port}", *args]
+        command = ["--bind", f"{host}:{self.port}", *args]
         if prefix:
             command += ["--prefix", prefix]
         super().__init__("web", command, redis_url, env, log_dir, unset=WEB_AUTH_ENV)
