@@ -29,9 +29,11 @@ from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.keys import Keys
 from rfetch.stats import BUCKETS_MS
-from tests.integration.test_ruby_compat import needs_ruby, ruby
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.ruby import needs_ruby, ruby
+from tests.support.seed import jid_of, payload
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 
 KEYS = Keys()
 
@@ -41,18 +43,6 @@ FAST_ENV = {
     "RFETCH_POLL_INITIAL_WAIT": "0",
     "RFETCH_BLOCK_TIMEOUT": "0.3",
 }
-
-
-def jid_of(i: int) -> str:
-    return f"{i:024x}"
-
-
-def payload(jid: str, cls: str = "app.Job", args: list[Any] | None = None,
-            queue: str = "default", **extra: Any) -> str:
-    """A job as Ruby's Sidekiq writes it (compact JSON)."""
-    body = {"class": cls, "args": args if args is not None else [], "jid": jid,
-            "queue": queue, **extra}
-    return json.dumps(body, separators=(",", ":"))
 
 
 def jids(records: list[JobRecord]) -> list[str | None]:

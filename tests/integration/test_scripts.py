@@ -524,7 +524,7 @@ def test_the_poller_counts_processes_once_a_minute(
     config: Config, r: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Sidekiq's interval is ``processes x 5 s``; the count is read at most every
-    PROCESS_COUNT_TTL seconds, not on every poll (an idle worker's commands, issue #4)."""
+    PROCESS_COUNT_TTL seconds, not on every poll (an idle worker's commands)."""
     from rfetch import scheduled
 
     r.sadd("processes", "a", "b", "c")

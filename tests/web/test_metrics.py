@@ -19,8 +19,10 @@ from rfetch.keys import Keys
 from rfetch.metrics import ApiCollector, WorkerMetrics
 from rfetch.stats import BUCKETS_MS, Stats
 from tests.support.redis_server import RedisServer, free_port
-from tests.support.workers import WorkerProcess, wait_for
-from tests.web.conftest import add_process, failed, jid_of, payload, text
+from tests.support.seed import jid_of
+from tests.support.wait import wait_for
+from tests.support.web import add_process, failed, payload, text
+from tests.support.workers import WorkerProcess
 
 FAST_ENV = {
     "RFETCH_HEARTBEAT_INTERVAL": "0.3",

@@ -3,11 +3,6 @@ banner on every page."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -16,31 +11,23 @@ import pytest
 
 from rfetch.web import WebApp
 from rfetch.web.server import is_loopback
-from tests.support.redis_server import RedisServer, free_port
-from tests.web.conftest import text
+from tests.support.redis_server import RedisServer
+from tests.support.wait import wait_for
+from tests.support.web import WebProcess, text
 
 WARNING = "without authentication"
 BANNER = 'class="exposed"'
 
 
-def run_web(redis_url: str, bind: str, log: Path, env: dict[str, str] | None = None
+def run_web(redis_url: str, host: str, log_dir: Path, env: dict[str, str] | None = None
             ) -> tuple[str, str]:
-    """Start ``rfetch web --bind <bind>``, read its dashboard, stop it; (log, page)."""
-    port = int(bind.rpartition(":")[2])
-    full_env = {**os.environ, "REDIS_URL": redis_url, **(env or {})}
-    for name in ("RFETCH_WEB_USER", "RFETCH_WEB_PASSWORD"):
-        if name not in (env or {}):
-            full_env.pop(name, None)
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "rfetch.cli", "web", "--bind", bind],
-                                env=full_env, stdout=out, stderr=subprocess.STDOUT)
+    """Start ``rfetch web --bind <host>:<free port>``, read its queues page, stop it;
+    (log, page)."""
+    web = WebProcess(redis_url, env=env, log_dir=log_dir, host=host)
     try:
-        deadline = time.monotonic() + 20
-        while "rfetch web" not in log.read_text(errors="replace"):
-            assert proc.poll() is None, log.read_text(errors="replace")
-            assert time.monotonic() < deadline, log.read_text(errors="replace")
-            time.sleep(0.05)
-        request = urllib.request.Request(f"http://127.0.0.1:{port}/queues")
+        web.wait_ready()
+        wait_for(lambda: "rfetch web" in web.log(), 20, "the start line in the log")
+        request = urllib.request.Request(f"{web.url}/queues")
         if env and "RFETCH_WEB_USER" in env:
             import base64
 
@@ -49,22 +36,21 @@ def run_web(redis_url: str, bind: str, log: Path, env: dict[str, str] | None = N
         with urllib.request.urlopen(request, timeout=5) as answer:
             page = answer.read().decode()
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(10)
-    return log.read_text(errors="replace"), page
+        web.stop()
+    return web.log(), page
 
 
 def test_open_to_the_network_without_auth_warns(redis_server: RedisServer,
                                                 tmp_path: Path) -> None:
-    started, page = run_web(redis_server.url, f"0.0.0.0:{free_port()}", tmp_path / "w.log")
+    started, page = run_web(redis_server.url, "0.0.0.0", tmp_path)
     assert WARNING in started and "RFETCH_WEB_USER" in started
     assert BANNER in page and "asks for no password" in page
 
 
 def test_localhost_or_auth_does_not_warn(redis_server: RedisServer, tmp_path: Path) -> None:
-    started, page = run_web(redis_server.url, f"127.0.0.1:{free_port()}", tmp_path / "a.log")
+    started, page = run_web(redis_server.url, "127.0.0.1", tmp_path)
     assert WARNING not in started and BANNER not in page
-    started, page = run_web(redis_server.url, f"0.0.0.0:{free_port()}", tmp_path / "b.log",
+    started, page = run_web(redis_server.url, "0.0.0.0", tmp_path,
                             env={"RFETCH_WEB_USER": "ops", "RFETCH_WEB_PASSWORD": "s3cret"})
     assert WARNING not in started and BANNER not in page
 

@@ -15,14 +15,8 @@ from rfetch.api import Api
 from rfetch.stats import BUCKETS_MS
 from rfetch.web import WebApp
 from rfetch.web.formatting import DASH, entry_key
-from tests.web.conftest import (
-    IDENTITY,
-    add_process,
-    failed,
-    jid_of,
-    payload,
-    text,
-)
+from tests.support.seed import jid_of
+from tests.support.web import IDENTITY, add_process, failed, payload, text
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ import pytest
 import redis
 from werkzeug.test import Client
 
-from tests.web.conftest import failed, jid_of, payload, post, text
+from tests.support.seed import jid_of
+from tests.support.web import failed, payload, post, text
 
 
 @pytest.mark.parametrize("target", [
