@@ -1,4 +1,4 @@
-"""The read/admin API: what the CLI and the web UI use to see and steer jobs (Sidekiq's API).
+"""The read/admin API: what the CLI and the web UI use to see and steer jobs.
 
 Everything is read from Sidekiq's data model (``docs/data-model.md``), so jobs pushed by Ruby
 Sidekiq show up too. The worker never imports this package. ::
@@ -56,6 +56,7 @@ from .stats import (
     Stats,
     check_queues,
     read_class_metrics,
+    read_class_totals,
     read_history,
     read_stats,
 )
@@ -211,6 +212,11 @@ class Api:
         """Per-class processed/failed and run-time percentiles over the last ``minutes``
         (1-120) minutes, from the workers' per-minute metrics."""
         return read_class_metrics(self.ctx, minutes)
+
+    def class_totals(self) -> list[ClassMetrics]:
+        """Per-class processed/failed and run-time histogram since the workers first
+        flushed them (the counters of ``/metrics``); percentiles over that whole time."""
+        return read_class_totals(self.ctx)
 
     def explain(self, jid: str, max_scan: int | None = DEFAULT_MAX_SCAN) -> Explanation:
         """Where the job is and why it is not running; see :func:`rfetch.api.explain.explain`."""

@@ -1,4 +1,4 @@
-"""Chaos, graceful only (issue #3, item 2): TSTP/TERM cycles while jobs run, no kills.
+"""Chaos, graceful shutdown only: TSTP/TERM cycles while jobs run, no kills.
 
 Workers are quieted (TSTP) and then stopped (TERM), or stopped straight away, one after the
 other while a replacement starts each time, as a rolling deploy does. Quiet pushes back the
@@ -16,21 +16,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.worker.launcher import HANDLED_SIGNALS, Launcher
 from rfetch.worker.registry import Registry
-from tests.chaos.harness import (
+from tests.support.chaos import (
     ChaosPlan,
     Evidence,
     Fleet,
     job_ms,
     leftovers,
     registry_leftovers,
-    wait_until,
 )
 from tests.support.redis_server import RedisServer
+from tests.support.wait import wait_for
 from tests.support.workers import WorkerProcess
+
+pytestmark = pytest.mark.slow
 
 JOBS = 6000
 TERM_SENT = float("inf")
@@ -89,7 +93,7 @@ def test_tstp_and_term_cycles_lose_nothing_and_run_nothing_twice(
             if finished == JOBS and not stopping:
                 break
             time.sleep(0.02)
-        wait_until(lambda: not admin.exists("queue:default"), 10)
+        wait_for(lambda: not admin.exists("queue:default"), 10, fail=False)
         exit_codes += fleet.stop_all()
         evidence.poll()
         logs = fleet.logs()

@@ -1,4 +1,4 @@
-"""Coalescing of the waiting jobs of one ordering key (issue #5), against a real
+"""Coalescing of the waiting jobs of one ordering key, against a real
 redis-server: one execution receives every waiting payload in score order
 (``coalesce=True``) or only the newest (``coalesce="last"``)."""
 
@@ -16,10 +16,9 @@ import rfetch
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError
 from rfetch.job import RetryDecision
-from rfetch.worker.registry import Registry
-from tests.support.gate_worker import Worker, holder, make_due, queue_jids, waiting
+from tests.support.gate_worker import Worker, holder, make_due, queue_jids, running, waiting
 from tests.support.redis_server import RedisServer
-from tests.support.workers import wait_for
+from tests.support.wait import wait_for
 
 BATCHES: list[Any] = []
 """What each execution of the jobs below received."""
@@ -81,10 +80,8 @@ def cfg(redis_server: RedisServer, r: redis.Redis) -> Config:
 
 @pytest.fixture
 def worker(cfg: Config) -> Iterator[Worker]:
-    w = Worker(cfg)
-    w.processor.registry = Registry([Index, Latest])
-    yield w
-    w.redis.close()
+    with running(cfg, [Index, Latest]) as w:
+        yield w
 
 
 def push(w: Worker, cls: type[rfetch.Job], *args: Any, **opts: Any) -> str:

@@ -1,27 +1,17 @@
-"""rfetch.api for ordering keys and tenants (issue #5): held and blocked keys with the
+"""rfetch.api for ordering keys and tenants: held and blocked keys with the
 blocking job, tenants with backlog and weight, setting a weight, explain lines."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
-import redis
 
 from rfetch.api import Api
-from rfetch.config import Config, QueueSpec
-from tests.support.gate_worker import FAIL, Step, Worker, running
+from tests.support.gate_worker import FAIL, Step, Worker
 from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.usefixtures("clear_runs")
-
-
-@pytest.fixture
-def worker(redis_server: RedisServer, r: redis.Redis) -> Iterator[Worker]:
-    config = Config(redis_url=redis_server.url, queues=[QueueSpec("q")], block_timeout=0.1)
-    with running(config) as w:
-        yield w
 
 
 @pytest.fixture

@@ -25,18 +25,8 @@ import redis
 from rfetch.client import Client
 from rfetch.config import Config
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess
-
-FAST_ENV: dict[str, str] = {
-    "RFETCH_HEARTBEAT_INTERVAL": "0.5",
-    "RFETCH_HEARTBEAT_TTL": "2",
-    "RFETCH_ORPHAN_CHECK_INTERVAL": "1",
-    "RFETCH_POLL_INTERVAL_AVERAGE": "0.5",
-    "RFETCH_POLL_INITIAL_WAIT": "0",
-    "RFETCH_BLOCK_TIMEOUT": "0.3",
-}
-"""Small intervals for subprocess workers: a kill -9 is recovered within about
-TTL (2 s) + check interval (0.5-1.5 s) + second look (1.5 s)."""
+from tests.support.wait import wait_for
+from tests.support.workers import FAST_ENV, WorkerProcess
 
 REAPED = re.compile(
     r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})Z .*reaped dead process "
@@ -263,16 +253,6 @@ class Fleet:
         return out
 
 
-def wait_until(condition: Callable[[], bool], timeout: float, step: float = 0.1) -> bool:
-    """Poll ``condition`` until true or ``timeout`` seconds pass; whether it became true."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(step)
-    return condition()
-
-
 # -- the kill -9 run (CI tier and full tier) ---------------------------------------------
 
 
@@ -488,7 +468,7 @@ def run_chaos(
                 and all(i.split(":")[-2] in live_pids for i in identities)
             )
 
-        drained = wait_until(settled, 30) and not evidence.lost(jids)
+        drained = wait_for(settled, 30, fail=False) and not evidence.lost(jids)
         for proc in fleet.live:  # handlers installed: TERM is a clean stop
             proc.identity(admin)
         exit_codes = fleet.stop_all()

@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +27,13 @@ from sentry_sdk.transport import Transport
 
 import rfetch
 from rfetch.cli import main
-from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.errors import ConfigError
 from rfetch.integrations.sentry import DUPLICATE_LOGGERS, SentryErrorHandler, install
-from rfetch.worker.launcher import Launcher
 from rfetch.worker.registry import Registry
-from rfetch.worker.unit import UnitOfWork
-from tests.support.gate_worker import Worker
+from tests.support.gate_worker import Launch, LaunchedWorker, Worker, broken_once, running
 from tests.support.redis_server import RedisServer
-from tests.support.workers import wait_for
+from tests.support.wait import wait_for
 
 DSN = "http://public@localhost/1"
 """Never contacted: the recording transport replaces HTTP."""
@@ -101,9 +98,8 @@ def cfg(redis_server: RedisServer, r: redis.Redis) -> Config:
 
 @pytest.fixture
 def parts(cfg: Config) -> Iterator[Worker]:
-    p = Worker(cfg, [Fails, Ok])
-    yield p
-    p.redis.close()
+    with running(cfg, [Fails, Ok]) as p:
+        yield p
 
 
 def exception_of(event: dict[str, Any]) -> tuple[str, str]:
@@ -214,38 +210,43 @@ def test_an_invalid_job_is_one_event_with_its_context(
 
 
 @pytest.fixture
-def launcher(cfg: Config) -> Iterator[Launcher]:
-    worker = Launcher(cfg, Registry([Fails, Ok]))
-    yield worker
-    worker.manager.finish()
-    worker.redis.close()
+def launched(cfg: Config, launch: Launch) -> LaunchedWorker:
+    return launch(cfg, [Fails, Ok])
+
+
+RunPastABug = Callable[[object, str, str], dict[str, Any]]
+
+
+@pytest.fixture
+def run_past_a_bug(
+    cfg: Config,
+    launched: LaunchedWorker,
+    transport: RecordingTransport,
+    monkeypatch: pytest.MonkeyPatch,
+) -> RunPastABug:
+    """``run(part, method, message)``: with Sentry started, make ``part.method`` raise
+    ``RuntimeError(message)`` once, push a job, start the manager, wait for the job to run
+    all the same, and return the one event sent."""
+
+    def run(part: object, method: str, message: str) -> dict[str, Any]:
+        start_sentry(cfg, transport)
+        error = RuntimeError(message)
+        monkeypatch.setattr(part, method, broken_once(getattr(part, method), error))
+        jid = launched.client.push(Ok.job_name(), [])
+        launched.start()
+        wait_for(lambda: jid in Ok.ran, 10, f"the job to run after the error in {method}")
+        [event] = transport.events()
+        return event
+
+    return run
 
 
 def test_an_internal_fetch_error_is_reported_with_its_context(
-    cfg: Config,
-    launcher: Launcher,
-    transport: RecordingTransport,
-    monkeypatch: pytest.MonkeyPatch,
+    launched: LaunchedWorker, run_past_a_bug: RunPastABug
 ) -> None:
-    start_sentry(cfg, transport)
-    real = launcher.fetch.retrieve_work
-    calls: list[int] = []
-
-    def broken_once(*args: Any, **kwargs: Any) -> list[UnitOfWork]:
-        calls.append(1)
-        if len(calls) == 1:
-            raise RuntimeError("a bug in fetch")
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(launcher.fetch, "retrieve_work", broken_once)
-    jid = Client(cfg, launcher.redis).push(Ok.job_name(), [])
-
-    launcher.manager.start()
-    wait_for(lambda: jid in Ok.ran, 10, "the job to run after the fetch error")
-
     # Exactly one event, and it is the handler's (the manager's log.exception of the same
     # error would otherwise be kept by sentry-sdk's dedupe, without the context).
-    [event] = transport.events()
+    event = run_past_a_bug(launched.launcher.fetch, "retrieve_work", "a bug in fetch")
     assert exception_of(event) == ("RuntimeError", "a bug in fetch")
     assert event["tags"] == {"rfetch.context": "fetch"}
     assert event["contexts"]["rfetch"] == {"context": "fetch"}
@@ -253,29 +254,10 @@ def test_an_internal_fetch_error_is_reported_with_its_context(
 
 
 def test_an_internal_processor_error_is_reported_with_its_context(
-    cfg: Config,
-    launcher: Launcher,
-    transport: RecordingTransport,
-    monkeypatch: pytest.MonkeyPatch,
+    launched: LaunchedWorker, run_past_a_bug: RunPastABug
 ) -> None:
-    start_sentry(cfg, transport)
-    real = launcher.processor.process
-    calls: list[int] = []
-
-    def broken_once(unit: UnitOfWork) -> None:
-        calls.append(1)
-        if len(calls) == 1:
-            raise RuntimeError("a bug in the processor")
-        real(unit)
-
-    monkeypatch.setattr(launcher.processor, "process", broken_once)
-    jid = Client(cfg, launcher.redis).push(Ok.job_name(), [])
-
-    launcher.manager.start()
     # The job is pushed back by the manager's sweep and runs on the next try.
-    wait_for(lambda: jid in Ok.ran, 10, "the job to run after the processor error")
-
-    [event] = transport.events()
+    event = run_past_a_bug(launched.launcher.processor, "process", "a bug in the processor")
     assert exception_of(event) == ("RuntimeError", "a bug in the processor")
     assert event["tags"] == {"rfetch.context": "processor"}
 
