@@ -51,8 +51,6 @@ class Poller:
     ) -> None:
         self.config = config
         self.commands = commands
-        self.redis = commands.redis
-        self.keys = commands.keys
         self.report = report
         self.rng = rng or random.Random()
         self._failing = False
@@ -64,9 +62,10 @@ class Poller:
 
         One EXISTS first: when both sets are empty a poll costs one command."""
         moved_total = 0
-        if not self.redis.exists(self.keys.schedule, self.keys.retry):
+        keys, redis = self.commands.keys, self.commands.redis
+        if not redis.exists(keys.schedule, keys.retry):
             return 0
-        for zset in (self.keys.schedule, self.keys.retry):
+        for zset in (keys.schedule, keys.retry):
             while True:
                 moved = self.commands.enqueue_due(zset, BATCH)
                 moved_total += moved
@@ -81,7 +80,8 @@ class Poller:
         if average is None:
             now = time.monotonic()
             if now - self._counted_at >= PROCESS_COUNT_TTL:
-                self._count = int(self.redis.scard(self.keys.processes)) or 1
+                processes = self.commands.keys.processes
+                self._count = int(self.commands.redis.scard(processes)) or 1
                 self._counted_at = now
             average = self._count * PER_PROCESS_INTERVAL
         return average * self.rng.random() + average / 2
