@@ -15,7 +15,8 @@ import click
 from rfetch import affinity
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError, RfetchError
-from rfetch.logs import setup_logging
+from rfetch.log_context import PRINT_LOGGER, JobContext, PrintToLog
+from rfetch.logs import LogWriter, setup_logging
 
 from .app import main
 from .options import NAMESPACE_HELP, REDIS_URL_HELP
@@ -99,7 +100,10 @@ def worker(
     from rfetch.worker.launcher import Launcher
     from rfetch.worker.registry import Registry, configure_from, require
 
-    listener = setup_logging(verbose, json_logs)
+    # The application's logging and print output go to the worker's log, with the job.
+    job_context = JobContext()
+    listener = setup_logging(verbose, json_logs, job_context)
+    _print_to_log(listener)
     try:
         config = Config.from_env(
             redis_url=redis_url,
@@ -132,7 +136,7 @@ def worker(
     )
     metrics = _worker_metrics(config) if metrics_port is not None else None
     try:
-        launcher = Launcher(config, registry)
+        launcher = Launcher(config, registry, job_context=job_context)
         if metrics is not None and metrics_port is not None:
             manager = launcher.manager
             metrics.watch(lambda: (manager.busy(), config.concurrency, manager.quiet))
@@ -144,8 +148,23 @@ def worker(
                 ) from None
         code = launcher.run()
     finally:
+        sys.stdout.flush()
         listener.stop()
     sys.exit(code)
+
+
+def _print_to_log(listener: LogWriter) -> None:
+    """Make ``sys.stdout`` log lines (:class:`PrintToLog`) until the command ends, however
+    it ends (an error exit included), then put it back and stop the log writer."""
+    original = sys.stdout
+    sys.stdout = PrintToLog(logging.getLogger(PRINT_LOGGER), original)
+
+    def restore() -> None:
+        sys.stdout.flush()
+        sys.stdout = original
+        listener.stop()
+
+    click.get_current_context().call_on_close(restore)
 
 
 def _worker_metrics(config: Config) -> Any:

@@ -26,6 +26,7 @@ from typing import Any
 from redis import Redis
 
 from rfetch.config import Config
+from rfetch.log_context import JobContext
 from rfetch.stats import Stats
 from rfetch.store.commands import Commands
 from rfetch.store.connection import REDIS_DOWN, connect
@@ -68,6 +69,8 @@ class Launcher:
         registry: the jobs this process may run.
         redis: an existing client (default: connect to ``config.redis_url``).
         identity: the process identity (default: a new ``host:pid:hex``).
+        job_context: marks the running job for the application's log records (the one
+            :func:`rfetch.logs.setup_logging` filters with).
     """
 
     def __init__(
@@ -76,6 +79,7 @@ class Launcher:
         registry: Registry,
         redis: Redis | None = None,
         identity: str | None = None,
+        job_context: JobContext | None = None,
     ) -> None:
         self.config = config
         self.registry = registry
@@ -91,7 +95,13 @@ class Launcher:
         self.acks = DeferredAcks()
         self.job_retry = JobRetry(config, self.keys)
         self.processor = Processor(
-            config, registry, self.job_retry, self.stats, self.report, ack=self.acks
+            config,
+            registry,
+            self.job_retry,
+            self.stats,
+            self.report,
+            ack=self.acks,
+            job_context=job_context,
         )
         self.pause_watcher = PauseWatcher(self.keys, self.redis, on_change=self._paused)
         self.manager = Manager(

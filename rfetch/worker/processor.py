@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import time
 from collections.abc import Callable
@@ -10,6 +11,7 @@ from typing import Any
 from rfetch.config import Config
 from rfetch.errors import InvalidJob, UnknownJob
 from rfetch.job import Job
+from rfetch.log_context import JobContext
 from rfetch.logs import JobLog
 from rfetch.middleware import run_server_chain
 from rfetch.payload import Payload, Routing, loads
@@ -40,6 +42,8 @@ class Processor:
         ack: acknowledges a finished job (default :meth:`UnitOfWork.acknowledge`, at once;
             a worker passes its :class:`rfetch.worker.acks.DeferredAcks`, which rides on
             the next fetch).
+        job_context: where the running job is marked for the application's log records
+            (the one the log handler filters with; default: a context of its own).
     """
 
     def __init__(
@@ -50,6 +54,7 @@ class Processor:
         stats: Stats,
         report: ErrorReporter,
         ack: Callable[[UnitOfWork], object] = UnitOfWork.acknowledge,
+        job_context: JobContext | None = None,
     ) -> None:
         self.config = config
         self.registry = registry
@@ -58,15 +63,21 @@ class Processor:
         self.report = report
         self.ack = ack
         self.job_log = JobLog(log)
+        self.job_context = job_context or JobContext()
 
     def process(self, unit: UnitOfWork) -> None:
         """Run one job to its end: acknowledged, in the retry/dead set, or discarded.
 
-        Never raises for a job's own failure; the worker thread goes on.
+        Never raises for a job's own failure; the worker thread goes on. The job is marked
+        as running (:class:`JobContext`) in a copy of the thread's context, dropped at the
+        end, so no record logged after it carries its jid.
 
         Args:
             unit: the fetched job.
         """
+        contextvars.copy_context().run(self._process, unit)
+
+    def _process(self, unit: UnitOfWork) -> None:
         try:
             job = loads(unit.raw)
         except InvalidJob as exc:
@@ -78,6 +89,7 @@ class Processor:
         routing = unit.routing
         coalesced = routing is not None and routing.coalesced
         followers = self._take_followers(unit) if coalesced else []
+        self.job_context.enter(name, jid, unit.queue)
         job_log = self.job_log
         job_log.event("start", name, jid, unit.queue, None)
         started = time.perf_counter()
@@ -98,10 +110,12 @@ class Processor:
                 self._perform(instance, job, unit.queue)
         except BaseException as exc:  # a job's failure, whatever it raised, is a retry
             elapsed = round((time.perf_counter() - started) * 1000, 3)
+            # With the traceback, as Sidekiq's default error handler logs a failure.
             log.warning(
                 "fail: %s: %s",
                 type(exc).__name__,
                 exc,
+                exc_info=exc,
                 extra={"job_class": name, "jid": jid, "queue": unit.queue, "elapsed_ms": elapsed},
             )
             self.stats.record(name, True, elapsed)

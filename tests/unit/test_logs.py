@@ -190,3 +190,39 @@ def test_a_busy_writer_gathers_lines_and_stop_writes_them() -> None:
         *(f"burst {i}" for i in range(BUSY_BATCH * 2)),
         "late",
     ]
+
+
+def test_a_record_with_a_traceback_is_frozen_at_hand_off() -> None:
+    """The traceback is formatted in the calling thread (its frames as they were), and the
+    text and JSON formatters both write it."""
+    items: queue.SimpleQueue[Item] = queue.SimpleQueue()
+    handler = HandOffHandler(items)
+    logger = logging.getLogger("rfetchtest.frozen")
+    logger.handlers[:] = [handler]
+    logger.propagate = False
+    try:
+        raise KeyError("missing")
+    except KeyError:
+        logger.warning("fail: %s", "KeyError", exc_info=True)
+    record = items.get_nowait()
+    assert isinstance(record, logging.LogRecord)
+    assert record.exc_info is None and record.exc_text is not None
+    assert record.exc_text.startswith("Traceback (most recent call last):")
+    assert record.exc_text.endswith("KeyError: 'missing'")
+    text = TextFormatter().format(record)
+    assert text.splitlines()[0].endswith("WARNING: fail: KeyError")
+    assert text.splitlines()[-1] == "KeyError: 'missing'"
+    assert json.loads(JsonFormatter().format(record))["exc"] == record.exc_text
+
+
+def test_an_eager_handler_freezes_the_message_of_a_mutable_argument() -> None:
+    items: queue.SimpleQueue[Item] = queue.SimpleQueue()
+    logger = logging.getLogger("rfetchtest.eager")
+    logger.handlers[:] = [HandOffHandler(items, eager=True)]
+    logger.propagate = False
+    cart = ["apple"]
+    logger.info("cart %s", cart)
+    cart.append("pear")  # the application goes on changing its object
+    record = items.get_nowait()
+    assert isinstance(record, logging.LogRecord)
+    assert record.getMessage() == "cart ['apple']"
