@@ -15,6 +15,7 @@ Public API::
 from rfetch.client import Client, configure
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import (
+    ArgsMismatch,
     ArgsNotSerializable,
     BufferFull,
     ConfigError,
@@ -28,6 +29,7 @@ from rfetch.job import Job, JobFunction, job
 from rfetch.version import __version__
 
 __all__ = [
+    "ArgsMismatch",
     "ArgsNotSerializable",
     "BufferFull",
     "Client",

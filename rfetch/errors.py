@@ -42,3 +42,9 @@ class DuplicateJobName(RfetchError):
 class BufferFull(RfetchError):
     """Redis is unreachable and the client's reliable-push buffer is full; the job was not
     accepted (never dropped silently; Sidekiq Pro 7.1.4 also raises here)."""
+
+
+class ArgsMismatch(RfetchError, TypeError):
+    """A push's arguments do not fit the job's ``perform`` (too few, too many, or a
+    keyword-only parameter without a default). Raised at push time, when the job class is
+    known, instead of failing in the worker on every retry; nothing was written."""
