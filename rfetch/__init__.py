@@ -24,6 +24,7 @@ from rfetch.errors import (
     PayloadTooLarge,
     RfetchError,
     UnknownJob,
+    UnrunnableJobWarning,
 )
 from rfetch.job import Job, JobFunction, job
 from rfetch.version import __version__
@@ -43,6 +44,7 @@ __all__ = [
     "QueueSpec",
     "RfetchError",
     "UnknownJob",
+    "UnrunnableJobWarning",
     "__version__",
     "configure",
     "job",

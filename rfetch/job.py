@@ -6,12 +6,13 @@ import datetime as dt
 import functools
 import inspect
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Generic, Literal, ParamSpec, TypeVar
 
 from rfetch.arity import Arity, raw_perform
 from rfetch.client import DEFAULT, Client, check_options
-from rfetch.errors import ConfigError
+from rfetch.errors import ConfigError, UnrunnableJobWarning
 
 RetryDecision = float | int | Literal["discard", "kill"] | None
 """What ``retry_in`` returns: seconds until the retry, ``"discard"`` (drop the job),
@@ -80,9 +81,20 @@ class JobSetter:
 
     def _checked(self, args: Sequence[Any], options: Mapping[str, Any]) -> Sequence[Any]:
         """``args`` once they fit ``perform`` (a coalescing job's ``perform(batch)`` takes
-        the list of its jobs' argument lists, so its pushes are not checked)."""
+        the list of its jobs' argument lists, so its pushes are not checked); warns
+        (UnrunnableJobWarning) when the job's name starts with ``__main__.``."""
         if options.get("coalesce") is not True:
             self.job_class.check_args(args)
+        name = self.job_class.job_name()
+        if name.startswith("__main__."):
+            warnings.warn(
+                f"job {name!r} is defined in the script being run (__main__), so no worker "
+                "can register that name (a worker imports the module under its own name): "
+                "define the job in a module the script imports, or give the class a name "
+                f"(name = {name.split('.', 1)[1]!r})",
+                UnrunnableJobWarning,
+                stacklevel=4,
+            )
         return args
 
     def perform_async(self, *args: Any) -> str | None:

@@ -98,7 +98,7 @@ def worker(
     """
     from rfetch.integrations import sentry
     from rfetch.worker.launcher import Launcher
-    from rfetch.worker.registry import Registry, configure_from, require
+    from rfetch.worker.registry import Registry, configure_from, require_all
 
     # The application's logging and print output go to the worker's log, with the job.
     job_context = JobContext()
@@ -117,7 +117,7 @@ def worker(
             prefetch=prefetch,
             cpu_affinity=cpu_affinity,
         )
-        modules = [require(target) for target in requires]
+        modules = require_all(requires)
         configure_from(modules, config)
         registry = Registry.from_loaded()
         # After -r: a client the application's own modules initialised is kept.
@@ -125,8 +125,6 @@ def worker(
             click.echo("reporting errors to Sentry", err=True)
     except RfetchError as exc:
         raise click.ClickException(str(exc)) from None
-    if not requires:
-        click.echo("warning: no -r given, so no job classes are registered", err=True)
     try:
         placement = affinity.apply(config.cpu_affinity)
     except RfetchError as exc:

@@ -26,6 +26,7 @@ from typing import Any
 from redis import Redis
 
 from rfetch.config import Config
+from rfetch.formatting import safe_url
 from rfetch.log_context import JobContext
 from rfetch.stats import Stats
 from rfetch.store.commands import Commands
@@ -145,13 +146,17 @@ class Launcher:
         """Run until TERM/INT; returns the exit code (0 after a clean shutdown)."""
         self._install_signal_handlers()
         log.info(
-            "rfetch %s starting: identity=%s concurrency=%d queues=%s jobs=%d",
+            "rfetch %s starting: identity=%s redis=%s namespace=%s concurrency=%d queues=%s "
+            "jobs=%d",
             __version__,
             self.identity,
+            safe_url(self.config.redis_url),
+            self.config.namespace or "(none)",
             self.config.concurrency,
             ",".join(f"{q.name}:{q.weight}" for q in self.config.queues),
             len(self.registry),
         )
+        log.info("job classes: %s", ", ".join(self.registry.names()) or "(none)")
         # Beat once before fetching, so no private list exists without a known identity,
         # and read the paused queues so none is fetched from in the first moments.
         self.heartbeat.beat()

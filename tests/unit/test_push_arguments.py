@@ -8,6 +8,7 @@ connect: every refused push below is refused before Redis is reached.
 from __future__ import annotations
 
 import gc
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -150,3 +151,24 @@ def test_a_redefined_perform_is_read_again(client: Client) -> None:
     Report.perform = perform  # type: ignore[method-assign]
     with pytest.raises(ArgsMismatch, match="takes 0 arguments, got 1"):
         Report.set(client=client).perform_async("monday")
+
+
+def test_a_job_defined_in_main_is_pushed_with_a_warning(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A script's own job class is named ``__main__.<Class>``, which no worker registers."""
+    pushed: list[str] = []
+    monkeypatch.setattr(client, "push", lambda name, *rest, **kw: pushed.append(name))
+
+    def perform(self: rfetch.Job, n: int) -> None: ...
+
+    Script = type("Script", (rfetch.Job,), {"perform": perform, "__module__": "__main__"})
+    Named = type(
+        "Named", (rfetch.Job,), {"perform": perform, "__module__": "__main__", "name": "Named"}
+    )
+    with pytest.warns(rfetch.UnrunnableJobWarning, match=r"'__main__\.Script'.*name = 'Script'"):
+        Script.set(client=client).perform_async(1)
+    assert pushed == ["__main__.Script"]  # still pushed: a warning, not an error
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Named.set(client=client).perform_async(1)
