@@ -119,7 +119,7 @@ def require(target: str) -> list[ModuleType]:
 
 def require_all(targets: Iterable[str]) -> list[ModuleType]:
     """:func:`require` each ``-r`` target in order, warning in the log about a target that
-    defines no job class (a package folder whose jobs live elsewhere, a module without
+    adds no job class (a package folder whose jobs live elsewhere, a module without
     jobs) and when no job class is registered at all: a worker that has none fails every
     job it fetches as unknown.
 
@@ -136,8 +136,10 @@ def require_all(targets: Iterable[str]) -> list[ModuleType]:
         loaded = set(_all_subclasses(Job))
         if not Registry(loaded - known):
             log.warning(
-                "-r %s defines no job class (a concrete rfetch.Job subclass or @rfetch.job "
-                "function); name the module that does, e.g. -r myapp.jobs", target
+                "-r %s adds no job class (a concrete rfetch.Job subclass or @rfetch.job "
+                "function not loaded before); name the module that defines the jobs, e.g. "
+                "-r myapp.jobs",
+                target,
             )
         known = loaded
     if not Registry(known):
@@ -154,7 +156,7 @@ def _importable(path: Path) -> tuple[Path, str]:
     ``path`` (absolute) is imported: up through every enclosing package folder."""
     if path.is_file() and path.stem == "__init__":  # a package's own file: the package
         path = path.parent
-    parts = [path.stem]
+    parts = [path.stem if path.is_file() else path.name]
     folder = path.parent
     while (folder / "__init__.py").is_file() and folder.parent != folder:
         parts.insert(0, folder.name)

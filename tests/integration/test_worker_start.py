@@ -79,7 +79,7 @@ def test_a_require_without_jobs_and_a_worker_without_jobs_are_warned(
 ) -> None:
     worker = start_worker("-r", "nojobs")
     log = worker.log()
-    assert "WARNING: -r nojobs defines no job class" in log
+    assert "WARNING: -r nojobs adds no job class" in log
     assert "WARNING: no job classes are registered: every job this worker fetches" in log
     assert "job classes: (none)" in log
 
@@ -97,7 +97,7 @@ def test_a_package_folder_or_a_file_in_it_registers_the_pushed_name(
     wait_for(lambda: f"jid={jid}" in worker.log() and "INFO: done" in worker.log(), 15, worker.log)
     log = worker.log()
     assert "job classes: billingpkg.jobs.Invoice" in log
-    assert "defines no job class" not in log
+    assert "adds no job class" not in log
     assert f"jid={jid} INFO: invoiced 7" in log
 
 
