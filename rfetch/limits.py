@@ -1,0 +1,137 @@
+"""Time limits and cancellation of one job execution.
+
+A worker gives every job it runs a :class:`JobControl`: the job's deadline (from the job
+option ``timeout``, else the worker's ``--job-timeout``) and its cancel flag (set when
+``rfetch.api.cancel`` asks). The job sees them as ``self.deadline`` and
+``self.check_cancelled()`` and can stop itself at a safe point: the cooperative path.
+
+A job that does not stop is overdue ``grace`` seconds after its deadline or after the
+cancel request; the worker then takes the hard path (docs/guarantees.md, "Time limits"):
+it records the job as failed with :meth:`JobControl.error` (``rfetch.JobTimeout`` or
+``rfetch.JobCancelled``), goes quiet, pushes back every other job it holds once its
+other running jobs have finished (within ``-t``), and exits with ``EXIT_RETIRED`` so
+that its supervisor (or systemd) replaces it. A Python thread cannot be stopped from
+outside safely (Sidekiq says the same of Ruby threads), so the process is what ends.
+
+Every time here is monotonic seconds (``time.monotonic``), never epoch.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from rfetch.errors import JobCancelled, JobTimeout
+
+Verdict = Literal["timeout", "cancel"]
+"""Why a job is overdue: past its deadline plus grace, or cancelled plus grace ago."""
+
+
+def timeout_of(payload: Mapping[str, Any], default: float | None) -> float | None:
+    """The time limit of a job in seconds: the payload's ``timeout`` field when it is a
+    positive finite number, else ``default`` (the worker's ``--job-timeout``, or None).
+
+    A ``timeout`` of another type (a payload pushed by hand or by another client) is not
+    an error here: the job runs with the worker's default, as if the field were absent.
+    """
+    value = payload.get("timeout")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    if value > 0 and math.isfinite(value):
+        return float(value)
+    return default
+
+
+class JobControl:
+    """The deadline and the cancel flag of one job execution.
+
+    Thread-safe: the job's thread reads it while the worker's timekeeper cancels it.
+
+    Args:
+        timeout: seconds the job may run, or None for no limit.
+        grace: seconds past the deadline, or past a cancel request, before the job is
+            overdue and the worker stops it for real (``Config.job_timeout_grace``).
+        started: when the job started, monotonic seconds (default: now).
+        clock: the monotonic clock (tests pass a fake one).
+    """
+
+    def __init__(
+        self,
+        timeout: float | None,
+        grace: float,
+        started: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.clock = clock
+        self.timeout = timeout
+        self.grace = grace
+        self.started = clock() if started is None else started
+        self.deadline: float | None = None if timeout is None else self.started + timeout
+        """Monotonic time at which the job should stop itself, or None (no limit)."""
+        self._lock = threading.Lock()
+        self._cancelled = threading.Event()
+        self._cancelled_at: float | None = None
+        self.cancel_reason = ""
+        self.cancel_to_dead = False
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether a cancel was requested."""
+        return self._cancelled.is_set()
+
+    def cancel(self, reason: str = "", dead: bool = False) -> None:
+        """Request the cancel (the first request's time starts the grace period).
+
+        Args:
+            reason: shown in the error message and to the death handlers.
+            dead: put the cancelled job in the dead set (default: drop it).
+        """
+        with self._lock:
+            if self._cancelled_at is not None:
+                return
+            self._cancelled_at = self.clock()
+            self.cancel_reason = reason
+            self.cancel_to_dead = dead
+        self._cancelled.set()
+
+    def check(self) -> None:
+        """Stop here if the job should stop (what ``Job.check_cancelled`` calls).
+
+        Raises:
+            JobCancelled: a cancel was requested.
+            JobTimeout: the deadline has passed.
+        """
+        if self._cancelled.is_set():
+            raise self.error("cancel")
+        if self.deadline is not None and self.clock() >= self.deadline:
+            raise self.error("timeout")
+
+    def overdue(self, now: float | None = None) -> Verdict | None:
+        """Whether the hard path is due at ``now`` (monotonic; default the clock): a cancel
+        requested ``grace`` seconds ago or more, else a deadline ``grace`` seconds past."""
+        now = self.clock() if now is None else now
+        with self._lock:
+            cancelled_at = self._cancelled_at
+        if cancelled_at is not None and now >= cancelled_at + self.grace:
+            return "cancel"
+        if self.deadline is not None and now >= self.deadline + self.grace:
+            return "timeout"
+        return None
+
+    def next_due(self) -> float | None:
+        """The monotonic time at which :meth:`overdue` turns true, or None if never (no
+        deadline and no cancel)."""
+        with self._lock:
+            cancelled_at = self._cancelled_at
+        times = [t + self.grace for t in (cancelled_at, self.deadline) if t is not None]
+        return min(times) if times else None
+
+    def error(self, verdict: Verdict) -> JobTimeout | JobCancelled:
+        """The exception recorded for this job, with a message a person can act on."""
+        if verdict == "cancel":
+            why = f": {self.cancel_reason}" if self.cancel_reason else ""
+            return JobCancelled(f"cancelled{why}")
+        return JobTimeout(f"ran longer than its time limit of {self.timeout:g} s")
