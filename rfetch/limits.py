@@ -76,6 +76,17 @@ class JobControl:
         self._cancelled_at: float | None = None
         self.cancel_reason = ""
         self.cancel_to_dead = False
+        self._abandoned = threading.Event()
+
+    @property
+    def abandoned(self) -> bool:
+        """Whether the worker took the hard path: the job was recorded as failed (or
+        cancelled) while its thread still ran; whatever the thread does later is ignored."""
+        return self._abandoned.is_set()
+
+    def abandon(self) -> None:
+        """Mark the execution as taken over by the hard path (see :attr:`abandoned`)."""
+        self._abandoned.set()
 
     @property
     def cancelled(self) -> bool:

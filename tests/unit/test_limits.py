@@ -132,3 +132,10 @@ def test_config_checks_the_limits() -> None:
         {"RFETCH_PROCESSES": "3", "RFETCH_JOB_TIMEOUT": "2.5", "RFETCH_MAX_MEMORY": "300"}
     )
     assert (config.processes, config.job_timeout, config.max_memory) == (3, 2.5, 300)
+
+
+def test_abandon_marks_the_execution() -> None:
+    control = JobControl(1.0, grace=0.0, clock=Clock())
+    assert not control.abandoned
+    control.abandon()
+    assert control.abandoned
