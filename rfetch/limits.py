@@ -76,17 +76,35 @@ class JobControl:
         self._cancelled_at: float | None = None
         self.cancel_reason = ""
         self.cancel_to_dead = False
-        self._abandoned = threading.Event()
+        self._outcome: Literal["running", "finished", "abandoned"] = "running"
 
     @property
     def abandoned(self) -> bool:
         """Whether the worker took the hard path: the job was recorded as failed (or
         cancelled) while its thread still ran; whatever the thread does later is ignored."""
-        return self._abandoned.is_set()
+        with self._lock:
+            return self._outcome == "abandoned"
 
-    def abandon(self) -> None:
-        """Mark the execution as taken over by the hard path (see :attr:`abandoned`)."""
-        self._abandoned.set()
+    def finish(self) -> bool:
+        """Called by the job's thread when ``perform`` returned or raised: True if the
+        thread still owns the outcome (acknowledge it, or record the failure); False if the
+        hard path took the job over first."""
+        with self._lock:
+            if self._outcome == "abandoned":
+                return False
+            self._outcome = "finished"
+            return True
+
+    def abandon(self) -> bool:
+        """Called by the worker's timekeeper to take the hard path: True if it took the job
+        over (the thread had not finished), False if the thread finished first. Exactly one
+        of :meth:`finish` and :meth:`abandon` returns True, so a job is never both
+        acknowledged and recorded as timed out."""
+        with self._lock:
+            if self._outcome == "finished":
+                return False
+            self._outcome = "abandoned"
+            return True
 
     @property
     def cancelled(self) -> bool:

@@ -73,9 +73,9 @@ class Supervisor:
             (``-t``), ``block_timeout`` and ``network_timeout`` (how long a child's
             shutdown may take after ``-t``), ``tag``.
         processes: forks, signals and measures the children.
-        recover: called with the identity of every child that has exited, to push its
-            private lists back now (a clean exit left them empty); None to leave that to
-            orphan recovery.
+        recover: called with the identity of every child that ended without its own clean
+            shutdown (an exit code other than 0 and ``EXIT_RETIRED``, or a signal), to push
+            its private lists back now; None to leave that to orphan recovery.
         clock: monotonic seconds (tests pass a fake clock).
         backoff: restart delays (default :class:`RestartBackoff`).
     """
@@ -168,7 +168,7 @@ class Supervisor:
                 log.warning("worker %d keeps dying at start: next try in %.0f s", child.slot, delay)
             self._restarts[child.slot] = now + delay
             self._start_due(now)
-        if self.recover is not None:
+        if self.recover is not None and code not in (0, EXIT_RETIRED):
             try:
                 self.recover(child.identity)
             except Exception:  # orphan recovery gets them later

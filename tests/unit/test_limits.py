@@ -134,8 +134,10 @@ def test_config_checks_the_limits() -> None:
     assert (config.processes, config.job_timeout, config.max_memory) == (3, 2.5, 300)
 
 
-def test_abandon_marks_the_execution() -> None:
-    control = JobControl(1.0, grace=0.0, clock=Clock())
-    assert not control.abandoned
-    control.abandon()
-    assert control.abandoned
+def test_finish_and_abandon_exclude_each_other() -> None:
+    late = JobControl(1.0, grace=0.0, clock=Clock())
+    assert late.abandon() and late.abandoned
+    assert not late.finish()  # the thread's late result is ignored
+    early = JobControl(1.0, grace=0.0, clock=Clock())
+    assert early.finish()
+    assert not early.abandon() and not early.abandoned  # the job finished first: no hard path
