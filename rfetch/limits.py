@@ -18,6 +18,7 @@ Every time here is monotonic seconds (``time.monotonic``), never epoch.
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 import time
@@ -164,3 +165,27 @@ class JobControl:
             why = f": {self.cancel_reason}" if self.cancel_reason else ""
             return JobCancelled(f"cancelled{why}")
         return JobTimeout(f"ran longer than its time limit of {self.timeout:g} s")
+
+
+CANCEL_TTL = 24 * 3600
+"""Seconds a cancel mark ``cancel:<jid>`` lives: any worker that holds or fetches the job
+within that time cancels it."""
+
+
+def cancel_mark(reason: str, dead: bool, now: float) -> str:
+    """The value of a cancel mark (JSON): why, whether the job goes to the dead set, and
+    when it was asked (float epoch seconds)."""
+    return json.dumps({"reason": reason, "dead": dead, "at": now}, separators=(",", ":"))
+
+
+def read_cancel_mark(raw: bytes | str) -> tuple[str, bool]:
+    """``(reason, dead)`` of a cancel mark; a mark that is not rfetch's JSON still cancels
+    (reason ``""``, not to the dead set), since someone asked for it."""
+    try:
+        mark = json.loads(raw)
+    except (TypeError, ValueError):
+        return "", False
+    if not isinstance(mark, dict):
+        return "", False
+    reason = mark.get("reason")
+    return (reason if isinstance(reason, str) else ""), mark.get("dead") is True

@@ -7,7 +7,7 @@ import pytest
 
 import rfetch
 from rfetch.client import check_options
-from rfetch.limits import JobControl, timeout_of
+from rfetch.limits import JobControl, cancel_mark, read_cancel_mark, timeout_of
 from rfetch.retry import error_class_name
 
 
@@ -141,3 +141,10 @@ def test_finish_and_abandon_exclude_each_other() -> None:
     early = JobControl(1.0, grace=0.0, clock=Clock())
     assert early.finish()
     assert not early.abandon() and not early.abandoned  # the job finished first: no hard path
+
+
+def test_cancel_marks_round_trip_and_garbage_still_cancels() -> None:
+    assert read_cancel_mark(cancel_mark("stop it", True, 1.5)) == ("stop it", True)
+    assert read_cancel_mark(b'{"reason": 3}') == ("", False)
+    assert read_cancel_mark(b"yes") == ("", False)
+    assert read_cancel_mark(b"[1]") == ("", False)
