@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from redis.client import Pipeline
 
-from rfetch.keys import Keys
+from rfetch.store.keys import Keys
 
 STATS_TTL = 5 * 365 * 24 * 3600
 """Lifetime of the daily counters, seconds (Sidekiq: 5 years)."""

@@ -22,7 +22,7 @@ import datetime as dt
 from redis import Redis
 
 from rfetch.config import Config
-from rfetch.connection import connect
+from rfetch.store.connection import connect
 
 from .cancel import CancelResult, cancel
 from .context import Context, Found

@@ -96,8 +96,8 @@ def worker(
     (a second TERM/INT stops at once); TTIN = log every thread's stack.
     """
     from rfetch.integrations import sentry
-    from rfetch.launcher import Launcher
-    from rfetch.registry import Registry, configure_from, require
+    from rfetch.worker.launcher import Launcher
+    from rfetch.worker.registry import Registry, configure_from, require
 
     listener = setup_logging(verbose, json_logs)
     try:

@@ -20,8 +20,8 @@ import pytest
 
 from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.launcher import HANDLED_SIGNALS, Launcher
-from rfetch.registry import Registry
+from rfetch.worker.launcher import HANDLED_SIGNALS, Launcher
+from rfetch.worker.registry import Registry
 from tests.support.chaos import (
     ChaosPlan,
     Evidence,
@@ -132,8 +132,8 @@ def test_clean_stop_unregisters_the_process_even_with_a_beat_in_flight(
         redis_url=own_redis.url, heartbeat_interval=0.05, heartbeat_ttl=30, block_timeout=0.3
     )
     launcher = Launcher(config, Registry([]))
-    heartbeat, manager = launcher.heartbeat, launcher.manager
-    real_beat, real_clear, real_running = heartbeat.beat, heartbeat.clear, manager.running
+    heartbeat, work = launcher.heartbeat, launcher.work
+    real_beat, real_clear, real_running = heartbeat.beat, heartbeat.clear, work.running
     armed, in_beat, cleared, beat_done = (threading.Event() for _ in range(4))
 
     def running() -> dict[int, Any]:
@@ -158,7 +158,7 @@ def test_clean_stop_unregisters_the_process_even_with_a_beat_in_flight(
         if in_beat.wait(5.0):
             launcher.events.put("TERM")
 
-    heartbeat.beat, heartbeat.clear, manager.running = beat, clear, running  # type: ignore[method-assign]
+    heartbeat.beat, heartbeat.clear, work.running = beat, clear, running  # type: ignore[method-assign]
     saved = {name: signal.getsignal(getattr(signal, f"SIG{name}")) for name in HANDLED_SIGNALS}
     admin = own_redis.client(socket_timeout=5)
     try:

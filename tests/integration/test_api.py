@@ -27,8 +27,8 @@ from rfetch.api import (
 )
 from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.keys import Keys
 from rfetch.stats import BUCKETS_MS
+from rfetch.store.keys import Keys
 from tests.support.redis_server import RedisServer
 from tests.support.ruby import needs_ruby, ruby
 from tests.support.seed import jid_of, payload

@@ -18,7 +18,6 @@ import rfetch
 from rfetch.client import Client
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError
-from rfetch.recovery import OrphanRecovery
 from tests.support.gate_worker import FAIL, RAN, Step, Worker, holder, make_due, running
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
@@ -109,7 +108,7 @@ def test_orphan_recovery_returns_tenant_jobs_to_their_tenant(
     push(worker, "A", "A1")
     worker.fetch.retrieve_work(2)
     assert r.exists("rfetch:fair:q") == 0
-    OrphanRecovery(cfg, worker.redis, worker.scripts, "someone-else").reap(worker.identity, ["q"])
+    worker.other_process().reap(worker.identity, ["q"])
     assert fetch_order(worker) == ["A0", "A1"]
 
 

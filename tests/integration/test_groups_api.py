@@ -53,7 +53,6 @@ def test_ordering_keys_show_holder_place_and_pending(worker: Worker, api: Api) -
 def test_running_holder_has_a_lease(worker: Worker, api: Api) -> None:
     push(worker, 0, key="a")
     unit = worker.take()
-    worker.processor._gate(unit, json.loads(unit.raw))
     (info,) = api.ordering_keys()
     assert info.place == "unknown"  # fetched, no heartbeat yet
     pipe = worker.redis.pipeline(transaction=False)

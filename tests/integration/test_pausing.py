@@ -10,7 +10,7 @@ import redis
 
 from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.keys import Keys
+from rfetch.store.keys import Keys
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
 from tests.support.workers import WorkerProcess

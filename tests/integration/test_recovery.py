@@ -13,9 +13,10 @@ import redis
 
 from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.keys import Keys
-from rfetch.recovery import POISON_ERROR_CLASS, OrphanRecovery
-from rfetch.scripts import Scripts
+from rfetch.store.keys import Keys
+from rfetch.worker.launcher import Launcher
+from rfetch.worker.recovery import POISON_ERROR_CLASS, OrphanRecovery
+from rfetch.worker.registry import Registry
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
 from tests.support.workers import WorkerProcess
@@ -26,7 +27,7 @@ KEYS = Keys()
 
 def make_recovery(r: redis.Redis, url: str, **fields: Any) -> OrphanRecovery:
     config = Config(redis_url=url, heartbeat_interval=0.2, heartbeat_ttl=1, **fields)
-    return OrphanRecovery(config, r, Scripts.load(r), identity="me:1:bbbbbbbbbbbb")
+    return Launcher(config, Registry([]), redis=r, identity="me:1:bbbbbbbbbbbb").recovery
 
 
 def orphan(r: redis.Redis, url: str, count: int, identity: str = DEAD) -> list[bytes]:

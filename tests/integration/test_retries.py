@@ -23,7 +23,7 @@ import rfetch
 from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.job import RetryDecision
-from rfetch.retry import decompress_backtrace
+from rfetch.worker.retry import decompress_backtrace
 from tests.support.gate_worker import Worker, make_due, running
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for

@@ -30,7 +30,7 @@ from rfetch.cli import main
 from rfetch.config import Config
 from rfetch.errors import ConfigError
 from rfetch.integrations.sentry import DUPLICATE_LOGGERS, SentryErrorHandler, install
-from rfetch.registry import Registry
+from rfetch.worker.registry import Registry
 from tests.support.gate_worker import Launch, LaunchedWorker, Worker, broken_once, running
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
@@ -198,7 +198,7 @@ def test_an_invalid_job_is_one_event_with_its_context(
 
     parts.work_one()
 
-    # One event: rfetch.retry's "invalid job" log line is not turned into a second one.
+    # One event: rfetch.worker.retry's "invalid job" log line is not turned into a second one.
     [event] = transport.events()
     assert exception_of(event)[0] == "InvalidJob"
     assert event["tags"] == {"queue": "default", "rfetch.context": "invalid job"}
@@ -369,7 +369,7 @@ def test_the_worker_command_installs_sentry_from_sentry_dsn(
     # An application module (-r) that initialised sentry-sdk itself: its client is kept,
     # which also keeps this test off the network.
     sentry_sdk.init(dsn=DSN, transport=transport, auto_enabling_integrations=False)
-    monkeypatch.setattr("rfetch.launcher.Launcher", FakeLauncher)
+    monkeypatch.setattr("rfetch.worker.launcher.Launcher", FakeLauncher)
     monkeypatch.setattr(Registry, "from_loaded", classmethod(lambda cls: cls([Ok])))
     FakeLauncher.configs.clear()
 
@@ -391,7 +391,7 @@ def test_the_worker_command_without_sentry_sdk_fails_with_the_install_hint(
     rfetch_logger: None,
 ) -> None:
     monkeypatch.setitem(sys.modules, "sentry_sdk", None)
-    monkeypatch.setattr("rfetch.launcher.Launcher", FakeLauncher)
+    monkeypatch.setattr("rfetch.worker.launcher.Launcher", FakeLauncher)
     monkeypatch.setattr(Registry, "from_loaded", classmethod(lambda cls: cls([Ok])))
     FakeLauncher.configs.clear()
 

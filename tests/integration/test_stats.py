@@ -6,8 +6,8 @@ import time
 
 import redis
 
-from rfetch.keys import Keys
 from rfetch.stats import BUCKETS_MS, Stats
+from rfetch.store.keys import Keys
 
 
 def flush(stats: Stats, r: redis.Redis) -> None:

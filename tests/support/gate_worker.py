@@ -28,19 +28,14 @@ import redis
 import rfetch
 from rfetch.client import Client
 from rfetch.config import Config, QueueSpec
-from rfetch.connection import connect
-from rfetch.fetch import ReliableFetch, UnitOfWork
-from rfetch.heartbeat import make_identity
 from rfetch.job import RetryDecision
-from rfetch.keys import Keys
-from rfetch.launcher import Launcher
-from rfetch.manager import Manager
-from rfetch.processor import Processor
-from rfetch.registry import Registry
-from rfetch.retry import JobRetry
-from rfetch.scheduled import Poller
-from rfetch.scripts import Scripts
-from rfetch.stats import Stats
+from rfetch.store.connection import connect
+from rfetch.worker.fetch import ReliableFetch
+from rfetch.worker.launcher import Launcher
+from rfetch.worker.manager import Manager
+from rfetch.worker.recovery import OrphanRecovery
+from rfetch.worker.registry import Registry
+from rfetch.worker.unit import UnitOfWork
 from tests.support.redis_server import RedisServer
 
 RAN: list[tuple[str, Any]] = []
@@ -84,7 +79,8 @@ JOBS: list[type[rfetch.Job]] = [Step, Skipper, ByPost]
 
 
 class Worker:
-    """One worker's parts, wired as ``rfetch.launcher.Launcher`` wires them.
+    """One worker's parts, wired by ``rfetch.worker.launcher.Launcher`` (never run: its
+    parts are driven one job at a time, or as a pool with :meth:`pool`, once).
 
     Args:
         config: the settings.
@@ -94,17 +90,20 @@ class Worker:
     def __init__(self, config: Config, classes: Sequence[type[rfetch.Job]] = JOBS) -> None:
         self.config = config
         self.redis = connect(config)
-        self.identity = make_identity()
-        self.keys = Keys(config.namespace)
-        self.scripts = Scripts.load(self.redis)
-        self.fetch = ReliableFetch(config, self.redis, self.identity, self.scripts)
-        self.stats = Stats(self.keys)
-        self.job_retry = JobRetry(config, self.fetch)
-        self.processor = Processor(
-            config, self.fetch, Registry(classes), self.job_retry, self.stats
-        )
-        self.poller = Poller(config, self.redis, self.scripts)
+        self.launcher = Launcher(config, Registry(classes), redis=self.redis)
+        self.identity = self.launcher.identity
+        self.keys = self.launcher.keys
+        self.commands = self.launcher.commands
+        self.fetch = self.launcher.fetch
+        self.stats = self.launcher.stats
+        self.job_retry = self.launcher.job_retry
+        self.processor = self.launcher.processor
+        self.poller = self.launcher.poller
         self.client = Client(config, self.redis)
+
+    def other_process(self, identity: str = "someone-else:1:000000000000") -> OrphanRecovery:
+        """The orphan recovery of another process (``identity``) on the same Redis."""
+        return Launcher(self.config, Registry([]), redis=self.redis, identity=identity).recovery
 
     def take(self) -> UnitOfWork:
         units = self.fetch.retrieve_work(1)
@@ -130,7 +129,7 @@ class Worker:
     @contextmanager
     def pool(self) -> Iterator[Manager]:
         """The pool and the poller in threads, as a worker process runs them."""
-        manager = Manager(self.config, self.fetch, self.processor)
+        manager = self.launcher.manager
         stop = threading.Event()
         poller = threading.Thread(target=self.poller.run, args=(stop,), daemon=True)
         manager.start()

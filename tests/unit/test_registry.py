@@ -15,7 +15,7 @@ import pytest
 
 import rfetch
 from rfetch.errors import ConfigError, DuplicateJobName
-from rfetch.registry import Registry, require
+from rfetch.worker.registry import Registry, require
 
 
 @rfetch.job(queue="mail", retry=3)

@@ -15,9 +15,9 @@ from werkzeug.test import Client
 from rfetch.api import Api
 from rfetch.client import Client as JobClient
 from rfetch.config import Config
-from rfetch.keys import Keys
 from rfetch.metrics import ApiCollector, WorkerMetrics
 from rfetch.stats import BUCKETS_MS, Stats
+from rfetch.store.keys import Keys
 from tests.support.redis_server import RedisServer, free_port
 from tests.support.seed import jid_of
 from tests.support.wait import wait_for

@@ -1,8 +1,8 @@
 """Which job names a worker will run.
 
 A worker runs only the job classes defined by the modules it was told to import (``-r``):
-it never imports or calls anything a payload names (issue #2). The registry is built once
-at start-up from the subclasses of :class:`rfetch.Job` that exist after those imports;
+it never imports or calls anything a payload names (no code from the wire). The registry is
+built once at start-up from the subclasses of :class:`rfetch.Job` that exist after those imports;
 no global registry is kept.
 """
 

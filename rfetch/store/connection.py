@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from redis import Redis
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError, TimeoutError
 from redis.retry import Retry
 
 from rfetch.config import Config
+
+REDIS_DOWN = (ConnectionError, TimeoutError, OSError)
+"""Errors that mean Redis could not be reached or did not answer."""
 
 
 def connect(config: Config, *, max_connections: int | None = None) -> Redis:
@@ -14,7 +18,7 @@ def connect(config: Config, *, max_connections: int | None = None) -> Redis:
 
     redis-py retries a command after a connection error by default. rfetch turns that off:
     a blocking move whose reply was lost must be seen as an error, so that the worker pushes
-    back what may have been moved (issue #3), and a repeated push must be a decision of the
+    back what may have been moved (reliable fetch), and a repeated push must be a decision of the
     reliable-push buffer, not of the driver.
 
     Args:

@@ -9,15 +9,15 @@ from typing import Any
 
 from rfetch.config import Config
 from rfetch.errors import InvalidJob, UnknownJob
-from rfetch.fetch import ReliableFetch, UnitOfWork
 from rfetch.job import Job
 from rfetch.logs import JobLog
 from rfetch.middleware import run_server_chain
-from rfetch.payload import Payload, epoch_seconds, loads
-from rfetch.registry import Registry
-from rfetch.reporting import report
-from rfetch.retry import JobRetry
+from rfetch.payload import Payload, Routing, loads
 from rfetch.stats import Stats
+from rfetch.worker.registry import Registry
+from rfetch.worker.reporting import ErrorReporter
+from rfetch.worker.retry import JobRetry
+from rfetch.worker.unit import UnitOfWork
 
 log = logging.getLogger("rfetch.job")
 
@@ -25,48 +25,38 @@ COALESCE_MAX = 1000
 """Waiting jobs of a key merged into one execution at most; the rest form the next one."""
 
 
-def coalesce_score(payload: Payload) -> float:
-    """A job's place in a coalesced batch: its ``score`` if a number, else its push time
-    ``created_at`` (float epoch seconds, Sidekiq 8's milliseconds read too), which, unlike
-    ``enqueued_at``, a retry does not change, else ``enqueued_at``, else 0."""
-    score = payload.get("score")
-    if isinstance(score, (int, float)) and not isinstance(score, bool):
-        return float(score)
-    for field in ("created_at", "enqueued_at"):
-        seconds = epoch_seconds(payload.get(field))
-        if seconds is not None:
-            return seconds
-    return 0.0
-
-
 class Processor:
     """Runs fetched jobs; shared by the pool's threads (it keeps no per-job state).
 
+    Sidekiq's ``Processor#process``: parse, look up the class, server middleware, perform,
+    then acknowledge (success) or hand the failure to :class:`JobRetry`.
+
     Args:
-        config: server middleware and error handlers.
-        fetch: acknowledges finished jobs.
+        config: server middleware.
         registry: the job classes this worker may run.
         job_retry: records failures.
         stats: processed/failed counters.
-        ack: acknowledges a finished job (default ``fetch.acknowledge``; the manager passes
-            its deferred acknowledgement, which rides on the next fetch).
+        report: the error reporter (job failures, invalid payloads).
+        ack: acknowledges a finished job (default :meth:`UnitOfWork.acknowledge`, at once;
+            a worker passes its :class:`rfetch.worker.acks.DeferredAcks`, which rides on
+            the next fetch).
     """
 
     def __init__(
         self,
         config: Config,
-        fetch: ReliableFetch,
         registry: Registry,
         job_retry: JobRetry,
         stats: Stats,
-        ack: Callable[[UnitOfWork], object] | None = None,
+        report: ErrorReporter,
+        ack: Callable[[UnitOfWork], object] = UnitOfWork.acknowledge,
     ) -> None:
         self.config = config
-        self.fetch = fetch
-        self.ack = ack if ack is not None else fetch.acknowledge
         self.registry = registry
         self.job_retry = job_retry
         self.stats = stats
+        self.report = report
+        self.ack = ack
         self.job_log = JobLog(log)
 
     def process(self, unit: UnitOfWork) -> None:
@@ -81,15 +71,13 @@ class Processor:
             job = loads(unit.raw)
         except InvalidJob as exc:
             self.job_retry.bury_invalid(unit, exc)
-            self._report(exc, {"queue": unit.queue, "context": "invalid job"})
+            self.report(exc, {"queue": unit.queue, "context": "invalid job"})
             return
         name = job["class"]
         jid = job["jid"]
-        followers: list[tuple[UnitOfWork, Payload]] = []
-        if "ordering_key" in job or "unique_key" in job:
-            self._gate(unit, job)
-            if job.get("coalesce") and unit.ordering_key is not None:
-                followers = self._take_followers(unit)
+        routing = unit.routing
+        coalesced = routing is not None and routing.coalesced
+        followers = self._take_followers(unit) if coalesced else []
         job_log = self.job_log
         job_log.event("start", name, jid, unit.queue, None)
         started = time.perf_counter()
@@ -103,8 +91,9 @@ class Processor:
                 )
             instance = cls()
             instance.jid = jid
-            if job.get("coalesce") and unit.ordering_key is not None:
-                self._perform_coalesced(instance, job, unit.queue, followers)
+            if coalesced:
+                last = routing is not None and routing.coalesce == "last"
+                self._perform_coalesced(instance, job, unit.queue, followers, last)
             else:
                 self._perform(instance, job, unit.queue)
         except BaseException as exc:  # a job's failure, whatever it raised, is a retry
@@ -116,43 +105,30 @@ class Processor:
                 extra={"job_class": name, "jid": jid, "queue": unit.queue, "elapsed_ms": elapsed},
             )
             self.stats.record(name, True, elapsed)
-            self._report(exc, {"job": job, "queue": unit.queue, "jid": job["jid"]})
+            self.report(exc, {"job": job, "queue": unit.queue, "jid": job["jid"]})
             if followers:
                 # Back to the head of the key's list, still behind the failed holder: they
                 # coalesce again when it is retried (the key stays blocked).
-                self.fetch.requeue([f for f, _ in followers])
+                unit.fetch.requeue([f for f, _ in followers])
             self.job_retry.fail(unit, job, instance, exc)
             return
         elapsed = round((time.perf_counter() - started) * 1000, 3)
         for follower, _ in followers:
-            self.fetch.acknowledge(follower)
+            follower.acknowledge()
         self.ack(unit)  # a keyed job's release rides on the ack (fetch.lua or finish.lua)
         self.stats.record(name, False, elapsed)
         job_log.event("done", name, jid, unit.queue, elapsed)
 
-    def _gate(self, unit: UnitOfWork, job: dict[str, Any]) -> None:
-        """Note a job's ordering key and unique lock on its unit (issue #5), for the
-        scripts that release them and for the heartbeat's leases."""
-        key, unique = job.get("ordering_key"), job.get("unique_key")
-        unit.jid = job["jid"]
-        unit.ordering_key = key if isinstance(key, str) and key else None
-        unit.unique = unique if isinstance(unique, str) and unique else None
-
     def _take_followers(self, unit: UnitOfWork) -> list[tuple[UnitOfWork, Payload]]:
         """Move the key's waiting jobs into the private list (``coalesce.lua``) and parse
         them; an unparseable one goes to the dead set as any invalid job."""
-        raws = self.fetch.take_followers(unit, COALESCE_MAX)
         followers: list[tuple[UnitOfWork, Payload]] = []
-        for raw in raws:
-            follower = UnitOfWork(unit.queue, raw, unit.private_key)
+        for follower in unit.fetch.take_followers(unit, COALESCE_MAX):
             try:
-                payload = loads(raw)
+                payload = loads(follower.raw)
             except InvalidJob as exc:
                 self.job_retry.bury_invalid(follower, exc)
                 continue
-            unique = payload.get("unique_key")
-            follower.jid = payload["jid"]
-            follower.unique = unique if isinstance(unique, str) and unique else None
             followers.append((follower, payload))
         return followers
 
@@ -162,13 +138,15 @@ class Processor:
         job: Payload,
         queue: str,
         followers: list[tuple[UnitOfWork, Payload]],
+        last: bool,
     ) -> None:
         """One execution for the holder and its followers, in score order (``score``,
         default ``created_at``; stable): ``perform(batch)`` with the list of argument
-        lists (``coalesce=True``), or ``perform(*args)`` of the newest (``"last"``)."""
+        lists (``coalesce=True``), or ``perform(*args)`` of the newest (``last``:
+        ``coalesce="last"``)."""
         payloads = [job, *(p for _, p in followers)]
-        ordered = sorted(payloads, key=coalesce_score)
-        args = ordered[-1]["args"] if job.get("coalesce") == "last" else [
+        ordered = sorted(payloads, key=lambda p: Routing.of(p).score)
+        args = ordered[-1]["args"] if last else [
             [p["args"] for p in ordered]
         ]
 
@@ -189,5 +167,3 @@ class Processor:
             return
         run_server_chain(chain, instance, job, queue, lambda: instance.perform(*args))
 
-    def _report(self, exc: BaseException, context: dict[str, Any]) -> None:
-        report(self.config.error_handlers, exc, context)

@@ -6,13 +6,10 @@ held (running or waiting), so a process never holds more than that; on quiet, wa
 are pushed back at once, and on stop everything still in the private lists is pushed back
 to the head of its queue.
 
-Acknowledgements are deferred while the queues are busy: a finished job's LREM rides on the
-fetcher's next Lua call, so under load one round trip acknowledges a batch and fetches the
-next one (issue #4). The fetcher waits for room for ``min_batch`` jobs unless the threads
-have nothing left to run, and flushes pending acknowledgements within ``ACK_MAX_DELAY``
-seconds; while it blocks on an empty queue, threads acknowledge their jobs at once. A
-deferred acknowledgement widens the window in which a kill -9 runs a finished job again to
-at most ``concurrency + prefetch`` jobs, the bound docs/guarantees.md states.
+Acknowledgements are deferred while the queues are busy (:mod:`rfetch.worker.acks`): the
+fetcher waits for room for ``min_batch`` jobs unless the threads have nothing left to run,
+and sends pending acknowledgements with its next fetch within ``ACK_MAX_DELAY`` seconds.
+Busy threads and the quiet flag live in the shared :class:`WorkState`.
 """
 
 from __future__ import annotations
@@ -24,13 +21,15 @@ import time
 from collections.abc import Callable, Collection
 
 from rfetch.config import Config
-from rfetch.fetch import REDIS_DOWN, ReliableFetch, UnitOfWork
-from rfetch.processor import Processor
+from rfetch.store.connection import REDIS_DOWN
+from rfetch.worker.acks import ACK_MAX_DELAY, DeferredAcks
+from rfetch.worker.fetch import ReliableFetch
+from rfetch.worker.processor import Processor
+from rfetch.worker.reporting import ErrorReporter
+from rfetch.worker.unit import UnitOfWork
+from rfetch.worker.work_state import WorkState
 
 log = logging.getLogger("rfetch.manager")
-
-ACK_MAX_DELAY = 0.05
-"""Seconds a finished job waits at most for its acknowledgement to be sent."""
 
 
 class Manager:
@@ -39,9 +38,11 @@ class Manager:
     Args:
         config: concurrency, prefetch, block timeout.
         fetch: the reliable fetch of this process.
-        processor: runs one job.
+        processor: runs one job; its acknowledgement is ``acks``.
+        acks: the processor's deferred acknowledgements, sent by the fetcher.
+        work: busy threads and quiet flag, shared with the heartbeat and metrics.
+        report: the error reporter, for internal errors.
         paused: returns the names of queues not to fetch from now (queue pausing).
-        report: called with (exception, context) for internal errors.
     """
 
     def __init__(
@@ -49,27 +50,24 @@ class Manager:
         config: Config,
         fetch: ReliableFetch,
         processor: Processor,
+        acks: DeferredAcks,
+        work: WorkState,
+        report: ErrorReporter,
         paused: Callable[[], Collection[str]] = frozenset,
-        report: Callable[[BaseException, dict[str, object]], None] | None = None,
     ) -> None:
         self.config = config
         self.fetch = fetch
         self.processor = processor
-        self.paused = paused
+        self.acks = acks
+        self.work = work
         self.report = report
+        self.paused = paused
         self.capacity = config.concurrency + config.prefetch_count
         self.min_batch = max(1, self.capacity // 4)
         self._handoff: queue.SimpleQueue[UnitOfWork | None] = queue.SimpleQueue()
         self._cond = threading.Condition()
         self._held: dict[int, UnitOfWork] = {}
-        self._running: dict[int, tuple[UnitOfWork, float]] = {}
-        self._quiet = threading.Event()
-        self._acks: list[UnitOfWork] = []
-        self._acks_since = 0.0
-        self._blocking = False
         self._sweep_needed = False
-        # The processor's successful jobs are acknowledged through this pool.
-        processor.ack = self.defer_ack
         self._threads: list[threading.Thread] = []
         self._fetcher: threading.Thread | None = None
 
@@ -91,12 +89,13 @@ class Manager:
     @property
     def quiet(self) -> bool:
         """Whether fetching has stopped."""
-        return self._quiet.is_set()
+        return self.work.quiet
 
     def quiet_down(self) -> None:
         """Stop fetching; push back jobs fetched but not started. Running jobs go on."""
         with self._cond:
-            self._quiet.set()
+            self.work.go_quiet()
+            self.acks.close()
             waiting = []
             while True:
                 try:
@@ -135,24 +134,7 @@ class Manager:
 
     def busy(self) -> int:
         """Threads running a job now."""
-        with self._cond:
-            return len(self._running)
-
-    def running(self) -> dict[int, tuple[UnitOfWork, float]]:
-        """Thread id -> (job, start time in epoch seconds) for every busy thread."""
-        with self._cond:
-            return dict(self._running)
-
-    def wait_idle(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for no job to be running; True if idle."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while self._running:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._cond.wait(remaining)
-        return True
+        return self.work.busy()
 
     def finish(self) -> int:
         """End the pool: push back everything still in this process's private lists.
@@ -186,41 +168,26 @@ class Manager:
             unit = self._handoff.get()
             if unit is None:
                 return
-            with self._cond:
-                self._running[ident] = (unit, time.time())
+            self.work.begin(ident, unit)
             try:
                 self.processor.process(unit)
             except BaseException as exc:  # an rfetch bug: keep the thread, sweep the job
                 log.exception("internal error while processing a job; it will be pushed back")
-                self._report(exc, "processor")
+                self.report(exc, {"context": "processor"})
                 with self._cond:
                     self._sweep_needed = True
             finally:
+                self.work.end(ident)
                 with self._cond:
-                    del self._running[ident]
                     self._held.pop(id(unit), None)
                     # Wake the fetcher only when it has a reason to fetch: room for a batch,
                     # or threads about to starve (waking it per job costs a GIL hand-off).
                     if (
                         self.capacity - len(self._held) >= self.min_batch
                         or self._handoff.empty()
-                        or self._quiet.is_set()
+                        or self.work.quiet
                     ):
                         self._cond.notify_all()
-
-    def defer_ack(self, unit: UnitOfWork) -> None:
-        """Acknowledge a finished job: with the next fetch, or now if the fetcher is idle."""
-        with self._cond:
-            if not self._blocking and not self._quiet.is_set():
-                if not self._acks:
-                    self._acks_since = time.monotonic()
-                self._acks.append(unit)
-                return  # the fetcher sends it within ACK_MAX_DELAY; no wake-up per job
-        self.fetch.acknowledge(unit)
-
-    def _take_acks(self) -> list[UnitOfWork]:
-        acks, self._acks = self._acks, []
-        return acks
 
     def _next_request(self) -> tuple[int, list[UnitOfWork], bool, list[UnitOfWork]] | None:
         """Wait until there is room for a batch (or threads starve, or acks are due).
@@ -228,18 +195,16 @@ class Manager:
         Returns (room, acks, sweep, held), or None when quiet.
         """
         with self._cond:
-            while not self._quiet.is_set():
+            while not self.work.quiet:
                 room = self.capacity - len(self._held)
                 starving = self._handoff.empty()
-                acks_due = bool(self._acks) and (
-                    time.monotonic() - self._acks_since >= ACK_MAX_DELAY
-                )
-                if (room > 0 and (starving or room >= self.min_batch)) or acks_due:
-                    return room, self._take_acks(), self._sweep_needed, list(self._held.values())
+                if (room > 0 and (starving or room >= self.min_batch)) or self.acks.due():
+                    return room, self.acks.take(), self._sweep_needed, list(self._held.values())
                 self._cond.wait(ACK_MAX_DELAY)
         return None
 
     def _fetch_loop(self) -> None:
+        self.acks.deferring(True)
         delay = 0.0
         down_since: float | None = None
         idle = False
@@ -267,21 +232,20 @@ class Manager:
                     units = self._block(paused)
                 idle = not units
             except REDIS_DOWN as exc:
+                self.acks.put_back(acks)
                 with self._cond:
-                    self._acks[:0] = acks
                     self._sweep_needed = True
                 if down_since is None:
                     down_since = time.monotonic()
                     log.error("Redis unreachable, fetch paused, retrying: %s", exc)
                 delay = min(max(delay * 2, 0.1), 5.0)
-                self._quiet.wait(delay)
+                self.work.sleep(delay)
                 continue
             except Exception as exc:
-                with self._cond:
-                    self._acks[:0] = acks
+                self.acks.put_back(acks)
                 log.exception("fetch failed")
-                self._report(exc, "fetch")
-                self._quiet.wait(1.0)
+                self.report(exc, {"context": "fetch"})
+                self.work.sleep(1.0)
                 continue
             if down_since is not None:
                 log.info("Redis reachable again after %.1f s", time.monotonic() - down_since)
@@ -292,30 +256,24 @@ class Manager:
 
     def _block(self, paused: Collection[str]) -> list[UnitOfWork]:
         """Blocking fetch; meanwhile threads acknowledge their jobs themselves."""
-        with self._cond:
-            self._blocking = True
-            late = self._take_acks()
+        for unit in self.acks.deferring(False):
+            unit.acknowledge()
         try:
-            for unit in late:
-                self.fetch.acknowledge(unit)
-            if self._quiet.is_set():
+            if self.work.quiet:
                 return []
             return self.fetch.wait_for_work(paused)
         finally:
-            with self._cond:
-                self._blocking = False
+            self.acks.deferring(True)
 
     def _flush_acks(self) -> None:
-        with self._cond:
-            acks = self._take_acks()
-        for unit in acks:
-            self.fetch.acknowledge(unit)
+        for unit in self.acks.take():
+            unit.acknowledge()
 
     def _hand_off(self, units: list[UnitOfWork]) -> None:
         paused = self.paused()
         late = [u for u in units if u.queue in paused]  # a BLMOVE racing a pause
         with self._cond:
-            if not self._quiet.is_set():
+            if not self.work.quiet:
                 for unit in units:
                     if unit.queue not in paused:
                         self._held[id(unit)] = unit
@@ -331,7 +289,3 @@ class Manager:
             log.info("pushed back %d job(s) not started (%s)", pushed, why)
         except REDIS_DOWN as exc:
             log.error("could not push back %d job(s) (%s): %s", len(units), why, exc)
-
-    def _report(self, exc: BaseException, context: str) -> None:
-        if self.report is not None:
-            self.report(exc, {"context": context})

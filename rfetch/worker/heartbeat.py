@@ -1,12 +1,12 @@
 """The heartbeat: the process hash, its busy threads, stats flush and remote signals.
 
 Every ``heartbeat_interval`` seconds one pipelined round trip writes what Sidekiq 7's
-launcher writes (``../shared/SIDEKIQ.md``): counters, the ``<identity>:work`` hash, the
+launcher writes: counters, the ``<identity>:work`` hash, the
 ``<identity>`` hash (info, busy, beat, quiet, rss, rtt_us) with a TTL, membership of
 ``processes``, and it pops one remote signal from ``<identity>-signals``. Sidekiq wraps
 this in MULTI and pings separately for ``rtt_us``; rfetch times the round trip itself and
 skips the work hash while no thread is busy, so an idle process costs about 0.5 commands
-per second for its heartbeat (issue #4's idle-cost target).
+per second for its heartbeat (rfetch's idle-cost target).
 """
 
 from __future__ import annotations
@@ -21,13 +21,15 @@ from collections.abc import Callable
 from typing import Any
 
 from redis import Redis
+from redis.client import Pipeline
 
 from rfetch.config import Config
-from rfetch.fetch import REDIS_DOWN, UnitOfWork
-from rfetch.keys import Keys
-from rfetch.manager import Manager
 from rfetch.stats import Stats
+from rfetch.store.connection import REDIS_DOWN
+from rfetch.store.keys import Keys
 from rfetch.version import __version__
+from rfetch.worker.unit import UnitOfWork
+from rfetch.worker.work_state import WorkState
 
 log = logging.getLogger("rfetch.heartbeat")
 
@@ -50,11 +52,12 @@ class Heartbeat:
     Args:
         config: interval, TTL, tag, labels, queues.
         redis: the client.
+        keys: key names of the namespace.
         identity: ``host:pid:hex``.
-        manager: the pool (busy threads, quiet state).
+        work: busy threads and quiet state of this process.
         stats: counters to flush.
         on_signal: called with a signal name popped from the remote signal list.
-        renew: queues on the pipeline the leases of running keyed jobs (issue #5,
+        renew: queues on the pipeline the leases of running keyed jobs (ordering keys,
             ``ReliableFetch.write_leases``).
     """
 
@@ -62,20 +65,21 @@ class Heartbeat:
         self,
         config: Config,
         redis: Redis,
+        keys: Keys,
         identity: str,
-        manager: Manager,
+        work: WorkState,
         stats: Stats,
         on_signal: Callable[[str], None],
-        renew: Callable[[Any, list[UnitOfWork]], None] | None = None,
+        renew: Callable[[Pipeline, list[UnitOfWork]], None] | None = None,
     ) -> None:
         self.config = config
         self.redis = redis
         self.identity = identity
-        self.manager = manager
+        self.work = work
         self.stats = stats
         self.on_signal = on_signal
         self.renew = renew
-        self.keys = Keys(config.namespace)
+        self.keys = keys
         self.started_at = time.time()
         self._failing = False
         self._rtt_us = 0  # round trip of the previous heartbeat, microseconds
@@ -111,7 +115,7 @@ class Heartbeat:
     def _beat(self) -> None:
         counts = self.stats.take()
         try:
-            running = self.manager.running()
+            running = self.work.running()
             pipe = self.redis.pipeline(transaction=False)
             self.stats.queue_flush(pipe, counts)
             work_key = self.keys.work(self.identity)
@@ -144,7 +148,7 @@ class Heartbeat:
                     "busy": len(running),
                     "beat": time.time(),
                     "rtt_us": self._rtt_us,
-                    "quiet": "true" if self.manager.quiet else "false",
+                    "quiet": "true" if self.work.quiet else "false",
                     "rss": rss_kb(),
                 },
             )

@@ -4,7 +4,7 @@ The admin side (``rfetch.api``) adds a queue to the ``paused`` set and publishes
 ``rfetch:pause``. Each worker keeps the set in memory, re-reads it whenever a message
 arrives and whenever its subscription is (re)established, so a pause takes effect within
 milliseconds and costs an idle worker no command at all (a subscribed connection only
-listens; issue #4's idle-cost budget).
+listens: the idle-cost budget).
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ from collections.abc import Callable
 
 from redis import Redis
 
-from rfetch.config import Config
-from rfetch.fetch import REDIS_DOWN
-from rfetch.keys import Keys
+from rfetch.store.connection import REDIS_DOWN
+from rfetch.store.keys import Keys
 
 log = logging.getLogger("rfetch.pausing")
 
@@ -27,18 +26,18 @@ class PauseWatcher:
     """Keeps the set of paused queues up to date.
 
     Args:
-        config: namespace.
+        keys: key names of the namespace.
         redis: the client (one pooled connection is used for the subscription).
         on_change: called with the new set of paused queue names when it changes.
     """
 
     def __init__(
         self,
-        config: Config,
+        keys: Keys,
         redis: Redis,
         on_change: Callable[[frozenset[str]], None] | None = None,
     ) -> None:
-        self.keys = Keys(config.namespace)
+        self.keys = keys
         self.redis = redis
         self.on_change = on_change
         self._paused: frozenset[str] = frozenset()

@@ -124,13 +124,15 @@ class Keys:
 
     @property
     def prefix(self) -> str:
-        """The namespace prefix (``""`` or ``"<ns>:"``) that Lua scripts prepend to the key
-        names they compute (``rfetch/lua/lib/gate.lua`` uses the formats below)."""
+        """The namespace prefix (``""`` or ``"<ns>:"``). ``enqueue_due.lua`` takes it in
+        KEYS and computes from it the keys of the queues named by the jobs it moves (the
+        formats below, repeated in ``rfetch/lua/lib/gate.lua``); with a ``{tag}``
+        namespace they share its Redis Cluster hash slot."""
         return f"{self.namespace}:" if self.namespace else ""
 
     def key_holders(self, queue: str) -> str:
         """Hash: ordering key -> jid of the one job of that key that is out (in the queue, a
-        private list, or the retry set) for ``queue`` (issue #5)."""
+        private list, or the retry set) for ``queue`` (ordering keys)."""
         return self._k(f"rfetch:key-holders:{queue}")
 
     def key_list(self, queue: str, key: str) -> str:
@@ -150,11 +152,12 @@ class Keys:
 
     def fair_ring(self, queue: str) -> str:
         """List: ring of the tenants of ``queue`` that have pending jobs, each once; the
-        head (next to give a job) is the right end (issue #5)."""
+        head (next to give a job) is the right end (fair tenants)."""
         return self._k(f"rfetch:fair:{queue}")
 
     def fair_tenant(self, queue: str, tenant: str) -> str:
-        """List: one tenant's pending jobs in ``queue``, newest left, oldest right."""
+        """List: one tenant's pending jobs in ``queue``, newest left, oldest right: the ring
+        key, ``|`` and the tenant (scripts derive it from the ring key they are given)."""
         return self._k(f"rfetch:fair:{queue}|{tenant}")
 
     def fair_credits(self, queue: str) -> str:

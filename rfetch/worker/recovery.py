@@ -12,7 +12,9 @@ live process was running).
 
 Each job is moved by ``recover.lua`` atomically. A job recovered ``poison_max_recoveries``
 times within ``poison_window`` is a poison pill (it likely kills its worker): it goes to the
-dead set through ``settle.lua`` instead (Sidekiq Pro 5.2).
+dead set instead (Sidekiq Pro 5.2), by the same path as a job whose retries are exhausted
+(:meth:`rfetch.worker.retry.JobRetry.kill`). After each check, stuck ordering keys are
+rescued (:mod:`rfetch.worker.rescue`).
 """
 
 from __future__ import annotations
@@ -25,15 +27,16 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from redis import Redis
-
 from rfetch.config import Config
 from rfetch.errors import InvalidJob
-from rfetch.fetch import REDIS_DOWN, UnitOfWork
-from rfetch.keys import Keys
-from rfetch.payload import dumps, loads
-from rfetch.reporting import report
-from rfetch.scripts import Scripts
+from rfetch.payload import Payload, loads
+from rfetch.store.commands import Commands
+from rfetch.store.connection import REDIS_DOWN
+from rfetch.worker.fetch import ReliableFetch
+from rfetch.worker.reporting import ErrorReporter
+from rfetch.worker.rescue import KeyRescue
+from rfetch.worker.retry import JobRetry
+from rfetch.worker.unit import UnitOfWork
 
 log = logging.getLogger("rfetch.recovery")
 
@@ -44,9 +47,13 @@ class OrphanRecovery:
     """Finds dead processes and recovers their jobs.
 
     Args:
-        config: intervals, poison-pill limits, ``on_recovery``, death handlers.
-        redis: the client.
-        scripts: ``recover``, ``settle``, ``unlock``.
+        config: intervals, poison-pill limits, ``on_recovery``.
+        commands: the Lua scripts, and the client and key names they use.
+        fetch: builds the units of work of a dead process's jobs (their acknowledgement
+            and settling).
+        job_retry: sends poison pills to the dead set.
+        rescue: releases stuck ordering keys after each check.
+        report: the error reporter.
         identity: this process (never reaped by itself).
         rng: random source for the jitter.
     """
@@ -54,16 +61,23 @@ class OrphanRecovery:
     def __init__(
         self,
         config: Config,
-        redis: Redis,
-        scripts: Scripts,
+        commands: Commands,
+        fetch: ReliableFetch,
+        job_retry: JobRetry,
+        rescue: KeyRescue,
+        report: ErrorReporter,
         identity: str,
         rng: random.Random | None = None,
     ) -> None:
         self.config = config
-        self.redis = redis
-        self.scripts = scripts
+        self.commands = commands
+        self.redis = commands.redis
+        self.keys = commands.keys
+        self.fetch = fetch
+        self.job_retry = job_retry
+        self.rescue = rescue
+        self.report = report
         self.identity = identity
-        self.keys = Keys(config.namespace)
         self.rng = rng or random.Random()
         self._last_full_scan: float | None = None
 
@@ -91,7 +105,7 @@ class OrphanRecovery:
             log.warning("orphan check skipped, Redis unreachable: %s", exc)
         except Exception as exc:
             log.exception("orphan check failed")
-            report(self.config.error_handlers, exc, {"context": "recovery"})
+            self.report(exc, {"context": "recovery"})
         return False
 
     # -- one check -----------------------------------------------------------------------
@@ -108,9 +122,7 @@ class OrphanRecovery:
         try:
             return self._check_locked()
         finally:
-            self.scripts.unlock(
-                keys=[self.keys.recovery_lock], args=[self.identity], client=self.redis
-            )
+            self.commands.unlock(self.keys.recovery_lock, self.identity)
 
     def _lock(self, ttl: int) -> bool:
         """Take the recovery lock for ``ttl`` seconds; True if this process holds it.
@@ -135,7 +147,7 @@ class OrphanRecovery:
         if self.redis.exists(self.keys.process(_text(holder))):
             return False
         log.info("breaking the recovery lock of %s, whose heartbeat is gone", _text(holder))
-        self.scripts.unlock(keys=[self.keys.recovery_lock], args=[holder], client=self.redis)
+        self.commands.unlock(self.keys.recovery_lock, holder)
         return bool(self.redis.set(self.keys.recovery_lock, self.identity, nx=True, ex=ttl))
 
     def _check_locked(self) -> bool:
@@ -171,80 +183,8 @@ class OrphanRecovery:
                 pending = True
         if suspects:  # came back to life, or reaped by someone else
             self.redis.hdel(self.keys.suspects, *suspects)
-        self.rescue_keys(now)
+        self.rescue.rescue_keys(now)
         return pending
-
-    # -- stuck ordering keys (issue #5) ---------------------------------------------------
-
-    def rescue_keys(self, now: float) -> int:
-        """Release ordering keys whose running holder vanished (the seed design's
-        re-scheduler for keys whose runner is gone).
-
-        The heartbeat of a process writes a lease (``rfetch:key-leases:<q>``, member
-        ``<jid>:<key>``) for each keyed job it runs; every way out of a private list (ack,
-        retry/dead set, push-back, orphan recovery) removes it. A lease expired for more
-        than ``heartbeat_ttl`` seconds, after this check's orphan recovery, whose jid still
-        holds the key but is in no private list of the queue, means the holder is gone
-        (e.g. a tool outside rfetch deleted it): ``rescue.lua`` then releases the key, if
-        the same jid still holds it and the lease is still expired, and its next job goes
-        out. A lease whose jid no longer holds its key is stale and only removed.
-
-        Args:
-            now: Redis time, float epoch seconds.
-
-        Returns:
-            The number of keys released.
-        """
-        queues = sorted(_text(q) for q in self.redis.smembers(self.keys.queues))
-        if not queues:
-            return 0
-        cutoff = now - self.config.heartbeat_ttl
-        pipe = self.redis.pipeline(transaction=False)
-        for queue in queues:
-            pipe.zrangebyscore(self.keys.key_leases(queue), "-inf", cutoff, start=0, num=100)
-        expired = {
-            queue: [_text(m).partition(":")[::2] for m in members]
-            for queue, members in zip(queues, pipe.execute(), strict=True)
-            if members
-        }
-        if not expired:
-            return 0
-        identities = {_text(i) for i in self.redis.hkeys(self.keys.identities)}
-        identities |= {_text(i) for i in self.redis.smembers(self.keys.processes)}
-        released = 0
-        for queue, leases in expired.items():
-            holders = self.redis.hmget(self.keys.key_holders(queue), [k for _, k in leases])
-            private: list[bytes] | None = None
-            for (jid, key), holder in zip(leases, holders, strict=True):
-                if holder is not None and _text(holder) == jid:
-                    if private is None:  # read only when a lease's jid still holds its key
-                        private = self._private_payloads(identities, queue)
-                    marker = b'"jid":"' + jid.encode() + b'"'
-                    if any(marker in raw for raw in private):
-                        continue  # still held by a process (a stalled heartbeat): not stuck
-                if self.scripts.rescue(
-                    keys=[],
-                    args=[self.keys.prefix, queue, key, jid, self.config.heartbeat_ttl],
-                    client=self.redis,
-                ):
-                    released += 1
-                    log.warning(
-                        "released ordering key %r of queue %s: its holder jid=%s vanished",
-                        key,
-                        queue,
-                        jid,
-                    )
-        return released
-
-    def _private_payloads(self, identities: Iterable[str], queue: str) -> list[bytes]:
-        """Every payload in the private lists of ``identities`` for ``queue``."""
-        out: list[bytes] = []
-        for identity in sorted(identities):
-            raws: list[bytes] = self.redis.lrange(  # type: ignore[assignment]
-                self.keys.private(identity, queue), 0, -1
-            )
-            out.extend(raws)
-        return out
 
     def _alive(self, identities: Iterable[str]) -> dict[str, bool]:
         names = list(identities)
@@ -283,7 +223,7 @@ class OrphanRecovery:
             raws: list[bytes] = self.redis.lrange(private_key, 0, -1)  # type: ignore[assignment]
             # The right end is the oldest fetch: recover it last so it ends up running first.
             for raw in raws:
-                recovered += self._recover_one(UnitOfWork(queue, raw, private_key))
+                recovered += self._recover_one(self.fetch.unit(queue, raw, private_key))
         pipe = self.redis.pipeline(transaction=True)
         pipe.hdel(self.keys.identities, identity)
         pipe.hdel(self.keys.suspects, identity)
@@ -295,27 +235,19 @@ class OrphanRecovery:
 
     def _recover_one(self, unit: UnitOfWork) -> int:
         try:
-            job: dict[str, Any] | None = loads(unit.raw)
+            job: Payload | None = loads(unit.raw)
         except InvalidJob:
             job = None
         jid = job["jid"] if job is not None else "invalid"
-        result = self.scripts.recover(
-            keys=[
-                unit.private_key,
-                self.keys.queue(unit.queue),
-                self.keys.queues,
-                self.keys.recoveries(jid),
-            ],
-            args=[
-                unit.raw,
-                unit.queue,
-                self.config.poison_max_recoveries,
-                int(self.config.poison_window),
-                self.keys.prefix,
-            ],
-            client=self.redis,
+        outcome = self.commands.recover(
+            unit.private_key,
+            unit.queue,
+            unit.raw,
+            unit.routing,
+            jid,
+            self.config.poison_max_recoveries,
+            int(self.config.poison_window),
         )
-        outcome = result.decode() if isinstance(result, bytes) else str(result)
         if outcome == "requeued":
             log.info("recovered jid=%s to queue %s", jid, unit.queue)
             self._notify(job, False)
@@ -324,79 +256,32 @@ class OrphanRecovery:
             self._bury_poison(unit, job)
         return 0
 
-    def _bury_poison(self, unit: UnitOfWork, job: dict[str, Any] | None) -> None:
-        now = time.time()
+    def _bury_poison(self, unit: UnitOfWork, job: Payload | None) -> None:
         message = (
             f"recovered {self.config.poison_max_recoveries} times within "
             f"{self.config.poison_window / 3600:g} h from processes that died while running "
             "it; a poison pill (it may kill its worker), so it was not run again"
         )
-        if job is None:
-            payload: bytes | str = unit.raw
-            discard = False
-        else:
+        if job is not None:
             job["error_class"] = POISON_ERROR_CLASS
             job["error_message"] = message
-            job.setdefault("failed_at", now)
-            payload = dumps(job, 2**62)
-            discard = job.get("dead") is False
-        gate = gate_of(unit, job)
-        if discard:
-            owned = bool(
-                self.scripts.finish(
-                    keys=[unit.private_key],
-                    args=[unit.raw, *gate.gate_args(self.keys.prefix), gate.unique or ""],
-                    client=self.redis,
-                )
-            )
-        else:
-            owned = bool(
-                self.scripts.settle(
-                    keys=[unit.private_key, self.keys.dead],
-                    args=[
-                        unit.raw,
-                        repr(now),
-                        payload,
-                        repr(now - self.config.dead_timeout),
-                        str(self.config.dead_max_jobs),
-                        *gate.gate_args(self.keys.prefix),
-                        "dead",
-                        gate.unique or "",
-                    ],
-                    client=self.redis,
-                )
-            )
-        if not owned:
+            job.setdefault("failed_at", time.time())
+        outcome = self.job_retry.kill(unit, job, RuntimeError(message))
+        if outcome == "lost-ownership":
             return
         jid = job["jid"] if job else "invalid"
-        log.error("poison pill jid=%s %s", jid, "discarded" if discard else "sent to the dead set")
+        where = "discarded" if outcome == "discarded" else "sent to the dead set"
+        log.error("poison pill jid=%s %s", jid, where)
         self.redis.delete(self.keys.recoveries(jid))
-        if job is not None:
-            for handler in self.config.death_handlers:
-                try:
-                    handler(job, RuntimeError(message))
-                except Exception as exc:
-                    log.error("death handler %r raised %r", handler, exc)
         self._notify(job, True)
 
-    def _notify(self, job: dict[str, Any] | None, poison: bool) -> None:
+    def _notify(self, job: Payload | None, poison: bool) -> None:
         if self.config.on_recovery is None or job is None:
             return
         try:
             self.config.on_recovery(job, poison)
         except Exception as exc:
             log.error("on_recovery hook raised %r", exc)
-
-
-def gate_of(unit: UnitOfWork, job: dict[str, Any] | None) -> UnitOfWork:
-    """``unit`` with the ordering key, unique lock and jid of its parsed payload noted
-    (issue #5), for the scripts that release them."""
-    if job is not None:
-        key, unique = job.get("ordering_key"), job.get("unique_key")
-        unit.jid = str(job.get("jid", ""))
-        unit.ordering_key = key if isinstance(key, str) and key else None
-        unit.unique = unique if isinstance(unique, str) and unique else None
-    return unit
 
 
 def _text(value: bytes | str) -> str:

@@ -1,6 +1,6 @@
 """One worker process: wires the parts, handles signals, heartbeat, poller and shutdown.
 
-Signals (Sidekiq's, ``../shared/SIDEKIQ.md``):
+Signals (Sidekiq's):
 
 * TSTP: quiet. Stop fetching, push back jobs fetched but not started, finish running jobs,
   keep heartbeating with ``quiet=true``, do not exit.
@@ -26,21 +26,24 @@ from typing import Any
 from redis import Redis
 
 from rfetch.config import Config
-from rfetch.connection import connect
-from rfetch.fetch import REDIS_DOWN, ReliableFetch
-from rfetch.heartbeat import Heartbeat, make_identity
-from rfetch.keys import Keys
-from rfetch.manager import Manager
-from rfetch.pausing import PauseWatcher
-from rfetch.processor import Processor
-from rfetch.recovery import OrphanRecovery
-from rfetch.registry import Registry
-from rfetch.reporting import report
-from rfetch.retry import JobRetry
-from rfetch.scheduled import Poller
-from rfetch.scripts import Scripts
 from rfetch.stats import Stats
+from rfetch.store.commands import Commands
+from rfetch.store.connection import REDIS_DOWN, connect
+from rfetch.store.keys import Keys
 from rfetch.version import __version__
+from rfetch.worker.acks import DeferredAcks
+from rfetch.worker.fetch import ReliableFetch
+from rfetch.worker.heartbeat import Heartbeat, make_identity
+from rfetch.worker.manager import Manager
+from rfetch.worker.pausing import PauseWatcher
+from rfetch.worker.processor import Processor
+from rfetch.worker.recovery import OrphanRecovery
+from rfetch.worker.registry import Registry
+from rfetch.worker.reporting import ErrorReporter
+from rfetch.worker.rescue import KeyRescue
+from rfetch.worker.retry import JobRetry
+from rfetch.worker.scheduled import Poller
+from rfetch.worker.work_state import WorkState
 
 log = logging.getLogger("rfetch.launcher")
 
@@ -57,51 +60,76 @@ def set_title(text: str) -> None:
 
 
 class Launcher:
-    """A worker process.
+    """A worker process: builds every part once (one Redis client, one set of key names,
+    one error reporter, one :class:`Commands`) and hands each part what it needs.
 
     Args:
         config: the settings.
         registry: the jobs this process may run.
         redis: an existing client (default: connect to ``config.redis_url``).
+        identity: the process identity (default: a new ``host:pid:hex``).
     """
 
-    def __init__(self, config: Config, registry: Registry, redis: Redis | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        registry: Registry,
+        redis: Redis | None = None,
+        identity: str | None = None,
+    ) -> None:
         self.config = config
         self.registry = registry
-        self.identity = make_identity()
+        self.identity = identity or make_identity()
         self.keys = Keys(config.namespace)
         pool_size = config.concurrency + 8
         self.redis = redis if redis is not None else connect(config, max_connections=pool_size)
-        self.scripts = Scripts.load(self.redis)
-        self.fetch = ReliableFetch(config, self.redis, self.identity, self.scripts)
+        self.report = ErrorReporter(config.error_handlers)
+        self.commands = Commands(self.redis, self.keys)
+        self.fetch = ReliableFetch(config, self.commands, self.identity)
         self.stats = Stats(self.keys)
+        self.work = WorkState()
+        self.acks = DeferredAcks()
+        self.job_retry = JobRetry(config, self.keys)
         self.processor = Processor(
-            config, self.fetch, registry, JobRetry(config, self.fetch), self.stats
+            config, registry, self.job_retry, self.stats, self.report, ack=self.acks
         )
-        self.pause_watcher = PauseWatcher(
-            config, self.redis, on_change=lambda names: self.manager.release(names)
-        )
+        self.pause_watcher = PauseWatcher(self.keys, self.redis, on_change=self._paused)
         self.manager = Manager(
             config,
             self.fetch,
             self.processor,
+            self.acks,
+            self.work,
+            self.report,
             paused=self.pause_watcher.paused,
-            report=self._report,
         )
         self.events: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.heartbeat = Heartbeat(
             config,
             self.redis,
+            self.keys,
             self.identity,
-            self.manager,
+            self.work,
             self.stats,
             self.events.put,
             renew=self.fetch.write_leases,
         )
-        self.poller = Poller(config, self.redis, self.scripts)
-        self.recovery = OrphanRecovery(config, self.redis, self.scripts, self.identity)
+        self.poller = Poller(config, self.commands, self.report)
+        self.recovery = OrphanRecovery(
+            config,
+            self.commands,
+            self.fetch,
+            self.job_retry,
+            KeyRescue(config, self.commands),
+            self.report,
+            self.identity,
+        )
         self._stop_threads = threading.Event()
         self._deadline: float | None = None
+
+    def _paused(self, names: frozenset[str]) -> None:
+        """The paused queues changed: push back jobs of those not started yet."""
+        self.manager.release(names)
 
     def run(self) -> int:
         """Run until TERM/INT; returns the exit code (0 after a clean shutdown)."""
@@ -207,6 +235,3 @@ class Launcher:
         for ident, frame in sys._current_frames().items():
             stack = "".join(traceback.format_stack(frame))
             log.info("thread %s (%x):\n%s", names.get(ident, "?"), ident, stack)
-
-    def _report(self, exc: BaseException, context: dict[str, Any]) -> None:
-        report(self.config.error_handlers, exc, context)

@@ -3,6 +3,9 @@
 Each outcome is written by one conditional Lua call that also acknowledges the job
 (``settle.lua``), so a failed job is in the private list or in the retry/dead set, never in
 both and never in neither. Hooks and death handlers run after that write, once.
+
+:meth:`JobRetry.kill` is the one way a job reaches the dead set from a worker: retries
+exhausted, an invalid payload, and orphan recovery's poison pills all go through it.
 """
 
 from __future__ import annotations
@@ -17,10 +20,10 @@ import zlib
 from typing import Any
 
 from rfetch.config import Config
-from rfetch.fetch import UnitOfWork
 from rfetch.job import Job
-from rfetch.keys import Keys
 from rfetch.payload import Payload, dumps
+from rfetch.store.keys import Keys
+from rfetch.worker.unit import UnitOfWork
 
 log = logging.getLogger("rfetch.retry")
 
@@ -68,34 +71,73 @@ def decompress_backtrace(text: str) -> list[str]:
 
 
 class JobRetry:
-    """Decides and writes what happens to a failed job.
+    """Decides and writes what happens to a failed job (Sidekiq's ``JobRetry``).
 
     Args:
-        config: ``max_retries``, dead set limits, ``death_handlers``, ``error_handlers``.
-        fetch: writes the outcome atomically with the acknowledgement.
+        config: ``max_retries``, dead set limits (``dead_timeout`` seconds,
+            ``dead_max_jobs``), ``death_handlers``.
+        keys: key names of the namespace (the retry and dead sets).
         rng: random source for the backoff jitter.
     """
 
-    def __init__(
-        self, config: Config, fetch: Any, rng: random.Random | None = None
-    ) -> None:
+    def __init__(self, config: Config, keys: Keys, rng: random.Random | None = None) -> None:
         self.config = config
-        self.fetch = fetch
-        self.keys = Keys(config.namespace)
+        self.keys = keys
         self.rng = rng or random.Random()
 
-    def bury_invalid(self, unit: UnitOfWork, exc: Exception) -> None:
-        """Put an unparseable payload in the dead set exactly as fetched (Sidekiq's rule)."""
+    def bury_invalid(self, unit: UnitOfWork, exc: Exception) -> str:
+        """Put an unparseable payload in the dead set exactly as fetched (Sidekiq's rule);
+        no death handler runs (there is no job to give them)."""
         log.error("invalid job in queue %s sent to the dead set: %s", unit.queue, exc)
+        return self.kill(unit, None, exc)
+
+    def kill(
+        self,
+        unit: UnitOfWork,
+        job: Payload | None,
+        exc: BaseException,
+        instance: Job | None = None,
+    ) -> str:
+        """Send a job to the dead set (the morgue), or discard it if its payload says
+        ``"dead": false``, atomically with its removal from the private list; then, if this
+        call removed it, run the class's ``retries_exhausted`` and the death handlers
+        (Sidekiq's ``retries_exhausted`` / ``death_handlers``).
+
+        Args:
+            unit: the job, in a private list (this process's, or a dead process's for a
+                poison pill).
+            job: its parsed payload, as it should be stored (with the error fields); None
+                for an invalid payload, stored exactly as fetched.
+            exc: why it dies, for the hooks.
+            instance: the job object, for ``retries_exhausted``; None when unknown.
+
+        Returns:
+            ``"dead"``, ``"discarded"`` or ``"lost-ownership"`` (no longer in the private
+            list: nothing was written and no hook ran).
+        """
         now = time.time()
-        self.fetch.settle(
-            unit,
-            self.keys.dead,
-            now,
-            unit.raw,  # the exact bytes, even when they are not UTF-8
-            trim_before=now - self.config.dead_timeout,
-            cap=self.config.dead_max_jobs,
-        )
+        if job is not None and job.get("dead") is False:
+            owned = unit.acknowledge()
+            outcome = "discarded"
+        else:
+            owned = unit.settle(
+                self.keys.dead,
+                now,
+                unit.raw if job is None else dumps(job, 2**62),  # invalid: the exact bytes
+                trim_before=now - self.config.dead_timeout,
+                cap=self.config.dead_max_jobs,
+            )
+            outcome = "dead"
+        if not owned:
+            return "lost-ownership"
+        if instance is not None and job is not None:
+            try:
+                instance.retries_exhausted(job, exc)
+            except Exception as hook_exc:
+                log.error("retries_exhausted of %s raised %r", job["class"], hook_exc)
+        if job is not None:
+            self._run_death_handlers(job, exc)
+        return outcome
 
     def fail(self, unit: UnitOfWork, job: Payload, instance: Job | None, exc: BaseException) -> str:
         """Record a failure: retry set, dead set, or dropped.
@@ -133,28 +175,27 @@ class JobRetry:
             job["error_backtrace"] = compress_backtrace(exc, limit)
 
         if job.get("retry") is False:
-            # No retry set and no dead set; death handlers still run (SIDEKIQ.md).
-            if self.fetch.acknowledge(unit):
+            # No retry set and no dead set; death handlers still run (Sidekiq's job_retry.rb).
+            if unit.acknowledge():
                 self._run_death_handlers(job, exc)
             return "discarded"
 
         decision = self._retry_in(instance, count, exc, job)
         if decision == "discard":
-            self.fetch.acknowledge(unit)
+            unit.acknowledge()
             log.info("job %s jid=%s discarded by retry_in", job["class"], job["jid"])
             return "discarded"
         if decision != "kill" and count < max_attempts(job.get("retry"), self.config.max_retries):
             delay = backoff_seconds(count, self.rng) if decision is None else float(decision)
             skip = instance is not None and instance.key_on_failure == "skip"
-            written = self.fetch.settle(
-                unit,
+            written = unit.settle(
                 self.keys.retry,
                 now + delay,
                 dumps(job, 2**62),
                 outcome="skip" if skip else "retry",
             )
             return "retry" if written else "lost-ownership"
-        return self._die(unit, job, instance, exc)
+        return self.kill(unit, job, exc, instance)
 
     def _retry_in(
         self, instance: Job | None, count: int, exc: BaseException, job: Payload
@@ -172,33 +213,6 @@ class JobRetry:
             return float(decision)
         log.error("retry_in of %s returned %r; using the default backoff", job["class"], decision)
         return None
-
-    def _die(
-        self, unit: UnitOfWork, job: Payload, instance: Job | None, exc: BaseException
-    ) -> str:
-        now = time.time()
-        if job.get("dead") is False:
-            owned = self.fetch.acknowledge(unit)
-            outcome = "discarded"
-        else:
-            owned = self.fetch.settle(
-                unit,
-                self.keys.dead,
-                now,
-                dumps(job, 2**62),
-                trim_before=now - self.config.dead_timeout,
-                cap=self.config.dead_max_jobs,
-            )
-            outcome = "dead"
-        if not owned:
-            return "lost-ownership"
-        if instance is not None:
-            try:
-                instance.retries_exhausted(job, exc)
-            except Exception as hook_exc:
-                log.error("retries_exhausted of %s raised %r", job["class"], hook_exc)
-        self._run_death_handlers(job, exc)
-        return outcome
 
     def _run_death_handlers(self, job: Payload, exc: BaseException) -> None:
         for handler in self.config.death_handlers:

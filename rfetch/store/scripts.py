@@ -1,17 +1,17 @@
-"""The Lua scripts in ``rfetch/lua/``, loaded once per Redis client.
+"""The one loader of the Lua scripts in ``rfetch/lua/``.
 
 redis-py's :class:`redis.commands.core.Script` runs EVALSHA and falls back to EVAL on
 NOSCRIPT, so a Redis restart (which empties the script cache) costs one extra round trip.
 
 A line ``-- #include <name>`` in a script is replaced by ``rfetch/lua/lib/<name>.lua`` when
-the script is read, so rules shared by several scripts (the ordering-key gate of issue #5)
-are written once.
+the script is read, so rules shared by several scripts (the ordering-key gate) are written
+once.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from importlib import resources
 
 from redis import Redis
@@ -35,23 +35,24 @@ def read_script(name: str) -> str:
 
 @dataclass(frozen=True)
 class Scripts:
-    """Every script, registered on one Redis client."""
+    """Every script, registered on one Redis client. Only
+    :class:`rfetch.store.commands.Commands` calls them: it alone knows their KEYS and ARGV."""
 
     fetch: Script
     requeue: Script
     settle: Script
-    enqueue_due: Script
-    recover: Script
-    unlock: Script
-    push: Script
     finish: Script
+    coalesce: Script
     lease: Script
     rescue: Script
-    coalesce: Script
+    recover: Script
+    unlock: Script
+    enqueue_due: Script
+    push: Script
+    api_find: Script
+    api_move: Script
 
     @classmethod
     def load(cls, redis: Redis) -> Scripts:
-        """Register the scripts on ``redis`` (no round trip until first use)."""
-        return cls(
-            **{name: redis.register_script(read_script(name)) for name in cls.__dataclass_fields__}
-        )
+        """Register every script on ``redis`` (no round trip until first use)."""
+        return cls(**{f.name: redis.register_script(read_script(f.name)) for f in fields(cls)})

@@ -14,13 +14,10 @@ import random
 import threading
 import time
 
-from redis import Redis
-
 from rfetch.config import Config
-from rfetch.fetch import REDIS_DOWN
-from rfetch.keys import Keys
-from rfetch.reporting import report
-from rfetch.scripts import Scripts
+from rfetch.store.commands import Commands
+from rfetch.store.connection import REDIS_DOWN
+from rfetch.worker.reporting import ErrorReporter
 
 log = logging.getLogger("rfetch.scheduled")
 
@@ -32,7 +29,7 @@ PER_PROCESS_INTERVAL = 5.0
 
 PROCESS_COUNT_TTL = 60.0
 """Seconds a process count (SCARD processes) is used before it is read again: counting on
-every poll was a tenth of an idle worker's Redis commands (issue #4)."""
+every poll was a tenth of an idle worker's Redis commands."""
 
 
 class Poller:
@@ -40,18 +37,21 @@ class Poller:
 
     Args:
         config: poll interval settings.
-        redis: the client.
-        scripts: holds ``enqueue_due``.
+        commands: the Lua scripts, and the client and key names they use.
+        report: the error reporter.
         rng: random source for the jitter.
     """
 
     def __init__(
-        self, config: Config, redis: Redis, scripts: Scripts, rng: random.Random | None = None
+        self,
+        config: Config,
+        commands: Commands,
+        report: ErrorReporter,
+        rng: random.Random | None = None,
     ) -> None:
         self.config = config
-        self.redis = redis
-        self.scripts = scripts
-        self.keys = Keys(config.namespace)
+        self.commands = commands
+        self.report = report
         self.rng = rng or random.Random()
         self._failing = False
         self._count = 1
@@ -62,18 +62,12 @@ class Poller:
 
         One EXISTS first: when both sets are empty a poll costs one command."""
         moved_total = 0
-        prefix = self.keys.queue("")
-        if not self.redis.exists(self.keys.schedule, self.keys.retry):
+        keys, redis = self.commands.keys, self.commands.redis
+        if not redis.exists(keys.schedule, keys.retry):
             return 0
-        for zset in (self.keys.schedule, self.keys.retry):
+        for zset in (keys.schedule, keys.retry):
             while True:
-                moved = int(
-                    self.scripts.enqueue_due(
-                        keys=[zset, self.keys.queues, self.keys.dead],
-                        args=[prefix, BATCH],
-                        client=self.redis,
-                    )
-                )
+                moved = self.commands.enqueue_due(zset, BATCH)
                 moved_total += moved
                 if moved < BATCH:
                     break
@@ -86,7 +80,8 @@ class Poller:
         if average is None:
             now = time.monotonic()
             if now - self._counted_at >= PROCESS_COUNT_TTL:
-                self._count = int(self.redis.scard(self.keys.processes)) or 1
+                processes = self.commands.keys.processes
+                self._count = int(self.commands.redis.scard(processes)) or 1
                 self._counted_at = now
             average = self._count * PER_PROCESS_INTERVAL
         return average * self.rng.random() + average / 2
@@ -117,6 +112,6 @@ class Poller:
                     self._failing = True
             except Exception as exc:
                 log.exception("scheduled poller failed")
-                report(self.config.error_handlers, exc, {"context": "poller"})
+                self.report(exc, {"context": "poller"})
             if stop.wait(wait):
                 return

@@ -5,130 +5,78 @@ A fetched job is moved atomically from ``queue:<q>`` into this process's private
 settled (moved into the retry or dead set by one conditional script), or pushed back.
 Whatever happens to the process, every accepted job is in exactly one list or set.
 
-Fetch order: one Lua call acknowledges finished jobs and moves up to N new ones, taking the
-queues in weighted-random or strict order; when that finds nothing, one blocking BLMOVE
-waits on the first queue of the order for ``block_timeout`` seconds, so an idle worker costs
-about one command per second whatever its number of queues, and notices shutdown within
-that time.
+Fetch order: one Lua call (``fetch.lua``, through :meth:`Commands.fetch`) acknowledges
+finished jobs and moves up to N new ones, taking the queues in weighted-random or strict
+order; when that finds nothing, one blocking BLMOVE waits on the first queue of the order for
+``block_timeout`` seconds, so an idle worker costs about one command per second whatever its
+number of queues, and notices shutdown within that time.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 
-from redis import Redis
-from redis.exceptions import ConnectionError, TimeoutError
+from redis.client import Pipeline
 
 from rfetch.config import Config
-from rfetch.keys import Keys
-from rfetch.scripts import Scripts
+from rfetch.payload import Routing
+from rfetch.store.commands import Commands, Outcome
+from rfetch.store.connection import REDIS_DOWN
+from rfetch.worker.queue_order import QueueOrder
+from rfetch.worker.unit import UnitOfWork
 
 log = logging.getLogger("rfetch.fetch")
-
-REDIS_DOWN = (ConnectionError, TimeoutError, OSError)
-"""Errors that mean Redis could not be reached or did not answer."""
 
 FAIR_REFRESH = 5.0
 """Seconds between looks at which queues are fair (``rfetch:fair-queues``)."""
 
 FAIR_REFRESH_IDLE = 30.0
 """The same while the worker idles in a blocking fetch: one look every 5 s was a tenth of
-an idle worker's Redis commands (issue #4). An idle worker of several queues still sees a
-queue's first tenant job within ``block_timeout`` (its EXISTS covers every queue's tenant
-ring); one of a single queue, within this time."""
-
-
-@dataclass(eq=False)
-class UnitOfWork:
-    """One fetched job: where it came from and the exact bytes fetched (what LREM matches).
-
-    Attributes:
-        queue: queue name.
-        raw: the payload exactly as fetched.
-        private_key: the private list holding it until acknowledged.
-        fetched_at: ``time.time()`` at fetch (float epoch seconds).
-        jid: the job's jid, set by the processor for a gated job.
-        ordering_key: the job's ordering key (issue #5), set by the processor; None for none.
-        unique: the job's unique lock digest (issue #5), set by the processor; None for none.
-    """
-
-    queue: str
-    raw: bytes
-    private_key: str
-    fetched_at: float = field(default_factory=time.time)
-    jid: str = ""
-    ordering_key: str | None = None
-    unique: str | None = None
-
-    @property
-    def gated(self) -> bool:
-        """Whether finishing the job must release an ordering key or a unique lock, so its
-        acknowledgement goes through ``finish.lua`` instead of riding on the next fetch."""
-        return self.ordering_key is not None or self.unique is not None
-
-    def gate_args(self, prefix: str) -> list[str]:
-        """``prefix, queue, ordering key, jid`` (``""`` for no key) for the gate scripts."""
-        return [prefix, self.queue, self.ordering_key or "", self.jid]
-
-
-class QueueOrder:
-    """Sidekiq's queue order: strict as listed, or weighted random per fetch.
-
-    With weights, each queue appears ``weight`` times in a list that is shuffled for every
-    fetch and then de-duplicated (Sidekiq's BasicFetch#queues_cmd), so ``critical,2`` is
-    first twice as often as a queue of weight 1.
-    """
-
-    def __init__(self, config: Config, rng: random.Random | None = None) -> None:
-        self.strict = config.is_strict
-        self.names = [q.name for q in config.queues]
-        self._expanded = [q.name for q in config.queues for _ in range(q.weight)]
-        self._rng = rng or random.Random()
-
-    def next(self) -> list[str]:
-        """The queue names in the order to try for one fetch."""
-        if self.strict or len(self.names) == 1:
-            return list(self.names)
-        self._rng.shuffle(self._expanded)
-        return list(dict.fromkeys(self._expanded))
+an idle worker's Redis commands. An idle worker of several queues still sees a queue's
+first tenant job within ``block_timeout`` (its EXISTS covers every queue's tenant ring);
+one of a single queue, within this time."""
 
 
 class ReliableFetch:
     """Fetch, acknowledge, settle and push back jobs of one worker process.
 
     Args:
-        config: supplies queues, weights and ``block_timeout`` (seconds).
-        redis: the client (no automatic retries: see ``rfetch.connection``).
+        config: supplies queues, weights, ``block_timeout`` and ``heartbeat_ttl`` (seconds).
+        commands: the Lua scripts, on a client with no automatic retries (see
+            :func:`rfetch.store.connection.connect`).
         identity: the process identity ``host:pid:hex``.
-        scripts: the Lua scripts registered on ``redis``.
     """
 
-    def __init__(self, config: Config, redis: Redis, identity: str, scripts: Scripts) -> None:
+    def __init__(self, config: Config, commands: Commands, identity: str) -> None:
         self.config = config
-        self.redis = redis
+        self.commands = commands
+        self.redis = commands.redis
+        self.keys = commands.keys
         self.identity = identity
-        self.scripts = scripts
-        self.keys = Keys(config.namespace)
         self.order = QueueOrder(config)
         self._private = {q.name: self.keys.private(identity, q.name) for q in config.queues}
         self._public = {q.name: self.keys.queue(q.name) for q in config.queues}
         self.broken: dict[str, str] = {}
         """Queues whose key holds another Redis type than a list: name -> type."""
         self.fair: frozenset[str] = frozenset()
-        """This process's queues that have had tenant jobs (issue #5): fetched fairly."""
+        """This process's queues that have had tenant jobs: fetched fairly."""
         self._fair_checked = float("-inf")
+
+    def unit(self, queue: str, raw: bytes, private_key: str | None = None) -> UnitOfWork:
+        """The unit of work of a job in ``private_key`` (default: this process's private
+        list of ``queue``), its routing fields read from ``raw``."""
+        return UnitOfWork(
+            queue, raw, private_key or self.private_key(queue), Routing.parse(raw), self
+        )
 
     def refresh_fair(self, force: bool = False, every: float = FAIR_REFRESH) -> frozenset[str]:
         """Which of this process's queues are fair (in ``rfetch:fair-queues``), looked up
         at most every ``every`` seconds (one SMISMEMBER; ``FAIR_REFRESH`` while fetching,
         ``FAIR_REFRESH_IDLE`` while idle), so a queue's first tenant job is fetched fairly
-        within that time (an idle fetch on a fair queue also looks at the queue's public
-        list).
+        within that time.
 
         Raises:
             redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
@@ -159,7 +107,7 @@ class ReliableFetch:
             limit: the most jobs to take (0: only acknowledge).
             exclude: queue names not to fetch from (paused queues).
             acks: finished jobs to remove from the private lists (LREM of the exact bytes);
-                one with an ordering key or a unique lock also releases them (issue #5).
+                one with an ordering key or a unique lock also releases them.
 
         Raises:
             redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable; the
@@ -169,46 +117,29 @@ class ReliableFetch:
         """
         skip = set(exclude)
         names = [q for q in self.order.next() if q not in skip]
-        fetch_pairs = len(names) if limit > 0 else 0
+        fetch_count = len(names) if limit > 0 else 0
         names += [q for q in self._private if q not in names]
-        index = {name: i for i, name in enumerate(names, 1)}
-        keys: list[str] = []
-        for name in names:
-            keys.append(self._public[name])
-            keys.append(self._private[name])
-        fair = self.refresh_fair() if fetch_pairs else frozenset()
-        fair_pairs = [i for i, name in enumerate(names[:fetch_pairs], 1) if name in fair]
-        for fair_pair in fair_pairs:
-            fair_name = names[fair_pair - 1]
-            keys += [
-                self.keys.fair_ring(fair_name),
-                self.keys.fair_credits(fair_name),
-                self.keys.fair_weights(fair_name),
-            ]
-        args: list[bytes | str | int] = [limit, fetch_pairs, len(fair_pairs), *fair_pairs]
+        own = self._private
+        sent = []
         for unit in acks:
-            pair = index.get(unit.queue)
-            if pair is None or self._private[unit.queue] != unit.private_key:
+            if own.get(unit.queue) == unit.private_key:
+                sent.append(unit)
+            else:  # not one of this process's private lists: on its own
                 self._ack_now(unit)
-                continue
-            if unit.gated:  # issue #5: the release rides on the fetch too
-                args += [-pair, unit.raw, *unit.gate_args(self.keys.prefix), unit.unique or ""]
-                continue
-            args.append(pair)
-            args.append(unit.raw)
-        reply = self.scripts.fetch(keys=keys, args=args, client=self.redis)
-        units = []
-        broken: dict[str, str] = {}
-        looked_at = int(reply[0])
-        for i in range(1, len(reply), 2):
-            pair = int(reply[i])
-            if pair < 0:
-                kind = reply[i + 1]
-                broken[names[-pair - 1]] = kind.decode() if isinstance(kind, bytes) else kind
-                continue
-            name = names[pair - 1]
-            units.append(UnitOfWork(name, reply[i + 1], self._private[name]))
-        self._note_broken(broken, names[:looked_at])
+        fair = self.refresh_fair() if fetch_count else frozenset()
+        reply = self.commands.fetch(
+            names,
+            self._public,
+            own,
+            fetch_count,
+            limit,
+            [name for name in names[:fetch_count] if name in fair],
+            sent,
+        )
+        units = [self.unit(names[i], raw, own[names[i]]) for i, raw in reply.jobs]
+        self._note_broken(
+            {names[i]: kind for i, kind in reply.broken.items()}, names[: reply.looked_at]
+        )
         return units
 
     def _note_broken(self, broken: dict[str, str], looked_at: list[str]) -> None:
@@ -230,8 +161,8 @@ class ReliableFetch:
 
     def wait_for_work(self, exclude: Iterable[str] = ()) -> list[UnitOfWork]:
         """Block up to ``block_timeout`` seconds on the first queue of the order (BLMOVE);
-        on a fair queue (issue #5), BLPOP on its wake list then one fetch, so a plain job
-        pushed into a fair queue waits up to ``block_timeout`` seconds when workers idle.
+        on a fair queue, BLPOP on its wake list then one fetch, so a plain job pushed into
+        a fair queue waits up to ``block_timeout`` seconds when workers idle.
 
         Args:
             exclude: paused queue names.
@@ -262,69 +193,61 @@ class ReliableFetch:
         )
         if raw is None:
             return []
-        return [UnitOfWork(first, raw, self._private[first])]  # type: ignore[arg-type]
+        return [self.unit(first, raw, self._private[first])]  # type: ignore[arg-type]
 
     def any_waiting(self, exclude: Iterable[str] = ()) -> bool:
         """Whether any queue (but ``exclude``) holds a job, plain or of a tenant: one EXISTS
         over every public queue and every tenant ring (an empty list does not exist in
         Redis), so an idle worker's cost does not grow with its number of queues (Sidekiq
-        Pro's fetch polls every queue, issue #6394). Rings of queues not yet known to be
+        Pro's fetch polls every queue, Sidekiq #6394). Rings of queues not yet known to be
         fair are included, so a queue's first tenant job is seen too."""
         skip = set(exclude) | set(self.broken)
         keys = [self._public[q] for q in self._public if q not in skip]
         keys += [self.keys.fair_ring(q) for q in self._public if q not in skip]
         return bool(keys) and int(self.redis.exists(*keys)) > 0
 
-    def _ack_now(self, unit: UnitOfWork) -> None:
-        if unit.gated:
-            self._finish(unit)
-            return
-        self.redis.lrem(unit.private_key, 1, unit.raw)  # type: ignore[arg-type]
+    def _ack_now(self, unit: UnitOfWork) -> bool:
+        """LREM of the exact bytes, or ``finish.lua`` for a job whose removal releases an
+        ordering key or a unique lock."""
+        routing = unit.routing
+        if routing is not None and routing.locking:
+            return self.commands.finish(unit.private_key, unit.queue, unit.raw, routing)
+        return bool(self.redis.lrem(unit.private_key, 1, unit.raw))  # type: ignore[arg-type]
 
-    def _finish(self, unit: UnitOfWork) -> int:
-        """``finish.lua``: LREM, then release the job's ordering key and unique lock."""
-        return int(
-            self.scripts.finish(
-                keys=[unit.private_key],
-                args=[unit.raw, *unit.gate_args(self.keys.prefix), unit.unique or ""],
-                client=self.redis,
-            )
-        )
-
-    def take_followers(self, unit: UnitOfWork, limit: int) -> list[bytes]:
+    def take_followers(self, unit: UnitOfWork, limit: int) -> list[UnitOfWork]:
         """Move up to ``limit`` waiting jobs of the running holder's key into its private
-        list (``coalesce.lua``); returns their raw payloads, oldest first.
+        list (``coalesce.lua``); their units, oldest first.
 
         Raises:
             redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
         """
-        if unit.ordering_key is None:
+        routing = unit.routing
+        if routing is None or routing.ordering_key is None:
             return []
-        taken: list[bytes] = self.scripts.coalesce(
-            keys=[unit.private_key],
-            args=[*unit.gate_args(self.keys.prefix), limit],
-            client=self.redis,
+        raws = self.commands.coalesce(
+            unit.private_key, unit.queue, routing.ordering_key, routing.jid, limit
         )
-        return taken
+        return [self.unit(unit.queue, raw, unit.private_key) for raw in raws]
 
-    def write_leases(self, pipe: Redis, units: Iterable[UnitOfWork]) -> None:
-        """Queue on ``pipe`` the leases of running keyed jobs (issue #5): the heartbeat
-        calls it, so a running holder's lease (``rfetch:key-leases:<q>``, member
-        ``<jid>:<key>``) expires ``heartbeat_ttl`` seconds after its process's last beat by
-        Redis's clock. Stuck-key rescue looks only at expired leases."""
-        keyed = [u for u in units if u.ordering_key is not None]
-        if not keyed:
-            return
-        self.scripts.lease(
-            keys=[self.keys.key_leases(u.queue) for u in keyed],
-            args=[self.config.heartbeat_ttl, *(f"{u.jid}:{u.ordering_key}" for u in keyed)],
-            client=pipe,
-        )
+    def write_leases(self, pipe: Pipeline, units: Iterable[UnitOfWork]) -> None:
+        """Queue on ``pipe`` the leases of running keyed jobs: the heartbeat calls it, so a
+        running holder's lease (``rfetch:key-leases:<q>``, member ``<jid>:<key>``) expires
+        ``heartbeat_ttl`` seconds after its process's last beat by Redis's clock. Stuck-key
+        rescue looks only at expired leases."""
+        held = [
+            (u.queue, u.routing.jid, u.routing.ordering_key)
+            for u in units
+            if u.routing is not None and u.routing.ordering_key is not None
+        ]
+        if held:
+            self.commands.lease(pipe, held, self.config.heartbeat_ttl)
 
     def acknowledge(self, unit: UnitOfWork, give_up: float | None = None) -> bool:
-        """Remove a finished job from the private list (LREM of the exact bytes).
+        """Remove a finished job from the private list (LREM of the exact bytes; a job with
+        an ordering key or a unique lock by ``finish.lua``, which also releases the key, so
+        its next job goes out, and the lock).
 
-        A failed LREM is retried until Redis answers (Sidekiq #4495 left such jobs in the
+        A failed call is retried until Redis answers (Sidekiq #4495 left such jobs in the
         private list until the next restart).
 
         Args:
@@ -332,23 +255,11 @@ class ReliableFetch:
             give_up: ``time.monotonic()`` deadline after which to stop trying (shutdown);
                 the job then stays in the private list and is recovered as an orphan.
 
-        A job with an ordering key or a unique lock is acknowledged by ``finish.lua``, which
-        also releases the key (its next job goes out) and the lock (issue #5).
-
         Returns:
-            True once acknowledged, False if given up.
+            True if this call removed the job; False if it was no longer in the private
+            list (pushed back or settled meanwhile) or we gave up.
         """
-        if unit.gated:
-            finished = self._until_answered(lambda: self._finish(unit), "acknowledge", give_up)
-            return finished is not None
-        key, raw = unit.private_key, unit.raw
-        lrem = self.redis.lrem
-        answer = self._until_answered(
-            lambda: lrem(key, 1, raw),  # type: ignore[arg-type]
-            "acknowledge",
-            give_up,
-        )
-        return answer is not None
+        return bool(self._until_answered(lambda: self._ack_now(unit), "acknowledge", give_up))
 
     def settle(
         self,
@@ -359,9 +270,10 @@ class ReliableFetch:
         trim_before: float | None = None,
         cap: int | None = None,
         give_up: float | None = None,
-        outcome: str = "dead",
+        outcome: Outcome = "dead",
     ) -> bool:
-        """Atomically move a failed job from the private list into the retry or dead set.
+        """Atomically move a failed job from the private list into the retry or dead set
+        (``settle.lua``).
 
         Retried until Redis answers. Writes nothing if the job is no longer in the private
         list (it was pushed back meanwhile), so a job is never both requeued and retried
@@ -375,25 +287,25 @@ class ReliableFetch:
             trim_before: dead set: drop entries scored below this (epoch seconds).
             cap: dead set: keep at most this many entries.
             give_up: ``time.monotonic()`` deadline (see :meth:`acknowledge`).
-            outcome: for a job with an ordering key or a unique lock (issue #5):
-                ``"retry"`` keeps its key blocked, ``"skip"`` releases the key (the skip
-                policy), ``"dead"`` releases the key and the unique lock.
+            outcome: for a job with an ordering key or a unique lock: ``"retry"`` keeps its
+                key blocked, ``"skip"`` releases the key (the skip policy), ``"dead"``
+                releases the key and the unique lock.
 
         Returns:
             True if written, False if the job was no longer ours or we gave up.
         """
-        args: list[bytes | str] = [
-            unit.raw,
-            repr(score),
-            payload,
-            "" if trim_before is None else repr(trim_before),
-            "" if cap is None else str(cap),
-        ]
-        if unit.gated:
-            args += [*unit.gate_args(self.keys.prefix), outcome, unit.unique or ""]
         result = self._until_answered(
-            lambda: self.scripts.settle(
-                keys=[unit.private_key, zset], args=args, client=self.redis
+            lambda: self.commands.settle(
+                unit.private_key,
+                unit.queue,
+                unit.raw,
+                zset,
+                score,
+                payload,
+                unit.routing,
+                outcome,
+                trim_before,
+                cap,
             ),
             "settle",
             give_up,
@@ -413,25 +325,19 @@ class ReliableFetch:
             redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable (the jobs
                 stay in the private lists and are recovered as orphans).
         """
-        groups: dict[tuple[str, str], list[bytes]] = {}
+        groups: dict[tuple[str, str], list[tuple[bytes, Routing | None]]] = {}
         for unit in units:
-            groups.setdefault((unit.queue, unit.private_key), []).append(unit.raw)
-        pushed = 0
-        for (queue, private_key), raws in groups.items():
-            pushed += int(
-                self.scripts.requeue(
-                    keys=[private_key, self.keys.queue(queue), self.keys.queues],
-                    args=[queue, self.keys.prefix, *raws],
-                    client=self.redis,
-                )
-            )
-        return pushed
+            groups.setdefault((unit.queue, unit.private_key), []).append((unit.raw, unit.routing))
+        return sum(
+            self.commands.requeue(private_key, queue, jobs)
+            for (queue, private_key), jobs in groups.items()
+        )
 
     def requeue_unheld(self, held: Iterable[UnitOfWork], why: str) -> int:
         """Push back every job in this process's private lists that no thread holds.
 
         Called after a Redis connection error (a move whose reply was lost leaves a job in
-        a private list that nobody will run, issue #3), and at shutdown with nothing held.
+        a private list that nobody will run), and at shutdown with nothing held.
 
         Args:
             held: the jobs this process has fetched and not yet finished.
@@ -448,7 +354,7 @@ class ReliableFetch:
                 if held_count[(private_key, raw)] > 0:
                     held_count[(private_key, raw)] -= 1
                 else:
-                    stray.append(UnitOfWork(queue, raw, private_key))
+                    stray.append(self.unit(queue, raw, private_key))
         if not stray:
             return 0
         pushed = self.requeue(stray)
@@ -473,4 +379,3 @@ class ReliableFetch:
                     return None
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
-
