@@ -73,7 +73,6 @@ class JobControl:
         self.deadline: float | None = None if timeout is None else self.started + timeout
         """Monotonic time at which the job should stop itself, or None (no limit)."""
         self._lock = threading.Lock()
-        self._cancelled = threading.Event()
         self._cancelled_at: float | None = None
         self.cancel_reason = ""
         self.cancel_to_dead = False
@@ -110,7 +109,7 @@ class JobControl:
     @property
     def cancelled(self) -> bool:
         """Whether a cancel was requested."""
-        return self._cancelled.is_set()
+        return self._cancelled_at is not None
 
     def cancel(self, reason: str = "", dead: bool = False) -> None:
         """Request the cancel (the first request's time starts the grace period).
@@ -122,10 +121,9 @@ class JobControl:
         with self._lock:
             if self._cancelled_at is not None:
                 return
-            self._cancelled_at = self.clock()
             self.cancel_reason = reason
             self.cancel_to_dead = dead
-        self._cancelled.set()
+            self._cancelled_at = self.clock()  # last: readers see reason and dead first
 
     def check(self) -> None:
         """Stop here if the job should stop (what ``Job.check_cancelled`` calls).
@@ -134,7 +132,7 @@ class JobControl:
             JobCancelled: a cancel was requested.
             JobTimeout: the deadline has passed.
         """
-        if self._cancelled.is_set():
+        if self._cancelled_at is not None:
             raise self.error("cancel")
         if self.deadline is not None and self.clock() >= self.deadline:
             raise self.error("timeout")

@@ -28,6 +28,25 @@ start it again). Its other jobs were pushed back first."""
 
 
 @dataclass(frozen=True)
+class Supervision:
+    """What a supervised worker process knows of its swarm.
+
+    Attributes:
+        status: its end of the status pipe.
+        parent_pid: the supervisor's pid (when ``os.getppid()`` differs, the parent died
+            and the worker stops as on TERM).
+        slot: its slot in the swarm (0-based).
+        swarm: the parent's ``host:pid``, written in the heartbeat's ``info`` so the API
+            and the web UI group a swarm's workers.
+    """
+
+    status: StatusWriter
+    parent_pid: int
+    slot: int
+    swarm: str
+
+
+@dataclass(frozen=True)
 class Message:
     """One parsed status line: ``kind`` is ``ready``, ``jobs`` or ``retiring``."""
 

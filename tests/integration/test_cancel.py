@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -15,7 +16,9 @@ import rfetch
 from rfetch.api import Api
 from rfetch.cli import main
 from tests.support.redis_server import RedisServer
-from tests.support.swarm import set_entries
+from tests.support.swarm import Records, children, set_entries
+from tests.support.wait import wait_for
+from tests.support.workers import JOBS_DIR, WorkerProcess
 
 
 @pytest.fixture
@@ -107,3 +110,76 @@ def test_namespaced_marks(redis_server: RedisServer, r: redis.Redis, tmp_path: P
     assert jid is not None
     assert Api(config).cancel(jid).state == "deleted"
     assert r.exists(f"ns:cancel:{jid}") and r.zcard("ns:schedule") == 0
+
+
+# -- running jobs, with real worker processes ----------------------------------------------
+
+WORKER_ENV = {
+    "RFETCH_HEARTBEAT_INTERVAL": "0.5",
+    "RFETCH_JOB_TIMEOUT_GRACE": "1",
+    "RFETCH_BLOCK_TIMEOUT": "0.3",
+    "RFETCH_POLL_INITIAL_WAIT": "600",
+}
+
+
+@pytest.fixture
+def limit_jobs(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.syspath_prepend(str(JOBS_DIR))
+    import limit_jobs
+
+    return limit_jobs
+
+
+def test_a_running_cooperative_job_stops_and_goes_to_the_dead_set_when_asked(
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path, api: Api,
+    client: rfetch.Client, limit_jobs: Any,
+) -> None:
+    records = Records(tmp_path / "records")
+    worker = WorkerProcess(redis_server.url, ["-r", "limit_jobs", "-c", "2"],
+                           env={**WORKER_ENV, "RFETCH_TEST_RECORD": str(records.path)},
+                           log_dir=tmp_path)
+    try:
+        identity = worker.identity(r)
+        jid = limit_jobs.Polite.set(client=client).perform_async(60.0)
+        wait_for(lambda: records.count("start")[jid] == 1, 10, worker.log)
+        wait_for(lambda: api.explain(jid).state == "running", 10, worker.log)
+        result = api.cancel(jid, dead=True, reason="operator")
+        assert result.state == "cancelling", result.text
+        wait_for(lambda: jid in set_entries(r, "dead"), 10, worker.log)
+        entry = set_entries(r, "dead")[jid]
+        assert entry["error_class"] == "rfetch.JobCancelled"
+        assert entry["error_message"] == "cancelled: operator"
+        assert [row[3] for row in records.rows("stopped")] == ["JobCancelled"]
+        assert [row[3] for row in records.rows("died")] == ["rfetch.JobCancelled"]
+        assert r.zcard("retry") == 0 and not r.exists("queue:default")
+        assert worker.proc.poll() is None and r.sismember("processes", identity)
+    finally:
+        assert worker.stop(20) == 0
+
+
+def test_a_running_hung_job_is_stopped_after_the_grace_and_its_worker_replaced(
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path, api: Api,
+    client: rfetch.Client, limit_jobs: Any,
+) -> None:
+    records = Records(tmp_path / "records")
+    worker = WorkerProcess(redis_server.url,
+                           ["-r", "limit_jobs", "-c", "2", "--processes", "1", "-t", "5"],
+                           env={**WORKER_ENV, "RFETCH_TEST_RECORD": str(records.path)},
+                           log_dir=tmp_path)
+    try:
+        wait_for(lambda: r.scard("processes") == 1, 20, worker.log)
+        first = {c.pid for c in children(worker.pid)}
+        jid = limit_jobs.Hang.set(client=client, timeout=600).perform_async()
+        wait_for(lambda: records.count("start")[jid] == 1, 10, worker.log)
+        wait_for(lambda: api.explain(jid).state == "running", 10, worker.log)
+        assert api.cancel(jid).state == "cancelling"
+        wait_for(lambda: [row[3] for row in records.rows("died")] == ["rfetch.JobCancelled"],
+                 10, worker.log)
+        wait_for(lambda: any(c.pid not in first for c in children(worker.pid)), 10, worker.log)
+        assert "ignored its cancel" in worker.log()
+        # Dropped: not retried, not dead (not asked), not pushed back.
+        assert r.zcard("retry") == 0 and r.zcard("dead") == 0
+        assert not r.exists("queue:default")
+        assert records.count("start")[jid] == 1
+    finally:
+        assert worker.stop(20) == 0

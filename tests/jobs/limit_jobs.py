@@ -55,11 +55,13 @@ class Work(rfetch.Job):
 
 
 class Leak(rfetch.Job):
-    """Keeps 50 MB (touched, so resident) for the life of its process."""
+    """Keeps 50 MB (touched, so resident) for the life of its process, then works 0.3 s
+    (so the supervisor's once-a-second memory check sees it between jobs)."""
 
     def perform(self, *args: Any) -> None:
         record("start", self.jid)
         _LEAKED.append(b"x" * (50 * 1024 * 1024))
+        time.sleep(0.3)
         record("done", self.jid)
 
 

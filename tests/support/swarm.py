@@ -44,7 +44,7 @@ def children(parent: int) -> list[psutil.Process]:
 def title(proc: psutil.Process) -> str:
     """A process's title (``setproctitle`` rewrites its command line)."""
     try:
-        return " ".join(proc.cmdline())
+        return " ".join(part for part in proc.cmdline() if part)
     except psutil.Error:
         return ""
 

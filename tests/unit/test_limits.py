@@ -8,7 +8,7 @@ import pytest
 import rfetch
 from rfetch.client import check_options
 from rfetch.limits import JobControl, cancel_mark, read_cancel_mark, timeout_of
-from rfetch.retry import error_class_name
+from rfetch.worker.retry import error_class_name
 
 
 class Clock:
@@ -98,9 +98,12 @@ def test_job_sees_its_control() -> None:
 
 
 def test_timeout_option_travels_in_the_payload() -> None:
-    assert Slow.default_options()["timeout"] == 2.0
-    assert "timeout" not in rfetch.Job.default_options()
-    assert Slow.set(timeout=5).options["timeout"] == 5
+    client = rfetch.Client(rfetch.Config())  # builds payloads without connecting
+    built = client.build(Slow.job_name(), [], Slow.default_options(), None)
+    assert built["timeout"] == 2.0
+    per_push = client.build(Slow.job_name(), [], {**Slow.default_options(), "timeout": 5}, None)
+    assert per_push["timeout"] == 5
+    assert "timeout" not in client.build("Plain", [], rfetch.Job.default_options(), None)
 
 
 @pytest.mark.parametrize("bad", [0, -1, "5", True, float("inf"), float("nan")])
