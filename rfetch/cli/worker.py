@@ -252,4 +252,5 @@ def _worker_metrics(config: Config) -> Any:
         ) from None
     metrics = WorkerMetrics()
     config.server_middleware.append(metrics.middleware)
+    config.error_handlers.append(metrics.error_handler)
     return metrics

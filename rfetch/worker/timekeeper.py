@@ -144,7 +144,7 @@ class Timekeeper:
             extra={"job_class": name, "jid": jid, "queue": unit.queue, "elapsed_ms": elapsed},
         )
         self.stats.record(name, True, elapsed)
-        self.report(exc, {"job": payload, "queue": unit.queue, "jid": jid})
+        self.report(exc, {"job": payload, "queue": unit.queue, "jid": jid, "hard": True})
         try:
             if verdict == "timeout":
                 self.job_retry.fail(unit, payload, execution.instance, exc)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import time
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 import redis
 
 import rfetch
+from rfetch.api import Api
 from tests.support.redis_server import RedisServer
 from tests.support.swarm import Records, children, title
 from tests.support.wait import wait_for
@@ -61,6 +63,10 @@ def test_a_killed_child_is_replaced_and_its_jobs_recovered_at_once(
                     "--prefetch", "0", "-t", "10")
     try:
         wait_for(lambda: r.scard("processes") == 4, 30, worker.log)
+        # The API groups the swarm: every child names the parent, one per slot.
+        found = Api(rfetch.Config(redis_url=redis_server.url)).processes.all()
+        assert {p.swarm for p in found} == {f"{socket.gethostname()}:{worker.pid}"}
+        assert [p.slot for p in found] == [0, 1, 2, 3]
         client = _client(redis_server.url)
         jids = [limit_jobs.Work.set(client=client).perform_async(3.0) for _ in range(8)]
         wait_for(lambda: len(records.count("start")) == 8, 20, worker.log)
