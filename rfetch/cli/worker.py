@@ -101,7 +101,8 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
               help="Address of the --metrics-port server (0.0.0.0: every interface).")
 @click.option("--processes", callback=_processes, default=None, metavar="N|auto",
               help="Fork N worker processes under one supervising parent (a swarm; 'auto': "
-              "the CPUs this process may use). Not given: one process, no supervisor.")
+              "the CPUs this process may use). Not given (nor RFETCH_PROCESSES): one "
+              "process, no supervisor, except as PID 1.")
 @click.option("--max-memory", type=click.IntRange(min=1), default=None, metavar="MB",
               help="Swarm: recycle a worker past this resident memory (quiet, TERM, new).")
 @click.option("--max-jobs", type=click.IntRange(min=1), default=None, metavar="N",
@@ -149,7 +150,9 @@ def worker(
 
     # A swarm's parent forks: it must run no thread then (no log writer thread). As PID 1
     # (a container) a worker always supervises itself, to reap zombies.
-    supervise = processes is not None or os.getpid() == 1
+    supervise = (
+        processes is not None or bool(os.environ.get("RFETCH_PROCESSES")) or os.getpid() == 1
+    )
     if supervise:
         setup_direct_logging(verbose, json_logs)
     try:
