@@ -73,7 +73,7 @@ class Heartbeat:
         stats: Stats,
         on_signal: Callable[[str], None],
         renew: Callable[[Pipeline, list[UnitOfWork]], None] | None = None,
-        extra_info: Mapping[str, Any] | None = None,
+        extra_info: Mapping[str, str | int] | None = None,
     ) -> None:
         self.config = config
         self.redis = redis
