@@ -78,12 +78,15 @@ class Timekeeper:
 
     def run(self, stop: threading.Event) -> None:
         """Check until ``stop`` is set; every exception is logged and survived."""
-        while not stop.wait(self.next_wait()):
+        wait = CHECK_INTERVAL
+        while not stop.wait(wait):
             try:
                 self.check()
+                wait = self.next_wait()
             except Exception as exc:
                 log.exception("time-limit check failed")
                 self.report(exc, {"context": "timekeeper"})
+                wait = CHECK_INTERVAL
 
     def next_wait(self) -> float:
         """Seconds to the next check: :data:`CHECK_INTERVAL`, or less when a hard limit
