@@ -10,6 +10,11 @@ Signals (Sidekiq's):
 * TTIN: log every thread's stack.
 
 The same names popped from ``<identity>-signals`` by the heartbeat act the same way.
+
+When the timekeeper stopped a job the hard way (time limit or ignored cancel), the process
+retires: it says so on its status pipe (a swarm's parent forks the replacement at once),
+then shuts down as on TERM and exits ``EXIT_RETIRED`` (75). In a swarm it also reports its
+job count to the parent and stops as on TERM if the parent dies.
 """
 
 from __future__ import annotations
