@@ -330,9 +330,9 @@ def setup_logging(
     half the throughput); per-job lines travel as :class:`JobEvent` tuples. The root logger
     (every application logger that has no handler of its own) goes to the same writer at
     the same level, so its lines come in order with rfetch's; ``context`` (a
-    :class:`rfetch.log_context.JobContext`) adds the running job to them. An application
-    that configures logging itself afterwards (``logging.config.dictConfig``,
-    ``basicConfig(force=True)``) replaces that handler.
+    :class:`rfetch.log_context.JobContext`) adds the running job to them. A root logger the
+    application configured itself (``dictConfig`` in a ``-r`` module, say) is left as it
+    is, and one configured later replaces this handler.
 
     Args:
         verbose: DEBUG instead of INFO.
@@ -355,8 +355,37 @@ def setup_logging(
     application = HandOffHandler(items, eager=True)
     if context is not None:
         application.addFilter(context)
-    root = logging.getLogger()
-    root.handlers[:] = [application]
-    root.setLevel(level)
+    _take_root(application, level)
     writer.start()
     return writer
+
+
+class DirectHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The stderr handler of :func:`setup_direct_logging` (a type of its own, so that
+    :func:`setup_logging` knows the root logger's handler is rfetch's, not the
+    application's)."""
+
+
+def _take_root(handler: logging.Handler, level: int) -> None:
+    """Make ``handler`` the root logger's (the application's logging) at ``level``, unless
+    the application configured the root logger itself (a handler rfetch did not put
+    there, e.g. from ``dictConfig`` in a ``-r`` module): that configuration is kept."""
+    root = logging.getLogger()
+    if all(isinstance(h, (HandOffHandler, DirectHandler)) for h in root.handlers):
+        root.handlers[:] = [handler]
+        root.setLevel(level)
+
+
+def setup_direct_logging(verbose: bool, json_logs: bool) -> None:
+    """Like :func:`setup_logging`, but written by the logging thread itself, with no writer
+    thread: for ``rfetch worker`` until its worker process starts (the ``-r`` imports) and
+    for a swarm's parent, which must have no other thread when it forks (each worker
+    process then calls :func:`setup_logging` for itself)."""
+    handler = DirectHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if json_logs else TextFormatter())
+    level = logging.DEBUG if verbose else logging.INFO
+    root = logging.getLogger("rfetch")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+    _take_root(handler, level)

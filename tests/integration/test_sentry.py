@@ -352,7 +352,10 @@ class FakeLauncher:
 
     configs: list[Config] = []
 
-    def __init__(self, config: Config, registry: Registry, **parts: object) -> None:
+    def __init__(
+        self, config: Config, registry: Registry, identity: str | None = None,
+        supervision: object = None, **parts: object,
+    ) -> None:
         self.config = config
 
     def run(self) -> int:
