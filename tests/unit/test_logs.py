@@ -16,6 +16,7 @@ import pytest
 
 from rfetch.logs import (
     BUSY_BATCH,
+    DirectHandler,
     HandOffHandler,
     Item,
     JobEvent,
@@ -23,6 +24,8 @@ from rfetch.logs import (
     JsonFormatter,
     LogWriter,
     TextFormatter,
+    setup_direct_logging,
+    setup_logging,
 )
 from tests.support.wait import wait_for
 
@@ -226,3 +229,32 @@ def test_an_eager_handler_freezes_the_message_of_a_mutable_argument() -> None:
     record = items.get_nowait()
     assert isinstance(record, logging.LogRecord)
     assert record.getMessage() == "cart ['apple']"
+
+
+@pytest.fixture
+def saved_loggers() -> Iterator[None]:
+    """setup_logging configures the "rfetch" and the root logger; put them back."""
+    loggers = [logging.getLogger("rfetch"), logging.getLogger()]
+    saved = [(lg.handlers[:], lg.level, lg.propagate) for lg in loggers]
+    yield
+    for logger, (handlers, level, propagate) in zip(loggers, saved, strict=True):
+        logger.handlers[:], logger.level, logger.propagate = handlers, level, propagate
+
+
+@pytest.mark.usefixtures("saved_loggers")
+def test_setup_logging_takes_the_root_logger_unless_the_application_configured_it() -> None:
+    root = logging.getLogger()
+    root.handlers[:] = []
+    setup_direct_logging(False, False)
+    assert [type(h) for h in root.handlers] == [DirectHandler]
+    writer = setup_logging(True, False)
+    writer.stop()
+    assert [type(h) for h in root.handlers] == [HandOffHandler]
+    assert root.level == logging.DEBUG
+
+    own = logging.StreamHandler(io.StringIO())  # as dictConfig in a -r module would
+    root.handlers[:] = [own]
+    root.setLevel(logging.ERROR)
+    writer = setup_logging(False, False)
+    writer.stop()
+    assert root.handlers == [own] and root.level == logging.ERROR
