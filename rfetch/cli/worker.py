@@ -207,7 +207,8 @@ def _run_process(
 
     Its log writer takes rfetch's lines and the application's (logging, and ``print``
     through :class:`PrintToLog`), with the running job's jid and class (:class:`JobContext`);
-    ``sys.stdout`` is put back and the writer flushed however the process ends.
+    ``sys.stdout`` is put back and the writer flushed however the process ends; what is
+    logged after that is written directly.
     """
     job_context = JobContext()
     listener = setup_logging(boot.verbose, boot.json_logs, job_context)
@@ -219,6 +220,8 @@ def _run_process(
         sys.stdout.flush()
         sys.stdout = stdout
         listener.stop()
+        # Lines logged later (atexit: reliable push's undelivered jobs) are written directly.
+        setup_direct_logging(boot.verbose, boot.json_logs)
 
 
 def _launch(

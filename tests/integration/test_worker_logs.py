@@ -37,7 +37,11 @@ def start_worker(
         worker = WorkerProcess(
             redis_server.url,
             ["-r", "logjobs", "-c", "2", "--cpu-affinity", "none", *args],
-            env={"RFETCH_HEARTBEAT_INTERVAL": "0.5", "RFETCH_BLOCK_TIMEOUT": "0.5"},
+            env={
+                "RFETCH_HEARTBEAT_INTERVAL": "0.5",
+                "RFETCH_BLOCK_TIMEOUT": "0.5",
+                "RFETCH_PUSH_EXIT_TIMEOUT": "0.5",
+            },
             log_dir=tmp_path,
         )
         started.append(worker)
@@ -129,3 +133,16 @@ def test_application_debug_logging_shows_with_verbose_in_json(
         "stdout", "myapp.billing", "myapp.billing", "myapp.billing"
     ]
     assert [e["lvl"] for e in entries[1:5]] == ["INFO", "DEBUG", "INFO", "WARNING"]
+
+
+def test_jobs_buffered_by_a_job_are_named_in_the_log_when_the_worker_exits(
+    start_worker: StartWorker, client: Client
+) -> None:
+    """Reliable push inside a job, to a Redis that is down: the worker's exit (after its log
+    writer stopped) still writes the at-exit error about the undelivered job."""
+    worker = start_worker()
+    jid = client.push("logjobs.PushesElsewhere", ["redis://127.0.0.1:1/0"])
+    wait_for(lambda: any("INFO: done" in line for line in lines_of(worker, jid)), 15, worker.log)
+    assert worker.stop() == 0
+    log = worker.log()
+    assert "1 job(s) NOT delivered: Redis at redis://127.0.0.1:1/0 unreachable at exit" in log

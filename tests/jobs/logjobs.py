@@ -31,3 +31,12 @@ class Explodes(rfetch.Job):
 
     def perform(self, word: str) -> None:
         explode_deep_inside(word)
+
+
+class PushesElsewhere(rfetch.Job):
+    """Pushes a job to the Redis at ``url`` (down in the test): reliable push buffers it, and
+    the worker process's exit must say that it was not delivered."""
+
+    def perform(self, url: str) -> None:
+        client = rfetch.Client(rfetch.Config.from_env(redis_url=url))
+        print(f"buffered {client.push('app.Report', [1])}")
