@@ -15,6 +15,7 @@ Public API::
 from rfetch.client import Client, configure
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import (
+    ArgsMismatch,
     ArgsNotSerializable,
     BufferFull,
     ConfigError,
@@ -25,11 +26,13 @@ from rfetch.errors import (
     PayloadTooLarge,
     RfetchError,
     UnknownJob,
+    UnrunnableJobWarning,
 )
 from rfetch.job import Job, JobFunction, job
 from rfetch.version import __version__
 
 __all__ = [
+    "ArgsMismatch",
     "ArgsNotSerializable",
     "BufferFull",
     "Client",
@@ -45,6 +48,7 @@ __all__ = [
     "QueueSpec",
     "RfetchError",
     "UnknownJob",
+    "UnrunnableJobWarning",
     "__version__",
     "configure",
     "job",

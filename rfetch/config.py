@@ -12,9 +12,11 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from rfetch.affinity import check_setting as check_cpu_affinity
 from rfetch.errors import ConfigError
+from rfetch.formatting import safe_url
 
 if TYPE_CHECKING:
     from rfetch.middleware import ClientMiddleware, ServerMiddleware
@@ -207,6 +209,7 @@ class Config:
         if not 0 < self.block_timeout < self.network_timeout:
             raise ConfigError("block_timeout must be positive and below network_timeout")
         check_cpu_affinity(self.cpu_affinity)
+        _check_redis_url(self.redis_url)
         self._validate_limits()
         if self.namespace is not None and (not self.namespace or ":" in self.namespace):
             raise ConfigError(
@@ -266,6 +269,19 @@ class Config:
                 values[name] = _parse_scalar(name, kind, text)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+def _check_redis_url(url: str) -> None:
+    """Raise ConfigError, with the password hidden, for a URL redis-py cannot use."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parsing the port is the check
+    except ValueError as exc:
+        raise ConfigError(f"redis_url {safe_url(url)} is not a valid URL: {exc}") from None
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        raise ConfigError(
+            f"redis_url must start with redis://, rediss:// or unix://, got {safe_url(url)}"
+        )
 
 
 _SCALAR_FIELDS: dict[str, str] = {

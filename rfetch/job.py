@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import inspect
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Generic, Literal, ParamSpec, TypeVar
 
+from rfetch.arity import Arity, raw_perform
 from rfetch.client import DEFAULT, Client, check_options
-from rfetch.errors import ConfigError
+from rfetch.errors import ConfigError, UnrunnableJobWarning
 from rfetch.limits import JobControl
 
 RetryDecision = float | int | Literal["discard", "kill"] | None
@@ -77,32 +80,66 @@ class JobSetter:
                 options["tenant"] = tenant
         return options
 
+    def _checked(self, args: Sequence[Any], options: Mapping[str, Any]) -> Sequence[Any]:
+        """``args`` once they fit ``perform`` (a coalescing job's ``perform(batch)`` takes
+        the list of its jobs' argument lists, so its pushes are not checked); warns
+        (UnrunnableJobWarning) when the job's name starts with ``__main__.``."""
+        if options.get("coalesce") is not True:
+            self.job_class.check_args(args)
+        name = self.job_class.job_name()
+        if name.startswith("__main__."):
+            warnings.warn(
+                f"job {name!r} is defined in the script being run (__main__), so no worker "
+                "can register that name (a worker imports the module under its own name): "
+                "define the job in a module the script imports, or give the class a name "
+                f"(name = {name.split('.', 1)[1]!r})",
+                UnrunnableJobWarning,
+                stacklevel=4,
+            )
+        return args
+
     def perform_async(self, *args: Any) -> str | None:
         """Enqueue now; the jid (24 hex), or None if client middleware dropped the push or a
         unique job's lock is held (unique jobs).
 
         Raises:
+            ArgsMismatch: the arguments do not fit ``perform``; nothing is written.
             ArgsNotSerializable, PayloadTooLarge: nothing is written.
             ConfigError: a bad option (e.g. an ordering key that is not a string).
         """
-        return self._client().push(self.job_class.job_name(), args, self._options(args))
+        options = self._options(args)
+        return self._client().push(
+            self.job_class.job_name(), self._checked(args, options), options
+        )
 
     def perform_in(self, interval: dt.timedelta | float, *args: Any) -> str | None:
         """Enqueue to run after ``interval`` (seconds or timedelta)."""
         return self.perform_at(time.time() + to_seconds(interval), *args)
 
     def perform_at(self, when: dt.datetime | float, *args: Any) -> str | None:
-        """Enqueue to run at ``when`` (datetime or epoch seconds); a past time runs now."""
+        """Enqueue to run at ``when`` (datetime or epoch seconds); a past time runs now.
+
+        Raises:
+            ArgsMismatch: as :meth:`perform_async`.
+        """
+        options = self._options(args)
         return self._client().push(
-            self.job_class.job_name(), args, self._options(args), at=to_epoch(when)
+            self.job_class.job_name(), self._checked(args, options), options, at=to_epoch(when)
         )
 
     def perform_bulk(
         self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000
     ) -> list[str]:
-        """Enqueue one job per argument list, ``batch_size`` per round trip; their jids."""
+        """Enqueue one job per argument list, ``batch_size`` per round trip; their jids.
+
+        Raises:
+            ArgsMismatch: an argument list does not fit ``perform``; nothing is written.
+        """
         arg_lists = list(args_list)
         options = self._options()
+        for args in arg_lists:
+            if isinstance(args, (list, tuple)):  # push_bulk names any other item itself
+                self._checked(args, options)
         keyed = ("key" not in self.options and self.job_class.has_ordering_key()) or (
             "tenant" not in self.options and self.job_class.has_tenant()
         )
@@ -167,6 +204,7 @@ class Job:
     timeout: ClassVar[float | None] = None
 
     jid: str = ""
+    _arity: ClassVar[Arity | None] = None
     control: JobControl | None = None
     """The running execution's deadline and cancel flag; None outside a worker."""
 
@@ -258,6 +296,20 @@ class Job:
         """Called once when the job has no retries left (Sidekiq's
         ``sidekiq_retries_exhausted``), right after it was written to the dead set (or
         discarded), so a job pushed back meanwhile never triggers it."""
+
+    @classmethod
+    def check_args(cls, args: Sequence[Any]) -> None:
+        """Check that ``perform(*args)`` fits ``perform``'s signature (:mod:`rfetch.arity`).
+
+        Raises:
+            ArgsMismatch: too few or too many arguments, or ``perform`` has a keyword-only
+                parameter without a default.
+        """
+        arity: Arity | None = cls.__dict__.get("_arity")
+        if arity is None or arity.raw is not raw_perform(cls):  # read once per perform
+            arity = Arity.of(cls, cls.perform)
+            cls._arity = arity
+        arity.check(cls.job_name(), args)
 
     @classmethod
     def job_name(cls) -> str:
@@ -367,6 +419,13 @@ def job(
         def perform(self: Job, *args: Any) -> None:
             fn(*args)  # type: ignore[call-arg]
 
+        # Pushes are checked against the function's own parameters, behind the ``self``
+        # every method has.
+        own = inspect.signature(fn)
+        self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        perform.__signature__ = own.replace(  # type: ignore[attr-defined]
+            parameters=[self_param, *own.parameters.values()]
+        )
         attrs: dict[str, Any] = {
             "perform": perform,
             "__module__": fn.__module__,
