@@ -32,7 +32,8 @@ import redis
 from benchmarks.common import command_counts
 from rfetch.scripts import read_script
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 
 PERIODIC_SCRIPTS = ("leader_claim", "leader_resign", "periodic_sync", "periodic_push",
                     "periodic_skip")

@@ -21,7 +21,8 @@ import pytest
 import redis
 
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 
 pytestmark = pytest.mark.slow
 
