@@ -27,6 +27,7 @@ from rfetch.errors import (
     UnknownJob,
 )
 from rfetch.job import Job, JobFunction, job
+from rfetch.periodic import is_leader
 from rfetch.version import __version__
 
 __all__ = [
@@ -47,5 +48,6 @@ __all__ = [
     "UnknownJob",
     "__version__",
     "configure",
+    "is_leader",
     "job",
 ]

@@ -4,61 +4,14 @@ knows their KEYS and ARGV order. Every key a script touches is passed in KEYS.""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from redis import Redis
 from redis.commands.core import Script
 
+from rfetch.keys import Keys
 from rfetch.periodic.lease import Claim
 from rfetch.periodic.ticker import BuiltJob, SyncEntry
 from rfetch.scripts import read_script
-
-
-@dataclass(frozen=True)
-class PeriodicKeys:
-    """Key names of the leader election and the periodic schedules, under one namespace."""
-
-    namespace: str | None = None
-
-    def _k(self, name: str) -> str:
-        return f"{self.namespace}:{name}" if self.namespace else name
-
-    @property
-    def leader(self) -> str:
-        """Hash of the leader lease: token, identity, since, renewed_at; expires."""
-        return self._k("rfetch:leader")
-
-    @property
-    def leader_changes(self) -> str:
-        """Counter of elections."""
-        return self._k("rfetch:leader-changes")
-
-    @property
-    def leader_wake(self) -> str:
-        """List a stepping-down leader pushes to, waking one blocked follower."""
-        return self._k("rfetch:leader-wake")
-
-    @property
-    def periodic(self) -> str:
-        """Hash: schedule name -> definition JSON (written by the leader)."""
-        return self._k("rfetch:periodic")
-
-    def periodic_state(self, name: str) -> str:
-        """Hash of one schedule's state: cursor, paused, last tick, counts."""
-        return self._k(f"rfetch:periodic:{name}")
-
-    def periodic_tick(self, name: str, tick: int) -> str:
-        """Marker of one pushed tick (kept a bounded time)."""
-        return self._k(f"rfetch:periodic-tick:{name}:{tick}")
-
-    def queue(self, name: str) -> str:
-        """Public queue list."""
-        return self._k(f"queue:{name}")
-
-    @property
-    def queues(self) -> str:
-        """Set of every queue name."""
-        return self._k("queues")
 
 
 def _text(value: bytes | str) -> str:
@@ -75,7 +28,7 @@ class PeriodicCommands:
         keys: the key names.
     """
 
-    def __init__(self, redis: Redis, blocking: Redis, keys: PeriodicKeys) -> None:
+    def __init__(self, redis: Redis, blocking: Redis, keys: Keys) -> None:
         self.redis = redis
         self.blocking = blocking
         self.keys = keys

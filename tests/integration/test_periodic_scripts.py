@@ -12,13 +12,14 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from rfetch.periodic.commands import PeriodicCommands, PeriodicKeys
+from rfetch.keys import Keys
+from rfetch.periodic.commands import PeriodicCommands
 from rfetch.periodic.lease import ELECTED, FOLLOWER, RENEWED, LeaderLease
 from rfetch.periodic.schedule import PeriodicRegistry, Schedule
 from rfetch.periodic.ticker import BuiltJob, LeadershipLost, SyncEntry, Ticker
 from tests.support.redis_server import RedisServer
 
-KEYS = PeriodicKeys()
+KEYS = Keys()
 A, B = "hosta:1:aaaaaaaaaaaa#0001", "hostb:2:bbbbbbbbbbbb#0002"
 
 

@@ -186,3 +186,28 @@ def test_definition_is_json_for_the_api() -> None:
         "args": ["daily"], "queue": "default", "options": {"retry": True, "queue": "default"},
         "catch_up": 3600, "fingerprint": schedule.fingerprint,
     }
+
+
+def test_the_decorator_form_carries_cron_to_collect() -> None:
+    @rfetch.job(cron="0 * * * *", cron_tz="Europe/Berlin", queue="sync")
+    def hourly() -> None:
+        pass
+
+    registry = PeriodicRegistry()
+    registry.collect([hourly.job_class])
+    schedule = registry.get(hourly.job_class.job_name())
+    assert schedule is not None
+    assert schedule.cron.expression == "0 * * * *"
+    assert schedule.cron.tz == "Europe/Berlin"
+    assert schedule.queue == "sync"
+
+
+def test_leader_ttl_is_read_from_the_environment_and_checked() -> None:
+    from rfetch.config import Config
+
+    assert Config().leader_ttl == 15.0
+    assert Config.from_env({"RFETCH_LEADER_TTL": "6.5"}).leader_ttl == 6.5
+    with pytest.raises(ConfigError, match="RFETCH_LEADER_TTL"):
+        Config.from_env({"RFETCH_LEADER_TTL": "soon"})
+    with pytest.raises(ConfigError, match="leader_ttl must be at least 1 second"):
+        Config(leader_ttl=0.5)
