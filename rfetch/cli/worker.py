@@ -176,6 +176,8 @@ def worker(
         modules = [require(target) for target in requires]
         configure_from(modules, config)
         registry = Registry.from_loaded()
+        config.periodic.collect(filter(None, map(registry.get, registry.names())))
+        config.periodic.check_jobs(registry.names())
     except RfetchError as exc:
         raise click.ClickException(str(exc)) from None
     if not requires:
