@@ -37,6 +37,6 @@ def periodic_action(ctx: Ctx, name: str) -> Response:
                 raise Redirect(back, f"Client middleware stopped the push of {name}.", "warn")
             raise Redirect(back, f"Pushed one job of {name} now: {jid}.")
     except PeriodicNotFound:
-        raise Redirect(back, f"No periodic schedule {name!r} (removed by a deploy?).",
+        raise Redirect(back, f"No periodic schedule {name} (removed by a deploy?).",
                        "error") from None
     raise BadRequest(f"unknown action {action!r}")
