@@ -1,14 +1,14 @@
 """The idle Redis cost of the leader election and of 100 registered periodic schedules.
 
 Starts its own redis-server and ``workers`` real ``rfetch worker`` processes, each with the
-same 100 daily schedules (``tests/jobs/periodic_jobs.py``, ``RFETCH_TEST_PERIODIC=hundred``:
-none fires during the measurement), waits until one leads, then counts every command Redis
-runs over ``seconds`` (INFO commandstats before and after, this script's own INFO calls
-taken out), and prints the commands per second by command (commands run inside Lua
-scripts included). MONITOR over the same window tells which of the round trips belong to
-the leader election and the periodic schedules (EVALSHA of their scripts, the followers'
-BLPOP on the wake list). It counts commands, not time, so a loaded machine gives the same
-figures.
+same 100 schedules (``tests/jobs/periodic_jobs.py``, ``RFETCH_TEST_PERIODIC=hundred``:
+yearly, on January 1st, so none fires during the measurement), waits until one leads,
+then counts every command Redis runs over ``seconds`` (INFO commandstats before and after,
+this script's own INFO calls taken out) and prints the commands per second by command
+(commands run inside Lua scripts included). MONITOR over the same window tells which of
+the round trips belong to the leader election and the periodic schedules (EVALSHA of their
+scripts, the followers' BLPOP on the wake list). It counts commands, not time, so a loaded
+machine gives the same figures.
 
     python -m benchmarks.periodic_idle                   # 3 workers, 30 s
     python -m benchmarks.periodic_idle --workers 1 --seconds 60
@@ -91,7 +91,7 @@ def measure(workers: int, seconds: float, leader_ttl: float | None) -> None:
         delta["info"] = delta.get("info", 0) - 1  # the second INFO above
         delta = {name: n for name, n in delta.items() if n > 0}
         total = sum(delta.values())
-        print(f"{workers} worker(s), 100 daily schedules, {seconds:.0f} s idle")
+        print(f"{workers} worker(s), 100 schedules, {seconds:.0f} s idle")
         for name, n in sorted(delta.items(), key=lambda item: -item[1]):
             print(f"  {name:12} {n:6}  {n / seconds:7.3f}/s")
         print(f"  {'all':12} {total:6}  {total / seconds:7.3f}/s")

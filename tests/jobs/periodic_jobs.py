@@ -3,8 +3,8 @@
 ``RFETCH_TEST_PERIODIC`` picks what ``configure_worker`` registers:
 
 * ``every-second`` (default): ``PeriodicTick`` every second on queue ``periodic``;
-* ``hundred``: 100 schedules of ``PeriodicTick`` that fire once a day (the idle-cost
-  benchmark);
+* ``hundred``: 100 schedules of ``PeriodicTick`` that fire once a year, on January 1st
+  (the idle-cost benchmark: none fires while it measures);
 * ``bad-cron``, ``bad-tz``, ``unknown-job``, ``bad-args``: one faulty schedule.
 
 Evidence: a server middleware appends ``tick <schedule> <tick> <jid> <pid> <time>`` to the
@@ -57,7 +57,7 @@ def configure_worker(config: rfetch.Config) -> None:
     elif kind == "hundred":
         for i in range(100):
             config.periodic.register(
-                f"{i % 60} {i % 24} * * *", PeriodicTick, name=f"daily-{i}", args=[i]
+                f"{i % 60} {i % 24} 1 1 *", PeriodicTick, name=f"yearly-{i}", args=[i]
             )
     elif kind == "bad-cron":
         config.periodic.register("61 * * * *", PeriodicTick, name="broken-cron")
