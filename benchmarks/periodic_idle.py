@@ -30,7 +30,7 @@ from pathlib import Path
 import redis
 
 from benchmarks.common import command_counts
-from rfetch.scripts import read_script
+from rfetch.store.scripts import read_script
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
 from tests.support.workers import WorkerProcess

@@ -3,27 +3,25 @@ schedules and the Redis calls behind them."""
 
 from __future__ import annotations
 
-from redis import Redis
-
 from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.connection import connect
-from rfetch.keys import Keys
-from rfetch.periodic.commands import PeriodicCommands
 from rfetch.periodic.jobs import PeriodicJobBuilder
 from rfetch.periodic.lease import LeaderLease
 from rfetch.periodic.service import PeriodicService, Reporter
+from rfetch.periodic.store import PeriodicStore
 from rfetch.periodic.ticker import Ticker
+from rfetch.store.commands import Commands
+from rfetch.store.connection import connect
 
 
 def leader_service(
-    config: Config, redis: Redis, identity: str, report: Reporter
+    config: Config, commands: Commands, identity: str, report: Reporter
 ) -> PeriodicService:
     """The leader thread of one worker process.
 
     Args:
         config: ``leader_ttl``, ``periodic`` and the client settings of the pushed jobs.
-        redis: the worker's client.
+        commands: the worker's typed script calls (and its Redis client).
         identity: the worker's identity.
         report: calls the error handlers.
     """
@@ -32,10 +30,11 @@ def leader_service(
     blocking = connect(
         config, max_connections=2, socket_timeout=config.leader_ttl + config.network_timeout
     )
-    commands = PeriodicCommands(redis, blocking, Keys(config.namespace))
-    lease = LeaderLease(commands, identity, config.leader_ttl)
+    store = PeriodicStore(commands, blocking)
+    lease = LeaderLease(store, identity, config.leader_ttl)
     ticker = None
     if config.periodic:
+        redis = commands.redis
         builder = PeriodicJobBuilder(config, Client(config, redis), redis)
-        ticker = Ticker(list(config.periodic), commands, builder, config.leader_ttl)
+        ticker = Ticker(list(config.periodic), store, builder, config.leader_ttl)
     return PeriodicService(lease, ticker, report)

@@ -23,12 +23,15 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
+
+from rfetch.store.replies import LeaderClaim
 
 ELECTED = 2
 RENEWED = 1
 FOLLOWER = 0
+"""``LeaderClaim.status``: this call elected the caller, renewed its lease, or another
+process leads."""
 
 RENEWALS_PER_TTL = 3
 """The leader renews every ``leader_ttl / 3`` seconds: two renewals in a row may fail
@@ -39,28 +42,10 @@ FOLLOWER_JITTER = 0.25
 the same instant when a lease runs out."""
 
 
-@dataclass(frozen=True)
-class Claim:
-    """The answer of one claim.
-
-    Attributes:
-        status: ``ELECTED`` (this call made this process leader), ``RENEWED`` (it already
-            led and renewed) or ``FOLLOWER`` (another process leads).
-        holder: identity of the leading process ("" when unknown).
-        remaining: seconds left on the holder's lease, by Redis's clock.
-        redis_time: Redis's ``TIME`` during the call, epoch seconds.
-    """
-
-    status: int
-    holder: str
-    remaining: float
-    redis_time: float
-
-
 class LeaseCommands(Protocol):
     """The Redis calls the lease makes (one typed function per Lua script)."""
 
-    def claim(self, token: str, identity: str, ttl_ms: int) -> Claim:
+    def claim(self, token: str, identity: str, ttl_ms: int) -> LeaderClaim:
         """Run ``leader_claim.lua``."""
         ...
 
@@ -142,7 +127,7 @@ class LeaderLease:
         target = self._renew_at if self.is_leader else self._follow_until
         return max(0.0, target - self._monotonic())
 
-    def claim(self) -> Claim | None:
+    def claim(self) -> LeaderClaim | None:
         """Claim or renew the lease once.
 
         Returns:

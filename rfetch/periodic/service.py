@@ -14,14 +14,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from redis.exceptions import ConnectionError, TimeoutError
-
 from rfetch.periodic.lease import ELECTED, FOLLOWER, LeaderLease
 from rfetch.periodic.ticker import LeadershipLost, Ticker
+from rfetch.store.connection import REDIS_DOWN
 
 log = logging.getLogger("rfetch.periodic")
-
-REDIS_DOWN = (ConnectionError, TimeoutError, OSError)
 
 TICK_SLACK = 0.005
 """Seconds waited past a tick's time before pushing it, so that Redis's clock has

@@ -148,7 +148,7 @@ class Launcher:
             self.report,
             self.identity,
         )
-        self.periodic = leader_service(config, self.redis, self.identity, self.report)
+        self.periodic = leader_service(config, self.commands, self.identity, self.report)
         self._stop_threads = threading.Event()
         self._deadline: float | None = None
         self._exit_code = 0

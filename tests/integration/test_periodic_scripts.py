@@ -1,6 +1,7 @@
 """The leader election and periodic Lua scripts against the real session redis-server,
-through their typed functions (rfetch.periodic.commands): each test sets keys up, runs
-scripts and checks every key they may touch."""
+through their typed functions (``rfetch.store.commands``, by way of
+``rfetch.periodic.store``): each test sets keys up, runs scripts and checks every key they
+may touch."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from rfetch.keys import Keys
-from rfetch.periodic.commands import PeriodicCommands
 from rfetch.periodic.lease import ELECTED, FOLLOWER, RENEWED, LeaderLease
 from rfetch.periodic.schedule import PeriodicRegistry, Schedule
+from rfetch.periodic.store import PeriodicStore
 from rfetch.periodic.ticker import BuiltJob, LeadershipLost, SyncEntry, Ticker
+from rfetch.store.commands import Commands
+from rfetch.store.keys import Keys
 from tests.support.redis_server import RedisServer
 
 KEYS = Keys()
@@ -24,9 +26,9 @@ A, B = "hosta:1:aaaaaaaaaaaa#0001", "hostb:2:bbbbbbbbbbbb#0002"
 
 
 @pytest.fixture
-def commands(redis_server: RedisServer, r: redis.Redis) -> Iterator[PeriodicCommands]:
+def commands(redis_server: RedisServer, r: redis.Redis) -> Iterator[PeriodicStore]:
     blocking = redis.Redis(port=redis_server.port, socket_timeout=30)
-    yield PeriodicCommands(r, blocking, KEYS)
+    yield PeriodicStore(Commands(r, KEYS), blocking)
     blocking.close()
 
 
@@ -47,7 +49,7 @@ def queued_ticks(r: redis.Redis, queue: str = "cron") -> list[int]:
     return sorted(json.loads(p)["tick"] for p in r.lrange(KEYS.queue(queue), 0, -1))
 
 
-def lead(commands: PeriodicCommands, token: str = A) -> None:
+def lead(commands: PeriodicStore, token: str = A) -> None:
     claim = commands.claim(token, token.split("#")[0], 10_000)
     assert claim.status in (ELECTED, RENEWED)
 
@@ -56,7 +58,7 @@ def lead(commands: PeriodicCommands, token: str = A) -> None:
 
 
 def test_claim_elects_renews_and_tells_followers_who_leads(
-    r: redis.Redis, commands: PeriodicCommands
+    r: redis.Redis, commands: PeriodicStore
 ) -> None:
     first = commands.claim(A, "hosta:1", 10_000)
     assert first.status == ELECTED
@@ -74,7 +76,7 @@ def test_claim_elects_renews_and_tells_followers_who_leads(
 
 
 def test_an_expired_lease_goes_to_the_next_claimant(
-    r: redis.Redis, commands: PeriodicCommands
+    r: redis.Redis, commands: PeriodicStore
 ) -> None:
     assert commands.claim(A, "hosta:1", 200).status == ELECTED
     time.sleep(0.3)
@@ -85,7 +87,7 @@ def test_an_expired_lease_goes_to_the_next_claimant(
 
 
 def test_only_the_holder_resigns_and_one_follower_is_woken(
-    r: redis.Redis, commands: PeriodicCommands
+    r: redis.Redis, commands: PeriodicStore
 ) -> None:
     lead(commands, A)
     assert not commands.resign(B, 5_000)
@@ -100,7 +102,7 @@ def test_only_the_holder_resigns_and_one_follower_is_woken(
 
 
 def test_a_blocked_follower_takes_over_at_once_when_the_leader_resigns(
-    r: redis.Redis, commands: PeriodicCommands
+    r: redis.Redis, commands: PeriodicStore
 ) -> None:
     leader = LeaderLease(commands, "hosta:1", 30.0)
     follower = LeaderLease(commands, "hostb:2", 30.0)
@@ -129,7 +131,7 @@ def entry(name: str, fingerprint: str = "f1") -> SyncEntry:
 
 
 def test_sync_writes_definitions_and_starts_new_schedules_now(
-    r: redis.Redis, commands: PeriodicCommands
+    r: redis.Redis, commands: PeriodicStore
 ) -> None:
     lead(commands)
     cursors = commands.sync(A, [entry("a"), entry("b")])
@@ -142,7 +144,7 @@ def test_sync_writes_definitions_and_starts_new_schedules_now(
 
 
 def test_sync_keeps_cursors_resets_changed_schedules_and_removes_absent_ones(
-    r: redis.Redis, commands: PeriodicCommands
+    r: redis.Redis, commands: PeriodicStore
 ) -> None:
     lead(commands)
     commands.sync(A, [entry("same"), entry("changed"), entry("gone")])
@@ -157,7 +159,7 @@ def test_sync_keeps_cursors_resets_changed_schedules_and_removes_absent_ones(
     assert set(r.hkeys(KEYS.periodic)) == {b"same", b"changed"}
 
 
-def test_sync_by_a_non_leader_writes_nothing(r: redis.Redis, commands: PeriodicCommands) -> None:
+def test_sync_by_a_non_leader_writes_nothing(r: redis.Redis, commands: PeriodicStore) -> None:
     lead(commands, A)
     assert commands.sync(B, [entry("a")]) is None
     assert not r.exists(KEYS.periodic)
@@ -168,7 +170,7 @@ def test_sync_by_a_non_leader_writes_nothing(r: redis.Redis, commands: PeriodicC
 
 
 def test_push_writes_the_job_once_and_records_it(
-    r: redis.Redis, commands: PeriodicCommands
+    r: redis.Redis, commands: PeriodicStore
 ) -> None:
     lead(commands)
     commands.sync(A, [entry("s")])
@@ -194,7 +196,7 @@ def test_push_writes_the_job_once_and_records_it(
 
 
 def test_push_refuses_early_stale_and_unled_ticks(
-    r: redis.Redis, commands: PeriodicCommands
+    r: redis.Redis, commands: PeriodicStore
 ) -> None:
     lead(commands)
     commands.sync(A, [entry("s")])
@@ -210,7 +212,7 @@ def test_push_refuses_early_stale_and_unled_ticks(
 
 
 def test_a_paused_schedule_moves_its_cursor_and_pushes_nothing(
-    r: redis.Redis, commands: PeriodicCommands
+    r: redis.Redis, commands: PeriodicStore
 ) -> None:
     lead(commands)
     commands.sync(A, [entry("s")])
@@ -224,7 +226,7 @@ def test_a_paused_schedule_moves_its_cursor_and_pushes_nothing(
     assert commands.push_tick(A, "s", now - 1, 60, 120, job("s", now - 1), False) == "pushed"
 
 
-def test_skip_counts_once_and_moves_the_cursor(r: redis.Redis, commands: PeriodicCommands) -> None:
+def test_skip_counts_once_and_moves_the_cursor(r: redis.Redis, commands: PeriodicStore) -> None:
     lead(commands)
     commands.sync(A, [entry("s")])
     r.hset(KEYS.periodic_state("s"), "cursor", 100)
@@ -239,7 +241,7 @@ def test_skip_counts_once_and_moves_the_cursor(r: redis.Redis, commands: Periodi
 
 
 def test_two_pushers_with_one_token_never_push_a_tick_twice(
-    r: redis.Redis, commands: PeriodicCommands
+    r: redis.Redis, commands: PeriodicStore
 ) -> None:
     """Two processes that both believe they lead (a stale leader that kept its token's
     view): every tick is raced by both, and each lands once."""
@@ -280,7 +282,7 @@ def build(schedule: Schedule, tick: int) -> BuiltJob:
 
 
 def test_a_stale_leader_pushes_nothing_after_its_lease_was_taken(
-    r: redis.Redis, commands: PeriodicCommands
+    r: redis.Redis, commands: PeriodicStore
 ) -> None:
     """Leader A freezes past its TTL (its lease key runs out: deleted here); B is elected
     and catches up the gap; A wakes up and tries to push the same ticks with its old token:
@@ -312,7 +314,7 @@ def test_a_stale_leader_pushes_nothing_after_its_lease_was_taken(
 
 
 def test_ticker_skips_and_counts_ticks_older_than_the_window(
-    r: redis.Redis, commands: PeriodicCommands
+    r: redis.Redis, commands: PeriodicStore
 ) -> None:
     lease = LeaderLease(commands, "hosta:1", 10.0)
     lease.claim()

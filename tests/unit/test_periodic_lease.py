@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from rfetch.periodic.current import CURRENT, is_leader
-from rfetch.periodic.lease import ELECTED, FOLLOWER, RENEWED, Claim, LeaderLease
+from rfetch.periodic.lease import ELECTED, FOLLOWER, RENEWED, LeaderLease
+from rfetch.store.replies import LeaderClaim as Claim
 
 
 @dataclass

@@ -11,10 +11,11 @@ from typing import Any
 
 from redis.exceptions import ConnectionError
 
-from rfetch.periodic.lease import ELECTED, FOLLOWER, RENEWED, Claim, LeaderLease
+from rfetch.periodic.lease import ELECTED, FOLLOWER, RENEWED, LeaderLease
 from rfetch.periodic.schedule import PeriodicRegistry, Schedule
 from rfetch.periodic.service import PeriodicService
 from rfetch.periodic.ticker import BuiltJob, SyncEntry, Ticker
+from rfetch.store.replies import LeaderClaim as Claim
 
 
 @dataclass
