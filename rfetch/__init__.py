@@ -29,6 +29,7 @@ from rfetch.errors import (
     UnrunnableJobWarning,
 )
 from rfetch.job import Job, JobFunction, job
+from rfetch.periodic import is_leader
 from rfetch.version import __version__
 
 __all__ = [
@@ -51,5 +52,6 @@ __all__ = [
     "UnrunnableJobWarning",
     "__version__",
     "configure",
+    "is_leader",
     "job",
 ]

@@ -188,6 +188,12 @@ class Job:
     safe point. A job still running ``job_timeout_grace`` seconds later is stopped by the
     worker (docs/guarantees.md, "Time limits").
 
+    Periodic jobs (docs/periodic.md): ``cron`` (5 fields, 6 with seconds first, or a macro
+    such as ``"@hourly"``) makes every ``rfetch worker`` that imports the class register it
+    as a periodic schedule, named after the job, pushed without arguments at every tick
+    by the leader; ``cron_tz`` is its IANA time zone (default UTC). A bad value stops the
+    worker's start with a ConfigError naming the schedule.
+
     A worker sets ``jid`` and ``control`` on the instance before calling ``perform``.
     """
 
@@ -202,6 +208,8 @@ class Job:
     coalesce: ClassVar[bool | Literal["last"] | None] = None
     key_on_failure: ClassVar[Literal["block", "skip"]] = "block"
     timeout: ClassVar[float | None] = None
+    cron: ClassVar[str | None] = None
+    cron_tz: ClassVar[str | None] = None
 
     jid: str = ""
     _arity: ClassVar[Arity | None] = None
@@ -403,11 +411,14 @@ def job(
     """Make a plain function a job: ``@rfetch.job`` or ``@rfetch.job(queue="mail", retry=3)``.
 
     The job is registered as ``module.function_name`` unless ``name=`` is given.
+    ``cron=`` (and ``cron_tz=``) makes it a periodic job, pushed without arguments at every
+    tick (see :class:`Job`); the expression is checked when a worker starts.
 
     Raises:
         ConfigError: an unknown option.
     """
     name = options.pop("name", None)
+    periodic: dict[str, Any] = {k: options.pop(k) for k in ("cron", "cron_tz") if k in options}
     check_options(options)
     per_push = {"key", "tenant", "unique_key"} & set(options)
     if per_push:
@@ -434,6 +445,7 @@ def job(
             "name": name,
         }
         attrs.update(options)
+        attrs.update(periodic)
         job_class = type(fn.__name__, (Job,), attrs)
         return JobFunction(fn, job_class)
 

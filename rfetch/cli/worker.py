@@ -178,6 +178,8 @@ def worker(
         modules = require_all(requires)
         configure_from(modules, config)
         registry = Registry.from_loaded()
+        config.periodic.collect(filter(None, map(registry.get, registry.names())))
+        config.periodic.check_jobs(registry.names())
     except RfetchError as exc:
         raise click.ClickException(str(exc)) from None
     boot = _Boot(config, registry, verbose, json_logs, sentry_dsn, metrics_port, metrics_bind)

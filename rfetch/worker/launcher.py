@@ -34,6 +34,8 @@ from redis import Redis
 from rfetch.config import Config
 from rfetch.formatting import safe_url
 from rfetch.log_context import JobContext
+from rfetch.periodic.assembly import leader_service
+from rfetch.periodic.current import CURRENT
 from rfetch.stats import Stats
 from rfetch.store.commands import Commands
 from rfetch.store.connection import REDIS_DOWN, connect
@@ -157,6 +159,7 @@ class Launcher:
             self.report,
             self.identity,
         )
+        self.periodic = leader_service(config, self.commands, self.identity, self.report)
         self._stop_threads = threading.Event()
         self._deadline: float | None = None
         self._exit_code = 0
@@ -189,7 +192,9 @@ class Launcher:
         except REDIS_DOWN as exc:
             log.error("could not read the paused queues yet: %s", exc)
         self.manager.start()
+        CURRENT.set(self.periodic.lease)
         for target, name in (
+            (self.periodic.run, "leader"),
             (self.heartbeat.run, "heartbeat"),
             (self.poller.run, "poller"),
             (self.recovery.run, "recovery"),
@@ -222,10 +227,12 @@ class Launcher:
 
     def _handle(self, event: str) -> None:
         if event == "TSTP":
+            self.periodic.step_down()
             if not self.manager.quiet:
                 log.info("quiet: no new jobs will be fetched")
                 self.manager.quiet_down()
         elif event in ("TERM", "INT"):
+            self.periodic.step_down()
             if self._deadline is None:
                 log.info(
                     "shutting down: waiting up to %.1f s for %d running job(s)",
@@ -248,6 +255,8 @@ class Launcher:
         busy = self.manager.busy()
         if busy:
             log.info("%d job(s) still running at the deadline; pushing them back", busy)
+        self.periodic.step_down()
+        CURRENT.set(None)
         pushed = self.manager.finish()
         self._stop_threads.set()
         self.heartbeat.clear()
