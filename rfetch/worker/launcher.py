@@ -28,7 +28,7 @@ from redis import Redis
 from rfetch.config import Config
 from rfetch.stats import Stats
 from rfetch.store.commands import Commands
-from rfetch.store.connection import REDIS_DOWN, connect
+from rfetch.store.connection import connect
 from rfetch.store.keys import Keys
 from rfetch.version import __version__
 from rfetch.worker.acks import DeferredAcks
@@ -36,6 +36,7 @@ from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.heartbeat import Heartbeat, make_identity
 from rfetch.worker.manager import Manager
 from rfetch.worker.pausing import PauseWatcher
+from rfetch.worker.preflight import warn_about_redis
 from rfetch.worker.processor import Processor
 from rfetch.worker.recovery import OrphanRecovery
 from rfetch.worker.registry import Registry
@@ -113,6 +114,7 @@ class Launcher:
             self.stats,
             self.events.put,
             renew=self.fetch.write_leases,
+            report=self.report,
         )
         self.poller = Poller(config, self.commands, self.report)
         self.recovery = OrphanRecovery(
@@ -142,13 +144,7 @@ class Launcher:
             ",".join(f"{q.name}:{q.weight}" for q in self.config.queues),
             len(self.registry),
         )
-        # Beat once before fetching, so no private list exists without a known identity,
-        # and read the paused queues so none is fetched from in the first moments.
-        self.heartbeat.beat()
-        try:
-            self.pause_watcher.refresh()
-        except REDIS_DOWN as exc:
-            log.error("could not read the paused queues yet: %s", exc)
+        self._prepare()
         self.manager.start()
         for target, name in (
             (self.heartbeat.run, "heartbeat"),
@@ -172,6 +168,22 @@ class Launcher:
                 self.manager.busy() == 0 or time.monotonic() >= self._deadline
             ):
                 return self._shutdown()
+
+    def _prepare(self) -> None:
+        """Before fetching: warn about Redis settings that break the guarantees, beat once
+        (so no private list exists without a known identity), recover the jobs of this
+        host's dead processes at once, and read the paused queues so none is fetched from
+        in the first moments. None of it may stop the start: when Redis refuses (down,
+        ``OOM``, ``READONLY``), the worker starts anyway, logs it, and its threads keep
+        trying."""
+        warn_about_redis(self.redis)
+        if not self.heartbeat.beat():
+            log.warning("starting without a heartbeat written; the heartbeat keeps trying")
+        self.recovery.recover_host()
+        try:
+            self.pause_watcher.refresh()
+        except Exception as exc:
+            log.error("could not read the paused queues yet: %s", exc)
 
     def _wait_slice(self) -> float:
         if self._deadline is None:
