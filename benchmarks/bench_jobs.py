@@ -1,5 +1,5 @@
 """rfetch's benchmark jobs: the same three kinds as every peer's (``benchmarks/peers/base.py``),
-so completion and start times are recorded the same way for every framework (issue #4)."""
+so completion and start times are recorded the same way for every framework."""
 
 from __future__ import annotations
 
