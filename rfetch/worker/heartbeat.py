@@ -147,41 +147,42 @@ class Heartbeat:
         try:
             pipe = self.redis.pipeline(transaction=False)
             self.stats.queue_flush(pipe, counts)
-            flushes = len(pipe)
-        except BaseException:
-            self.stats.give_back(counts)
-            raise
-        running = self.work.running()
-        self._queue_work(pipe, running)
-        key = self.keys.process(self.identity)
-        pipe.sadd(self.keys.processes, self.identity)
-        pipe.hset(self.keys.identities, self.identity, self._queues)
-        pipe.hset(
-            key,
-            mapping={
-                "info": self._info,
-                "busy": len(running),
-                "beat": time.time(),
-                "rtt_us": self._rtt_us,
-                "quiet": "true" if self.work.quiet else "false",
-                "rss": rss_kb(),
-            },
-        )
-        pipe.expire(key, self.config.heartbeat_ttl)
-        pipe.rpop(self.keys.signals(self.identity))
-        rtt_start = time.perf_counter()
-        try:
+            increments = [
+                i for i, (args, _) in enumerate(pipe.command_stack) if "INCR" in str(args[0])
+            ]
+            running = self.work.running()
+            self._queue_work(pipe, running)
+            key = self.keys.process(self.identity)
+            pipe.sadd(self.keys.processes, self.identity)
+            pipe.hset(self.keys.identities, self.identity, self._queues)
+            pipe.hset(
+                key,
+                mapping={
+                    "info": self._info,
+                    "busy": len(running),
+                    "beat": time.time(),
+                    "rtt_us": self._rtt_us,
+                    "quiet": "true" if self.work.quiet else "false",
+                    "rss": rss_kb(),
+                },
+            )
+            pipe.expire(key, self.config.heartbeat_ttl)
+            pipe.rpop(self.keys.signals(self.identity))
+            rtt_start = time.perf_counter()
             # Not raising on the first error: the commands after a refused one still ran,
             # and their replies (the popped signal) must not be lost.
             replies = pipe.execute(raise_on_error=False)
         except BaseException:
-            self.stats.give_back(counts)
+            self.stats.give_back(counts)  # not sent, or not known to be: next beat
             self._work_written = True
             raise
         self._rtt_us = int((time.perf_counter() - rtt_start) * 1_000_000)
         errors = [reply for reply in replies if isinstance(reply, Exception)]
-        if any(isinstance(reply, Exception) for reply in replies[:flushes]):
-            self.stats.give_back(counts)  # the counters were refused: flush them next time
+        if increments and all(isinstance(replies[i], Exception) for i in increments):
+            # Every counter refused (OOM): flush them next time. When only some were (a key
+            # of the wrong type), the others counted and giving all back would count them
+            # again at every beat: those counts are lost, as a killed process's are.
+            self.stats.give_back(counts)
         self._work_written = bool(running) or bool(errors)
         if not isinstance(replies[-1], Exception):
             self._signal(replies[-1])

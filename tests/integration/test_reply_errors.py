@@ -20,7 +20,11 @@ import redis
 
 from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.stats import Stats
+from rfetch.store.keys import Keys
+from rfetch.worker.heartbeat import Heartbeat, make_identity
 from rfetch.worker.recovery import recovery_bound
+from rfetch.worker.work_state import WorkState
 from tests.support.redis_server import RedisServer, free_port
 from tests.support.wait import wait_for
 from tests.support.workers import FAST_ENV, WorkerProcess
@@ -193,3 +197,43 @@ def test_a_worker_starts_while_redis_refuses_writes(
     log = proc.log()
     assert log.count("heartbeat failed, Redis replied OOM") == 1, log
     assert log.count("fetch failed, Redis replied OOM") == 1, log
+
+
+def heartbeat_on(server: RedisServer) -> tuple[Heartbeat, Stats, redis.Redis]:
+    r = server.client()
+    keys = Keys()
+    stats = Stats(keys)
+    config = Config(redis_url=server.url)
+    beat = Heartbeat(config, r, keys, make_identity(), WorkState(), stats, lambda name: None)
+    return beat, stats, r
+
+
+def test_counters_refused_by_oom_are_flushed_once_redis_accepts_writes(
+    own_redis: RedisServer,
+) -> None:
+    heartbeat, stats, r = heartbeat_on(own_redis)
+    stats.record("Job", False, 1.0)
+    inject, undo = oom()
+    inject(r)
+    try:
+        assert heartbeat.beat() is False
+        assert heartbeat.beat() is False
+    finally:
+        undo(r)
+    assert heartbeat.beat() is True
+    day = time.strftime("%Y-%m-%d", time.gmtime())
+    assert r.get("stat:processed") == b"1"
+    assert r.get(f"stat:processed:{day}") == b"1"
+
+
+def test_counters_partly_refused_are_not_counted_twice(own_redis: RedisServer) -> None:
+    heartbeat, stats, r = heartbeat_on(own_redis)
+    r.hset("stat:processed", "not", "a counter")  # its INCRBY: WRONGTYPE; the others count
+    stats.record("Job", False, 1.0)
+    assert heartbeat.beat() is False
+    r.delete("stat:processed")
+    assert heartbeat.beat() is True
+    assert heartbeat.beat() is True
+    day = time.strftime("%Y-%m-%d", time.gmtime())
+    assert r.get(f"stat:processed:{day}") == b"1"
+    assert r.get("stat:processed") is None  # that count was lost, not repeated
