@@ -25,7 +25,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from redis import Redis
@@ -69,6 +69,8 @@ class Heartbeat:
         on_signal: called with a signal name popped from the remote signal list.
         renew: queues on the pipeline the leases of running keyed jobs (ordering keys,
             ``ReliableFetch.write_leases``).
+        extra_info: more fields of ``info`` (a swarm's worker: ``swarm``, the parent's
+            ``host:pid``, and its ``slot``).
         report: the error reporter, told once per kind of failure.
     """
 
@@ -82,6 +84,7 @@ class Heartbeat:
         stats: Stats,
         on_signal: Callable[[str], None],
         renew: Callable[[Pipeline, list[UnitOfWork]], None] | None = None,
+        extra_info: Mapping[str, str | int] | None = None,
         report: Reporter | None = None,
     ) -> None:
         self.config = config
@@ -98,6 +101,7 @@ class Heartbeat:
         self._lock = threading.Lock()
         self._cleared = False
         self._work_written = False
+        self._extra_info = dict(extra_info or {})
         self._info = json.dumps(self.info())
         self._queues = json.dumps([q.name for q in config.queues])
 
@@ -107,7 +111,7 @@ class Heartbeat:
         worker started after it dies recovers its jobs at once."""
         hostname, pid, _ = self.identity.rsplit(":", 2)
         stamp = own_stamp() if int(pid) == os.getpid() else None
-        info = {
+        info: dict[str, Any] = {
             "hostname": hostname,
             "started_at": self.started_at,
             "pid": int(pid),
@@ -119,6 +123,7 @@ class Heartbeat:
             "identity": self.identity,
             "version": __version__,
             "embedded": False,
+            **self._extra_info,
         }
         if stamp is not None:
             info["proc"] = stamp.to_info()

@@ -34,6 +34,7 @@ THREADS = (
     "rfetch-poller",
     "rfetch-recovery",
     "rfetch-pause-watcher",
+    "rfetch-timekeeper",
     "rfetch-fetcher",
     "rfetch-processor-0",
 )
