@@ -27,60 +27,23 @@ seconds. Busy threads and the quiet flag live in the shared :class:`WorkState`.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from rfetch.config import Config
-from rfetch.errors import InvalidJob
-from rfetch.payload import describe, loads
 from rfetch.store.connection import REDIS_DOWN
 from rfetch.worker.acks import ACK_MAX_DELAY, DeferredAcks
 from rfetch.worker.fetch import ReliableFetch
+from rfetch.worker.handoff import BlockingFetch, HandOff, Request
 from rfetch.worker.prefetch import PrefetchPolicy
 from rfetch.worker.processor import Processor
 from rfetch.worker.reporting import ErrorReporter
+from rfetch.worker.stall import StallGuard
 from rfetch.worker.unit import UnitOfWork
 from rfetch.worker.work_state import WorkState
 
 log = logging.getLogger("rfetch.manager")
-
-
-@dataclass(eq=False)
-class BlockingFetch:
-    """The blocking fetch, handed to an idle processor thread; filled in by it."""
-
-    paused: Collection[str]
-    done: bool = False
-    units: list[UnitOfWork] = field(default_factory=list)
-    error: Exception | None = None
-
-
-class Request(NamedTuple):
-    """What the fetcher does next: fetch up to ``room`` jobs with ``acks``, sweep the
-    private lists first (``sweep``, knowing ``held``), and push back ``give_back``."""
-
-    room: int
-    acks: list[UnitOfWork]
-    sweep: bool
-    held: list[UnitOfWork]
-    give_back: list[UnitOfWork]
-
-
-Item = UnitOfWork | BlockingFetch | None
-
-
-def jid_of(unit: UnitOfWork) -> str:
-    """The jid of a fetched job, for log lines (its start when it has none)."""
-    if unit.jid:
-        return unit.jid
-    try:
-        return str(loads(unit.raw)["jid"])
-    except InvalidJob:
-        return describe(unit.raw)
 
 
 class Manager:
@@ -116,18 +79,8 @@ class Manager:
         self.prefetch = PrefetchPolicy(
             config.concurrency, config.prefetch_count, config.prefetch_horizon
         )
-        self.stall_check = min(
-            config.heartbeat_ttl / 2, max(config.heartbeat_interval, config.block_timeout)
-        )
-        """Seconds a job may wait between the sending of its fetch and its start before its
-        ownership is checked: longer than a blocking fetch and than the heartbeat interval,
-        shorter than a stall that lets the heartbeat expire (``heartbeat_ttl``)."""
-        self._handoff: queue.SimpleQueue[Item] = queue.SimpleQueue()
-        self._cond = threading.Condition()
-        self._held: dict[int, tuple[UnitOfWork, float]] = {}
-        """id(unit) -> (unit, ``time.monotonic()`` when its fetch was sent)."""
-        self._started: dict[int, float] = {}
-        """Thread id -> ``time.monotonic()`` when its job started."""
+        self.stall = StallGuard(config, fetch)
+        self.pool = HandOff(config.concurrency)
         self._low_water = config.concurrency
         self._sweep_needed = False
         self._threads: list[threading.Thread] = []
@@ -155,11 +108,11 @@ class Manager:
 
     def quiet_down(self) -> None:
         """Stop fetching; push back jobs fetched but not started. Running jobs go on."""
-        with self._cond:
+        with self.pool.cond:
             self.work.go_quiet()
             self.acks.close()
-            waiting = self._take_waiting(lambda unit: True)
-            self._cond.notify_all()
+            waiting = self.pool.take_waiting(lambda unit: True, quiet=True)
+            self.pool.cond.notify_all()
         if waiting:
             self._requeue(waiting, "quiet")
 
@@ -167,9 +120,9 @@ class Manager:
         """Push back jobs fetched from queues that were just paused and not started yet."""
         if not paused:
             return
-        with self._cond:
-            released = self._take_waiting(lambda unit: unit.queue in paused)
-            self._cond.notify_all()
+        with self.pool.cond:
+            released = self.pool.take_waiting(lambda unit: unit.queue in paused, quiet=False)
+            self.pool.cond.notify_all()
         if released:
             self._requeue(released, "queue paused")
 
@@ -190,7 +143,7 @@ class Manager:
         if self._fetcher is not None:
             self._fetcher.join(self.config.block_timeout + self.config.network_timeout)
         for _ in self._threads:
-            self._handoff.put(None)
+            self.pool.queue.put(None)
         try:
             return self.fetch.requeue_unheld((), "shutdown")
         except REDIS_DOWN as exc:
@@ -201,34 +154,12 @@ class Manager:
             )
             return 0
 
-    def _take_waiting(self, which: Callable[[UnitOfWork], bool]) -> list[UnitOfWork]:
-        """Under the lock: take the waiting jobs ``which`` selects out of the hand-off
-        queue (and out of the held ones); a pending blocking fetch is cancelled when
-        quiet."""
-        keep: list[Item] = []
-        taken: list[UnitOfWork] = []
-        while True:
-            try:
-                item = self._handoff.get_nowait()
-            except queue.Empty:
-                break
-            if isinstance(item, UnitOfWork) and which(item):
-                taken.append(item)
-                self._held.pop(id(item), None)
-            elif isinstance(item, BlockingFetch) and self.work.quiet:
-                item.done = True
-            else:
-                keep.append(item)
-        for item in keep:
-            self._handoff.put(item)
-        return taken
-
     # -- processor threads -------------------------------------------------------------
 
     def _process_loop(self) -> None:
         ident = threading.get_ident()
         while True:
-            item = self._handoff.get()
+            item = self.pool.queue.get()
             if item is None:
                 return
             if isinstance(item, BlockingFetch):
@@ -249,15 +180,15 @@ class Manager:
                 units = self.fetch.wait_for_work(request.paused)
         except Exception as exc:  # the fetcher backs off and sweeps
             request.error = exc
-        with self._cond:
-            admitted, rejected = self._admit(units, sent_at)
+        with self.pool.cond:
+            admitted, rejected = self.pool.admit(units, sent_at, self.work.quiet, self.paused())
             request.units = admitted
             request.done = True
             if admitted:
-                self._started[ident] = time.monotonic()
+                self.pool.started[ident] = time.monotonic()
             for unit in admitted[1:]:
-                self._handoff.put(unit)
-            self._cond.notify_all()
+                self.pool.queue.put(unit)
+            self.pool.cond.notify_all()
         if rejected:
             self._requeue(rejected, "fetched while going quiet or pausing")
         return admitted[0] if admitted else None
@@ -267,53 +198,45 @@ class Manager:
         this thread fetched itself), else the job came through the hand-off queue and is
         checked for a stall first."""
         now = started if started is not None else time.monotonic()
-        fresh = started is not None
-        if not fresh:
-            with self._cond:
-                _, sent_at = self._held.get(id(unit), (unit, now))
-                fresh = now - sent_at < self.stall_check
+        if started is None:
+            with self.pool.cond:
+                _, sent_at = self.pool.held.get(id(unit), (unit, now))
+                fresh = self.stall.fresh(now - sent_at)
                 if fresh:
-                    self._started[ident] = now
-        if not fresh:
-            if not self.fetch.holds(unit):
-                log.warning(
-                    "dropped job %s fetched %.1f s ago: no longer in this process's private "
-                    "list (recovered as an orphan while this process was stalled past its "
-                    "heartbeat TTL); it is not run here",
-                    jid_of(unit),
-                    now - sent_at,
-                )
-                self._done(ident, unit, None)
-                return
-            now = time.monotonic()
-            with self._cond:
-                self._started[ident] = now
+                    self.pool.started[ident] = now
+            if not fresh:
+                if self.stall.lost(unit, now - sent_at):
+                    self._done(ident, unit, None)
+                    return
+                now = time.monotonic()
+                with self.pool.cond:
+                    self.pool.started[ident] = now
         self.work.begin(ident, unit)
         try:
             self.processor.process(unit)
         except BaseException as exc:  # an rfetch bug: keep the thread, sweep the job
             log.exception("internal error while processing a job; it will be pushed back")
             self.report(exc, {"context": "processor"})
-            with self._cond:
+            with self.pool.cond:
                 self._sweep_needed = True
         finally:
             self.work.end(ident)
             self._done(ident, unit, time.monotonic() - now)
 
     def _done(self, ident: int, unit: UnitOfWork, seconds: float | None) -> None:
-        with self._cond:
-            self._started.pop(ident, None)
-            self._held.pop(id(unit), None)
+        with self.pool.cond:
+            self.pool.started.pop(ident, None)
+            self.pool.held.pop(id(unit), None)
             if seconds is not None:
                 self.prefetch.finished(seconds)
             # Wake the fetcher only when it has a reason to fetch: room for a batch, or
             # threads about to starve (waking it per job costs a GIL hand-off).
             if (
-                len(self._held) <= self._low_water
-                or len(self._held) <= len(self._started)
+                len(self.pool.held) <= self._low_water
+                or len(self.pool.held) <= len(self.pool.started)
                 or self.work.quiet
             ):
-                self._cond.notify_all()
+                self.pool.cond.notify_all()
 
     # -- the fetcher -------------------------------------------------------------------
 
@@ -321,24 +244,24 @@ class Manager:
         """Wait until there is room for a batch (or threads starve, or acks are due, or
         waiting jobs must be given back). After a fetch that found nothing (``idle``),
         fetch again only once a thread is free with no job waiting. None when quiet."""
-        with self._cond:
+        with self.pool.cond:
             while not self.work.quiet:
-                ready = self.prefetch.ready_soon(self._started.values(), time.monotonic())
-                waiting = len(self._held) - len(self._started)
+                ready = self.prefetch.ready_soon(self.pool.started.values(), time.monotonic())
+                waiting = self.pool.waiting()
                 capacity = self.config.concurrency + self.prefetch.allowance(ready)
-                room = capacity - len(self._held)
+                room = capacity - len(self.pool.held)
                 min_batch = max(1, capacity // 4)
                 self._low_water = capacity - min_batch
                 give_back = []
                 if self.prefetch.give_back(waiting, ready):
-                    give_back = self._take_waiting(lambda unit: True)
+                    give_back = self.pool.take_waiting(lambda unit: True, quiet=False)
                 # After an empty fetch, fetch again once a thread is free with nothing
                 # waiting; else once threads starve or there is room for a batch.
-                wanted = self._thread_free() if idle else waiting == 0 or room >= min_batch
+                wanted = self.pool.thread_free() if idle else waiting == 0 or room >= min_batch
                 if give_back or self.acks.due() or (room > 0 and wanted):
-                    held = [unit for unit, _ in self._held.values()]
+                    held = [unit for unit, _ in self.pool.held.values()]
                     return Request(room, self.acks.take(), self._sweep_needed, held, give_back)
-                self._cond.wait(ACK_MAX_DELAY)
+                self.pool.cond.wait(ACK_MAX_DELAY)
         return None
 
     def _fetch_loop(self) -> None:
@@ -358,7 +281,7 @@ class Manager:
                 if sweep:
                     # Finished jobs whose acks are still pending are not strays.
                     self.fetch.requeue_unheld([*held, *acks], "a reply lost to a connection error")
-                    with self._cond:
+                    with self.pool.cond:
                         self._sweep_needed = False
                 paused = self.paused()
                 sent_at = time.monotonic()
@@ -373,12 +296,12 @@ class Manager:
                 acks = []
                 if units:
                     self._hand_off(units, sent_at)
-                elif room > 0 and self._thread_free():
+                elif room > 0 and self.pool.thread_free():
                     units = self._block(paused)
                 idle = not units
             except REDIS_DOWN as exc:
                 self.acks.put_back(acks)
-                with self._cond:
+                with self.pool.cond:
                     self._sweep_needed = True
                 if down_since is None:
                     down_since = time.monotonic()
@@ -397,11 +320,6 @@ class Manager:
                 down_since = None
             delay = 0.0
 
-    def _thread_free(self) -> bool:
-        """Whether a thread is idle with no job waiting for it (lock held or not)."""
-        with self._cond:
-            return len(self._held) == len(self._started) < self.config.concurrency
-
     def _block(self, paused: Collection[str]) -> list[UnitOfWork]:
         """Blocking fetch by an idle processor thread (:meth:`_blocking_fetch`), which
         runs what it gets; meanwhile threads acknowledge their jobs themselves.
@@ -413,12 +331,12 @@ class Manager:
             unit.acknowledge()
         request = BlockingFetch(paused)
         try:
-            with self._cond:
+            with self.pool.cond:
                 if self.work.quiet:
                     return []
-                self._handoff.put(request)
+                self.pool.queue.put(request)
                 while not request.done and not self.work.quiet:
-                    self._cond.wait(self.config.block_timeout)
+                    self.pool.cond.wait(self.config.block_timeout)
             if request.error is not None:
                 raise request.error
             return request.units
@@ -429,24 +347,11 @@ class Manager:
         for unit in self.acks.take():
             unit.acknowledge()
 
-    def _admit(
-        self, units: list[UnitOfWork], sent_at: float
-    ) -> tuple[list[UnitOfWork], list[UnitOfWork]]:
-        """Under the lock: hold the fetched jobs; those fetched while going quiet or from a
-        queue paused meanwhile (a BLMOVE racing a pause) are returned apart, to push back."""
-        if self.work.quiet:
-            return [], units
-        paused = self.paused()
-        admitted = [u for u in units if u.queue not in paused]
-        for unit in admitted:
-            self._held[id(unit)] = (unit, sent_at)
-        return admitted, [u for u in units if u.queue in paused]
-
     def _hand_off(self, units: list[UnitOfWork], sent_at: float) -> None:
-        with self._cond:
-            admitted, rejected = self._admit(units, sent_at)
+        with self.pool.cond:
+            admitted, rejected = self.pool.admit(units, sent_at, self.work.quiet, self.paused())
             for unit in admitted:
-                self._handoff.put(unit)
+                self.pool.queue.put(unit)
         if rejected:
             self._requeue(rejected, "fetched while going quiet or pausing")
 
