@@ -32,7 +32,8 @@ from typing import Any
 
 DONE = "bench:done"
 STARTED = "bench:started"
-KINDS = ("noop", "sleep", "stamp")
+KINDS = ("noop", "sleep", "stamp", "io", "hash")
+"""``io`` and ``hash`` exist for rfetch only (``benchmarks.affinity``)."""
 RESULT_PREFIX = "BENCH-RESULT "
 REPO = Path(__file__).resolve().parents[2]
 
