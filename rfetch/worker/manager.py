@@ -335,8 +335,15 @@ class Manager:
                 if self.work.quiet:
                     return []
                 self.pool.queue.put(request)
-                while not request.done and not self.work.quiet:
-                    self.pool.cond.wait(self.config.block_timeout)
+                # Once quiet, a fetch not yet taken by a thread is cancelled; one under way
+                # is awaited, so that what it moves is pushed back before the pool ends.
+                limit = self.config.block_timeout + self.config.network_timeout
+                while not request.done:
+                    if self.work.quiet:
+                        if limit <= 0:
+                            break
+                        limit -= ACK_MAX_DELAY
+                    self.pool.cond.wait(ACK_MAX_DELAY if self.work.quiet else None)
             if request.error is not None:
                 raise request.error
             return request.units
