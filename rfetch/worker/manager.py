@@ -298,7 +298,9 @@ class Manager:
                     self._hand_off(units, sent_at)
                 elif room > 0 and self.pool.thread_free():
                     units = self._block(paused)
-                idle = not units
+                # Idle only after looking for jobs and finding none (not after a call that
+                # only acknowledged, or gave back, for want of room).
+                idle = room > 0 and not units
             except REDIS_DOWN as exc:
                 self.acks.put_back(acks)
                 with self.pool.cond:

@@ -50,8 +50,7 @@ def record(tmp_path: Path) -> Record:
 
 
 @pytest.fixture
-def workers(redis_server: RedisServer, r: redis.Redis, tmp_path: Path, record: Record
-            ) -> Iterator[list[WorkerProcess]]:
+def workers() -> Iterator[list[WorkerProcess]]:
     """Started workers; any still alive at the end is resumed and killed by its PID."""
     started: list[WorkerProcess] = []
     yield started
