@@ -497,7 +497,7 @@ def test_worker_survives_a_redis_restart_without_losing_jobs(
     assert len(everything) == 12
     wait_for(lambda: set(everything) <= set(record.done_order()), 20, "every job to run")
     wait_for(lambda: r.llen("queue:default") == 0, 5, "an empty queue")
-    wait_for(lambda: "heartbeat restored" in worker.log(), 5, "the heartbeat to beat again")
+    wait_for(lambda: "heartbeat recovered after" in worker.log(), 5, "the heartbeat to beat again")
     stop(worker)
 
     log = worker.log()
