@@ -32,6 +32,7 @@ from rfetch.middleware import run_client_chain
 from rfetch.payload import Payload, check_args, dumps, new_jid, new_jids
 from rfetch.push_buffer import BufferedJob, MemoryBuffer, PushBuffer, SpoolBuffer
 from rfetch.scripts import read_script
+from rfetch.sink import Sink
 
 log = logging.getLogger("rfetch.client")
 
@@ -152,10 +153,16 @@ class Client:
     Args:
         config: the rfetch Config (Redis URL, namespace, payload limit, client middleware).
         redis: an existing client to use instead of connecting to ``config.redis_url``.
+        sink: where serialised jobs go instead of straight to Redis (:mod:`rfetch.sink`):
+            ``rfetch.testing``'s fake and inline modes, or the Django integration's
+            on-commit deferral. None writes to Redis.
     """
 
-    def __init__(self, config: Config, redis: Redis | None = None) -> None:
+    def __init__(
+        self, config: Config, redis: Redis | None = None, *, sink: Sink | None = None
+    ) -> None:
         self.config = config
+        self.sink = sink
         self.keys = Keys(config.namespace)
         self.redis = redis if redis is not None else connect(config)
         self._push_script = self.redis.register_script(read_script("push"))
@@ -372,6 +379,12 @@ class Client:
                 them was accepted.
         """
         jobs = [BufferedJob(q, text, at) for (text, at), q in zip(items, queues, strict=True)]
+        if self.sink is not None:
+            return self.sink.write(jobs, self._send_or_buffer)
+        return self._send_or_buffer(jobs)
+
+    def _send_or_buffer(self, jobs: Sequence[BufferedJob]) -> list[bool] | None:
+        """Write ``jobs`` to Redis after any buffered ones, or buffer them (see _write)."""
         with self._lock:
             try:
                 self._drain()
@@ -523,8 +536,19 @@ class DefaultClient:
 
     def set(self, client: Client | None) -> None:
         """Replace the default client (None: build from the environment at next use)."""
+        self.swap(client)
+
+    def swap(self, client: Client | None) -> Client | None:
+        """Replace the default client and return the one it replaces (None when none was
+        built yet), so a caller can put it back (``rfetch.testing.fake()`` does)."""
         with self._lock:
-            self._client = client
+            previous, self._client = self._client, client
+            return previous
+
+    def peek(self) -> Client | None:
+        """The default client if one is set or built, without building one."""
+        with self._lock:
+            return self._client
 
     def get(self) -> Client:
         """The default client, building it from the environment on first use."""

@@ -4,12 +4,26 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import inspect
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Generic, Literal, ParamSpec, TypeVar
+from typing import (
+    Any,
+    ClassVar,
+    Generic,
+    Literal,
+    ParamSpec,
+    Protocol,
+    TypeVar,
+    cast,
+    overload,
+)
 
 from rfetch.client import DEFAULT, Client, check_options
 from rfetch.errors import ConfigError
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 RetryDecision = float | int | Literal["discard", "kill"] | None
 """What ``retry_in`` returns: seconds until the retry, ``"discard"`` (drop the job),
@@ -46,8 +60,18 @@ def to_seconds(interval: dt.timedelta | float | int) -> float:
     raise ConfigError(f"an interval must be a timedelta or seconds, got {interval!r}")
 
 
-class JobSetter:
-    """A job class with options overridden for the next pushes (``Job.set(...)``)."""
+class _Performs(Protocol[P]):
+    """What the typed push methods read ``perform``'s parameters from."""
+
+    def perform(self, *args: P.args, **kwargs: P.kwargs) -> object: ...
+
+
+class JobSetter(Generic[P]):
+    """A job class with options overridden for the next pushes (``Job.set(...)``).
+
+    Typed from the job's ``perform`` (ParamSpec ``P``), so a type checker flags a wrong
+    argument at the call site of ``perform_async``, ``perform_in`` and ``perform_at``.
+    """
 
     def __init__(
         self, job_class: type[Job], options: Mapping[str, Any], client: Client | None = None
@@ -57,7 +81,7 @@ class JobSetter:
         self.options = dict(options)
         self.client = client
 
-    def set(self, **options: Any) -> JobSetter:
+    def set(self, **options: Any) -> JobSetter[P]:
         """More options on top of these."""
         return JobSetter(self.job_class, {**self.options, **options}, self.client)
 
@@ -76,24 +100,34 @@ class JobSetter:
                 options["tenant"] = tenant
         return options
 
-    def perform_async(self, *args: Any) -> str | None:
+    def perform_async(self, *args: P.args, **kwargs: P.kwargs) -> str | None:
         """Enqueue now; the jid (24 hex), or None if client middleware dropped the push or a
-        unique job's lock is held (issue #5).
+        unique job's lock is held.
+
+        Keyword arguments are bound to ``perform``'s parameters and sent as the positional
+        list Sidekiq's ``args`` is.
 
         Raises:
             ArgsNotSerializable, PayloadTooLarge: nothing is written.
             ConfigError: a bad option (e.g. an ordering key that is not a string).
+            TypeError: keyword arguments that do not fit ``perform``'s parameters.
         """
-        return self._client().push(self.job_class.job_name(), args, self._options(args))
+        values = self.job_class.positional_args(args, kwargs)
+        return self._client().push(self.job_class.job_name(), values, self._options(values))
 
-    def perform_in(self, interval: dt.timedelta | float, *args: Any) -> str | None:
-        """Enqueue to run after ``interval`` (seconds or timedelta)."""
-        return self.perform_at(time.time() + to_seconds(interval), *args)
+    def perform_in(
+        self, interval: dt.timedelta | float, /, *args: P.args, **kwargs: P.kwargs
+    ) -> str | None:
+        """Enqueue to run after ``interval`` (seconds or timedelta); as perform_async."""
+        return self.perform_at(time.time() + to_seconds(interval), *args, **kwargs)
 
-    def perform_at(self, when: dt.datetime | float, *args: Any) -> str | None:
+    def perform_at(
+        self, when: dt.datetime | float, /, *args: P.args, **kwargs: P.kwargs
+    ) -> str | None:
         """Enqueue to run at ``when`` (datetime or epoch seconds); a past time runs now."""
+        values = self.job_class.positional_args(args, kwargs)
         return self._client().push(
-            self.job_class.job_name(), args, self._options(args), at=to_epoch(when)
+            self.job_class.job_name(), values, self._options(values), at=to_epoch(when)
         )
 
     def perform_bulk(
@@ -143,6 +177,12 @@ class Job:
     score order (``score=``, default enqueue time); ``coalesce = "last"``: only the newest
     one's ``perform(*args)`` runs.
 
+    ``perform`` may be ``async def``: the class is then an async job (``is_async``), awaited
+    on the worker's event loop.
+
+    The push methods are typed from ``perform``'s own signature (ParamSpec), so a type
+    checker flags ``SendWelcome.perform_async("42")`` when ``perform`` takes an ``int``.
+
     A worker sets ``jid`` on the instance before calling ``perform``.
     """
 
@@ -157,13 +197,18 @@ class Job:
     coalesce: ClassVar[bool | Literal["last"] | None] = None
     key_on_failure: ClassVar[Literal["block", "skip"]] = "block"
 
+    is_async: ClassVar[bool] = False
+    """Set when the class is defined: whether ``perform`` is ``async def``."""
+
     jid: str = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Check ``key_on_failure`` when the class is defined (issue #5).
+        """Check the class when it is defined, and note whether ``perform`` is async.
 
         Raises:
-            ConfigError: a value other than ``"block"`` or ``"skip"``.
+            ConfigError: ``key_on_failure`` other than ``"block"`` or ``"skip"``; a
+                ``perform`` that is an async generator; an async ``ordering_key`` or
+                ``tenant`` (they run at push time, in the caller's thread).
         """
         super().__init_subclass__(**kwargs)
         if cls.key_on_failure not in ("block", "skip"):
@@ -171,10 +216,63 @@ class Job:
                 f'{cls.__qualname__}.key_on_failure must be "block" or "skip", '
                 f"got {cls.key_on_failure!r}"
             )
+        if inspect.isasyncgenfunction(cls.perform) or inspect.isgeneratorfunction(cls.perform):
+            raise ConfigError(
+                f"{cls.__qualname__}.perform is a generator; it must be a plain or an "
+                "async function (a generator would never run its body)"
+            )
+        for hook in ("ordering_key", "tenant"):
+            if inspect.iscoroutinefunction(getattr(cls, hook)):
+                raise ConfigError(
+                    f"{cls.__qualname__}.{hook} must not be async: it runs at push time"
+                )
+        cls.is_async = inspect.iscoroutinefunction(cls.perform)
 
-    def perform(self, *args: Any) -> None:
-        """The work; raise to fail (the job is then retried)."""
+    def perform(self, *args: Any, **kwargs: Any) -> object:
+        """The work; raise to fail (the job is then retried). May be ``async def``."""
         raise NotImplementedError(f"{type(self).__name__} must define perform()")
+
+    @classmethod
+    def positional_args(cls, args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Any]:
+        """The job's arguments as the positional list a payload carries (Sidekiq's ``args``).
+
+        Keyword arguments are bound to ``perform``'s parameters: ``perform_async(1,
+        template="x")`` for ``perform(self, user_id, template)`` sends ``[1, "x"]``; a
+        parameter skipped between them takes its default.
+
+        Raises:
+            TypeError: a keyword that ``perform`` does not take, a missing parameter, or a
+                keyword-only parameter (a JSON list has no place for it).
+        """
+        if not kwargs:
+            return list(args)
+        signature = inspect.signature(cls.perform)
+        positional = {
+            p.name
+            for p in signature.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        }
+        try:
+            bound = signature.bind(None, *args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{cls.job_name()}.perform{signature}: {exc}") from None
+        not_positional = sorted(set(kwargs) - positional)
+        if not_positional:
+            raise TypeError(
+                f"{cls.job_name()}.perform{signature}: {not_positional} cannot be sent by "
+                "keyword: a job's arguments travel as a JSON list (Sidekiq's args), so "
+                "only parameters that can be given by position can be sent"
+            )
+        # Up to the last parameter given, in order; one skipped on the way takes its default.
+        params = list(signature.parameters.values())[1:]
+        given = [i for i, p in enumerate(params) if p.name in bound.arguments]
+        values: list[Any] = []
+        for param in params[: max(given, default=-1) + 1]:
+            if param.kind is param.VAR_POSITIONAL:
+                values.extend(bound.arguments.get(param.name, ()))
+            else:
+                values.append(bound.arguments.get(param.name, param.default))
+        return values
 
     def ordering_key(self, *args: Any) -> str | None:
         """The ordering key of a job with these arguments, or None (no ordering). Called at
@@ -239,7 +337,7 @@ class Job:
         return options
 
     @classmethod
-    def set(cls, **options: Any) -> JobSetter:
+    def set(cls: type[_Performs[P]], **options: Any) -> JobSetter[P]:
         """Override options for one push: ``SendWelcome.set(queue="critical").perform_async(7)``.
 
         ``client=`` picks a Client other than the process-wide default.
@@ -248,35 +346,46 @@ class Job:
             ConfigError: an unknown option.
         """
         client = options.pop("client", None)
-        return JobSetter(cls, options, client)
+        return JobSetter(cast("type[Job]", cls), options, client)
 
     @classmethod
-    def perform_async(cls, *args: Any) -> str | None:
-        """Enqueue now; returns the jid (24 hex characters)."""
-        return JobSetter(cls, {}).perform_async(*args)
+    def perform_async(cls: type[_Performs[P]], *args: P.args, **kwargs: P.kwargs) -> str | None:
+        """Enqueue now; returns the jid (24 hex characters). See JobSetter.perform_async."""
+        return JobSetter[P](cast("type[Job]", cls), {}).perform_async(*args, **kwargs)
 
     @classmethod
-    def perform_in(cls, interval: dt.timedelta | float, *args: Any) -> str | None:
+    def perform_in(
+        cls: type[_Performs[P]],
+        interval: dt.timedelta | float,
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> str | None:
         """Enqueue to run after ``interval`` (seconds or timedelta)."""
-        return JobSetter(cls, {}).perform_in(interval, *args)
+        return JobSetter[P](cast("type[Job]", cls), {}).perform_in(interval, *args, **kwargs)
 
     @classmethod
-    def perform_at(cls, when: dt.datetime | float, *args: Any) -> str | None:
+    def perform_at(
+        cls: type[_Performs[P]],
+        when: dt.datetime | float,
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> str | None:
         """Enqueue to run at ``when`` (datetime or float epoch seconds)."""
-        return JobSetter(cls, {}).perform_at(when, *args)
+        return JobSetter[P](cast("type[Job]", cls), {}).perform_at(when, *args, **kwargs)
 
     @classmethod
     def perform_bulk(cls, args_list: Iterable[Sequence[Any]], batch_size: int = 1000) -> list[str]:
         """Enqueue many jobs, pipelined ``batch_size`` (default 1,000) per round trip."""
-        return JobSetter(cls, {}).perform_bulk(args_list, batch_size)
-
-
-P = ParamSpec("P")
-R = TypeVar("R")
+        return JobSetter[Any](cls, {}).perform_bulk(args_list, batch_size)
 
 
 class JobFunction(Generic[P, R]):
-    """A plain function made into a job by ``@rfetch.job``; calling it runs it inline."""
+    """A plain function made into a job by ``@rfetch.job``; calling it runs it inline.
+
+    Its push methods are typed from the function's signature (ParamSpec ``P``).
+    """
 
     def __init__(self, func: Callable[P, R], job_class: type[Job]) -> None:
         functools.update_wrapper(self, func)
@@ -286,29 +395,44 @@ class JobFunction(Generic[P, R]):
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.func(*args, **kwargs)
 
-    def set(self, **options: Any) -> JobSetter:
+    def set(self, **options: Any) -> JobSetter[P]:
         """Override options for one push."""
-        return self.job_class.set(**options)
+        client = options.pop("client", None)
+        return JobSetter(self.job_class, options, client)
 
-    def perform_async(self, *args: Any) -> str | None:
+    def perform_async(self, *args: P.args, **kwargs: P.kwargs) -> str | None:
         """Enqueue now; returns the jid."""
-        return self.job_class.perform_async(*args)
+        return self.set().perform_async(*args, **kwargs)
 
-    def perform_in(self, interval: dt.timedelta | float, *args: Any) -> str | None:
+    def perform_in(
+        self, interval: dt.timedelta | float, /, *args: P.args, **kwargs: P.kwargs
+    ) -> str | None:
         """Enqueue to run after ``interval``."""
-        return self.job_class.perform_in(interval, *args)
+        return self.set().perform_in(interval, *args, **kwargs)
 
-    def perform_at(self, when: dt.datetime | float, *args: Any) -> str | None:
+    def perform_at(
+        self, when: dt.datetime | float, /, *args: P.args, **kwargs: P.kwargs
+    ) -> str | None:
         """Enqueue to run at ``when``."""
-        return self.job_class.perform_at(when, *args)
+        return self.set().perform_at(when, *args, **kwargs)
 
     def perform_bulk(self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000) -> list[str]:
         """Enqueue many jobs."""
         return self.job_class.perform_bulk(args_list, batch_size)
 
 
+@overload
+def job(func: Callable[P, R], /) -> JobFunction[P, R]: ...
+
+
+@overload
 def job(
-    func: Callable[P, R] | None = None, **options: Any
+    func: None = None, /, **options: Any
+) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
+
+
+def job(
+    func: Callable[P, R] | None = None, /, **options: Any
 ) -> JobFunction[P, R] | Callable[[Callable[P, R]], JobFunction[P, R]]:
     """Make a plain function a job: ``@rfetch.job`` or ``@rfetch.job(queue="mail", retry=3)``.
 
@@ -326,9 +450,22 @@ def job(
         )
 
     def wrap(fn: Callable[P, R]) -> JobFunction[P, R]:
-        def perform(self: Job, *args: Any) -> None:
+        async def perform_awaited(self: Job, *args: Any) -> None:
+            await fn(*args)  # type: ignore[call-arg,misc]
+
+        def perform_called(self: Job, *args: Any) -> None:
             fn(*args)  # type: ignore[call-arg]
 
+        perform: Callable[..., object] = (
+            perform_awaited if inspect.iscoroutinefunction(fn) else perform_called
+        )
+        # Job.positional_args binds keyword arguments against the function's own
+        # parameters, behind the ``self`` every method has.
+        own = inspect.signature(fn)
+        self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        perform.__signature__ = own.replace(  # type: ignore[attr-defined]
+            parameters=[self_param, *own.parameters.values()]
+        )
         attrs: dict[str, Any] = {
             "perform": perform,
             "__module__": fn.__module__,

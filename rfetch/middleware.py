@@ -68,9 +68,9 @@ def run_server_chain(
     job: Job,
     payload: Payload,
     queue: str,
-    perform: Callable[[], None],
+    perform: Callable[[], object],
 ) -> None:
-    """Run ``perform`` inside the server chain."""
+    """Run ``perform`` inside the server chain (its return value is not used)."""
 
     def step(index: int) -> None:
         if index == len(chain):
