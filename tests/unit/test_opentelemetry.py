@@ -43,13 +43,13 @@ def exporter() -> Iterator[InMemorySpanExporter]:
     memory.clear()
 
 
-def traced_config(exporter: InMemorySpanExporter, propagation: otel.Propagation = "link") -> tuple[
-    Config, TracerProvider
-]:
+def traced_config(
+    exporter: InMemorySpanExporter, propagation: otel.Propagation = "link", events: bool = False
+) -> tuple[Config, TracerProvider]:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     config = Config()
-    otel.install(config, provider, propagation)
+    otel.install(config, provider, propagation, events=events)
     otel.install(config, provider, propagation)  # a second call adds nothing
     return config, provider
 
@@ -61,7 +61,7 @@ def spans(exporter: InMemorySpanExporter, kind: SpanKind) -> list[ReadableSpan]:
 def test_producer_context_goes_into_the_payload_and_the_consumer_links_to_it(
     exporter: InMemorySpanExporter,
 ) -> None:
-    config, provider = traced_config(exporter)
+    config, provider = traced_config(exporter, events=True)
     assert len(config.client_middleware) == 1 and len(config.server_middleware) == 1
     app = provider.get_tracer("app")
     with testing.fake(config) as queues:
@@ -96,6 +96,7 @@ def test_producer_context_goes_into_the_payload_and_the_consumer_links_to_it(
     assert consumer.attributes is not None
     assert consumer.attributes["messaging.operation.type"] == "process"
     assert consumer.attributes["messaging.message.id"] == jid
+    assert [e.name for e in producer.events] == ["created_at"]
     assert [e.name for e in consumer.events] == ["created_at", "enqueued_at"]
     assert SEEN[0]["span"] == consumer_context.span_id  # the job runs inside the span
 
@@ -145,7 +146,7 @@ def test_a_failing_job_records_the_error_and_still_raises(exporter: InMemorySpan
             queues.drain()
     [consumer] = spans(exporter, SpanKind.CONSUMER)
     assert consumer.status.status_code is StatusCode.ERROR
-    assert [e.name for e in consumer.events][-1] == "exception"
+    assert [e.name for e in consumer.events] == ["exception"]
 
 
 def test_no_propagation_ignores_the_payloads_context(exporter: InMemorySpanExporter) -> None:
@@ -155,6 +156,7 @@ def test_no_propagation_ignores_the_payloads_context(exporter: InMemorySpanExpor
         queues.drain()
     [consumer] = spans(exporter, SpanKind.CONSUMER)
     assert consumer.links == () and consumer.parent is None
+    assert consumer.events == ()  # events are off by default
 
 
 def test_bad_propagation_is_refused() -> None:
