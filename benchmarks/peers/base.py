@@ -32,7 +32,7 @@ from typing import Any
 
 DONE = "bench:done"
 STARTED = "bench:started"
-KINDS = ("noop", "sleep", "stamp")
+KINDS = ("noop", "sleep", "stamp", "wait100", "wait100-thread")
 RESULT_PREFIX = "BENCH-RESULT "
 REPO = Path(__file__).resolve().parents[2]
 

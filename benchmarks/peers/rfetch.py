@@ -67,6 +67,7 @@ class RfetchClient(BenchClient):
         rfetch.configure(redis_url=url)
         self.jobs: dict[str, type[rfetch.Job]] = {
             "noop": bench_jobs.Noop, "sleep": bench_jobs.SleepIO, "stamp": bench_jobs.Stamp,
+            "wait100": bench_jobs.AsyncWait, "wait100-thread": bench_jobs.ThreadWait,
         }
 
     def bulk(self, kind: str, n: int, queue: str) -> None:
