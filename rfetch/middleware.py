@@ -14,11 +14,21 @@ rest of the chain is passed as ``call_next``:
             call_next()
         finally:
             log(payload["jid"], time.monotonic() - started)
+
+Async jobs (``async def perform``) run their server chain on the worker's event loop
+(:func:`run_server_chain_async`). A middleware serves both kinds of job in the form that
+fits each: an object may define ``acall(job, payload, queue, call_next)`` returning an
+awaitable, used for async jobs (``await call_next()``); an ``async def`` middleware works
+for both (for a sync job it runs in a fresh event loop in the job's thread); a plain sync
+middleware around an async job runs in a thread of the loop's executor, its ``call_next``
+waiting for the rest of the chain on the loop, so it holds a thread while the job runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -43,11 +53,17 @@ class ClientMiddleware(Protocol):
 
 
 class ServerMiddleware(Protocol):
-    """Runs around each job execution; must call ``call_next()`` for the job to run."""
+    """Runs around each job execution; must call ``call_next()`` for the job to run.
+
+    An ``async def`` middleware has the same parameters and awaits ``call_next()``."""
 
     def __call__(
         self, job: Job, payload: Payload, queue: str, call_next: Callable[[], None]
     ) -> None: ...
+
+
+AsyncNext = Callable[[], Awaitable[None]]
+"""The rest of an async job's server chain."""
 
 
 def run_client_chain(
@@ -75,7 +91,50 @@ def run_server_chain(
     def step(index: int) -> None:
         if index == len(chain):
             perform()
+            return
+        middleware: Any = chain[index]
+        if inspect.iscoroutinefunction(middleware):
+
+            async def rest() -> None:
+                step(index + 1)
+
+            asyncio.run(middleware(job, payload, queue, rest))
         else:
-            chain[index](job, payload, queue, lambda: step(index + 1))
+            middleware(job, payload, queue, lambda: step(index + 1))
 
     step(0)
+
+
+async def run_server_chain_async(
+    chain: Sequence[ServerMiddleware],
+    job: Job,
+    payload: Payload,
+    queue: str,
+    perform: Callable[[], Awaitable[object]],
+) -> None:
+    """Await ``perform()`` inside the server chain, on the running event loop (async jobs).
+
+    Each middleware runs in its async form when it has one (``acall``, or an ``async def``
+    middleware); a sync middleware runs in the loop's default executor around the rest of
+    the chain (see the module docstring).
+    """
+    loop = asyncio.get_running_loop()
+
+    async def step(index: int) -> None:
+        if index == len(chain):
+            await perform()
+            return
+        middleware: Any = chain[index]
+        acall = getattr(middleware, "acall", None)
+        if acall is not None:
+            await acall(job, payload, queue, lambda: step(index + 1))
+        elif inspect.iscoroutinefunction(middleware):
+            await middleware(job, payload, queue, lambda: step(index + 1))
+        else:
+
+            def call_next() -> None:
+                asyncio.run_coroutine_threadsafe(step(index + 1), loop).result()
+
+            await loop.run_in_executor(None, middleware, job, payload, queue, call_next)
+
+    await step(0)

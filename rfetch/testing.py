@@ -35,18 +35,17 @@ scheduled jobs (``perform_in``/``perform_at``) are kept with their ``at`` time a
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from rfetch.client import DEFAULT, Client
 from rfetch.config import Config
 from rfetch.errors import UnknownJob
 from rfetch.job import Job
-from rfetch.middleware import run_server_chain
+from rfetch.middleware import run_server_chain, run_server_chain_async
 from rfetch.payload import Payload
 from rfetch.processor import coalesce_score
 from rfetch.push_buffer import BufferedJob
@@ -86,8 +85,10 @@ class JobRunner:
     """Runs one payload in the calling thread, as a worker's processor would: a fresh
     instance with its ``jid``, through ``config.server_middleware``, ``perform(*args)``.
 
-    An ``async def perform`` is run to its end with ``asyncio.run``, so the caller must not
-    be inside a running event loop.
+    An async job (``async def perform``) goes through the async form of the chain
+    (:func:`rfetch.middleware.run_server_chain_async`): :meth:`run` runs it with
+    ``asyncio.run`` (so the caller must not be inside a running event loop), :meth:`arun`
+    awaits it.
 
     Args:
         config: the server middleware to run the job through.
@@ -103,22 +104,34 @@ class JobRunner:
             UnknownJob: no class of that name is defined.
             Exception: whatever the job or a middleware raises (no retry).
         """
-        cls = find_job_class(payload["class"])
-        instance = cls()
-        instance.jid = payload["jid"]
-        values = payload["args"] if args is None else args
+        instance, values = self._instance(payload, args)
+        if instance.is_async:
+            asyncio.run(self._chain_async(instance, payload, values))
+            return
+        chain = self.config.server_middleware
+        run_server_chain(chain, instance, payload, payload["queue"],
+                         lambda: instance.perform(*values))
 
-        def perform() -> None:
-            result = instance.perform(*values)
-            if inspect.isawaitable(result):
-                asyncio.run(_finish(result))
+    async def arun(self, payload: Payload, args: Sequence[Any] | None = None) -> None:
+        """:meth:`run` for a caller inside an event loop: an async job is awaited here, a
+        sync job runs in this thread (blocking the loop while it runs, as a test may)."""
+        instance, values = self._instance(payload, args)
+        if instance.is_async:
+            await self._chain_async(instance, payload, values)
+        else:
+            self.run(payload, args)
+
+    def _instance(self, payload: Payload, args: Sequence[Any] | None) -> tuple[Job, Sequence[Any]]:
+        instance = find_job_class(payload["class"])()
+        instance.jid = payload["jid"]
+        return instance, payload["args"] if args is None else args
+
+    async def _chain_async(self, instance: Job, payload: Payload, values: Sequence[Any]) -> None:
+        async def perform() -> None:
+            await cast("Awaitable[object]", instance.perform(*values))
 
         chain = self.config.server_middleware
-        run_server_chain(chain, instance, payload, payload["queue"], perform)
-
-
-async def _finish(awaitable: Any) -> None:
-    await awaitable
+        await run_server_chain_async(chain, instance, payload, payload["queue"], perform)
 
 
 class FakeQueues:
@@ -199,6 +212,18 @@ class FakeQueues:
             self._run(batch)
             ran += 1
 
+    async def adrain(self, *job_classes: type[Job]) -> int:
+        """:meth:`drain` for a test running in an event loop: async jobs are awaited in it."""
+        ran = 0
+        while True:
+            with self._lock:
+                batch = self._take(*job_classes)
+            if batch is None:
+                return ran
+            holder, args = self._execution(batch)
+            await self.runner.arun(holder, args)
+            ran += 1
+
     def _take(self, *job_classes: type[Job] | None) -> list[Payload] | None:
         """Remove and return the oldest selected job with, when it coalesces, the other
         waiting jobs of its key and class; None when none is selected. Holds the lock."""
@@ -220,15 +245,19 @@ class FakeQueues:
         return None
 
     def _run(self, batch: list[Payload]) -> None:
+        self.runner.run(*self._execution(batch))
+
+    @staticmethod
+    def _execution(batch: list[Payload]) -> tuple[Payload, list[Any] | None]:
+        """The payload to run and its arguments (None: its own; a coalesced key's batch:
+        the argument lists in score order, or the newest one's arguments for "last")."""
         holder = batch[0]
         if len(batch) == 1 and not holder.get("coalesce"):
-            self.runner.run(holder)
-            return
+            return holder, None
         ordered = sorted(batch, key=coalesce_score)
         if holder.get("coalesce") == "last":
-            self.runner.run(holder, ordered[-1]["args"])
-        else:
-            self.runner.run(holder, [[p["args"] for p in ordered]])
+            return holder, ordered[-1]["args"]
+        return holder, [[p["args"] for p in ordered]]
 
 
 class InlineRunner:

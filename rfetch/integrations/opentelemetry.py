@@ -38,6 +38,7 @@ from opentelemetry.trace import Link, SpanKind, Tracer, TracerProvider
 
 from rfetch.config import Config
 from rfetch.errors import ConfigError
+from rfetch.middleware import AsyncNext
 from rfetch.payload import Payload, epoch_seconds
 from rfetch.version import __version__
 
@@ -157,6 +158,11 @@ class ServerTracing:
     ) -> None:
         with self.span(payload, queue):
             call_next()
+
+    async def acall(self, job: Job, payload: Payload, queue: str, call_next: AsyncNext) -> None:
+        """The same for an async job, on the worker's event loop."""
+        with self.span(payload, queue):
+            await call_next()
 
     @contextmanager
     def span(self, payload: Payload, queue: str) -> Iterator[trace.Span]:

@@ -19,7 +19,7 @@ from rfetch.config import Config
 from rfetch.integrations import opentelemetry as otel
 from rfetch.push_buffer import BufferedJob
 
-SEEN: list[dict[str, object]] = []
+seen: list[dict[str, object]] = []
 
 
 class Traced(rfetch.Job):
@@ -27,7 +27,7 @@ class Traced(rfetch.Job):
 
     def perform(self, user_id: int) -> None:
         span = trace.get_current_span()
-        SEEN.append({
+        seen.append({
             "span": span.get_span_context().span_id,
             "user": baggage.get_baggage("user.id"),
         })
@@ -37,7 +37,7 @@ class Traced(rfetch.Job):
 
 @pytest.fixture
 def exporter() -> Iterator[InMemorySpanExporter]:
-    SEEN.clear()
+    seen.clear()
     memory = InMemorySpanExporter()
     yield memory
     memory.clear()
@@ -98,7 +98,7 @@ def test_producer_context_goes_into_the_payload_and_the_consumer_links_to_it(
     assert consumer.attributes["messaging.message.id"] == jid
     assert [e.name for e in producer.events] == ["created_at"]
     assert [e.name for e in consumer.events] == ["created_at", "enqueued_at"]
-    assert SEEN[0]["span"] == consumer_context.span_id  # the job runs inside the span
+    assert seen[0]["span"] == consumer_context.span_id  # the job runs inside the span
 
 
 def test_child_propagation_joins_the_producers_trace(exporter: InMemorySpanExporter) -> None:
@@ -135,7 +135,7 @@ def test_a_payload_written_by_rubys_sidekiq_instrumentation(
         ruby_trace, ruby_span
     )
     assert link.context.trace_state.get("congo") == "t61rcWkgMzE"
-    assert SEEN[0]["user"] == "7"  # baggage reaches the job
+    assert seen[0]["user"] == "7"  # baggage reaches the job
 
 
 def test_a_failing_job_records_the_error_and_still_raises(exporter: InMemorySpanExporter) -> None:
@@ -162,3 +162,20 @@ def test_no_propagation_ignores_the_payloads_context(exporter: InMemorySpanExpor
 def test_bad_propagation_is_refused() -> None:
     with pytest.raises(rfetch.ConfigError, match="propagation"):
         otel.ServerTracing(propagation="sideways")  # type: ignore[arg-type]
+
+
+class AsyncTraced(rfetch.Job):
+    async def perform(self) -> None:
+        seen.append({"span": trace.get_current_span().get_span_context().span_id})
+
+
+def test_an_async_job_runs_inside_its_consumer_span(exporter: InMemorySpanExporter) -> None:
+    config, _ = traced_config(exporter)
+    with testing.fake(config) as queues:
+        AsyncTraced.perform_async()
+        queues.drain()
+    [producer] = spans(exporter, SpanKind.PRODUCER)
+    [consumer] = spans(exporter, SpanKind.CONSUMER)
+    assert consumer.context is not None and producer.context is not None
+    assert seen == [{"span": consumer.context.span_id}]
+    assert [link.context.span_id for link in consumer.links] == [producer.context.span_id]

@@ -217,3 +217,14 @@ def test_fixtures_from_the_plugin(rfetch_fake: testing.FakeQueues) -> None:
 def test_inline_fixture(rfetch_inline: testing.InlineRunner) -> None:
     Welcome.perform_async(3)
     assert events[0][1][0] == 3
+
+
+def test_adrain_awaits_async_jobs_in_the_running_loop() -> None:
+    async def scenario(queues: testing.FakeQueues) -> int:
+        Awaits.perform_async(0.001)
+        Welcome.perform_async(5)
+        return await queues.adrain()
+
+    with testing.fake() as queues:
+        assert asyncio.run(scenario(queues)) == 2
+    assert [e[0] for e in events] == ["awaited", "welcome"]

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from asgiref.sync import sync_to_async
 from django.db import connections
 
+from rfetch.middleware import AsyncNext
 from rfetch.payload import Payload
 
 if TYPE_CHECKING:
@@ -36,3 +38,13 @@ class CloseOldConnections:
             call_next()
         finally:
             close_old_connections()
+
+    async def acall(self, job: Job, payload: Payload, queue: str, call_next: AsyncNext) -> None:
+        """The same for an async job: in the thread where ``sync_to_async`` runs the ORM
+        calls of async code (Django's connections are per thread)."""
+        close = sync_to_async(close_old_connections)
+        await close()
+        try:
+            await call_next()
+        finally:
+            await close()
