@@ -1,11 +1,11 @@
-"""CPU affinity of a worker process (issue #4): every thread of it on one CPU.
+"""CPU affinity of a worker process: every thread of it on one CPU.
 
 Why: CPython runs Python code in one thread at a time (the GIL), so one worker process never
 uses more than one CPU's worth of Python, whatever its concurrency. A job's Redis round trip
 releases the GIL twice (send, receive). When the thread that takes the GIL next sleeps on
 another CPU, the hand-off waits for that CPU to wake up (an inter-processor interrupt, slow
 on virtual machines) and the GIL stays free meanwhile; on one CPU a hand-off is a plain
-context switch. Measured on issue #4's 2-core VM (benchmarks/README.md): ten threads doing
+context switch. Measured on a 2-core VM (benchmarks/README.md): ten threads doing
 INCR through redis-py, 8,391/s spread over both CPUs and 20,969/s on one; ``rfetch worker
 -c 10`` draining no-op jobs, 5,317 jobs/s spread and 11,353 on one CPU.
 

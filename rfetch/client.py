@@ -1,42 +1,32 @@
-"""Pushing jobs: payload normalisation, single and bulk push, scheduled push.
+"""Pushing jobs: option checks, payload building, client middleware, single and bulk push.
 
-The wire format is Sidekiq's (``../shared/SIDEKIQ.md``): an immediate job is LPUSHed onto
-``queue:<q>`` and ``<q>`` is added to ``queues``; a scheduled job is ZADDed to ``schedule``
-with its run time as score and no ``enqueued_at``.
-
-Reliable push (Sidekiq Pro's, issue #3): when Redis cannot be reached, the job is kept in a
-buffer (memory, or a durable SQLite spool) and the push still returns its jid. Buffered
-jobs are delivered in order before any newer push, by a background thread with backoff,
-and at interpreter exit. A full buffer raises BufferFull; nothing is dropped silently.
+The wire format is Sidekiq's: an immediate job is LPUSHed onto ``queue:<q>`` and ``<q>`` is
+added to ``queues``; a scheduled job is ZADDed to ``schedule`` with its run time as score
+and no ``enqueued_at``. The write itself, and Sidekiq Pro's reliable push (buffering while
+Redis is unreachable), are :mod:`rfetch.delivery`'s.
 """
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import json
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from redis import Redis
-from redis.exceptions import ConnectionError, TimeoutError
 
 from rfetch.config import Config
-from rfetch.connection import connect
-from rfetch.errors import BufferFull, ConfigError
-from rfetch.keys import Keys
+from rfetch.delivery import BULK_BATCH, Delivery
+from rfetch.errors import ConfigError
 from rfetch.middleware import run_client_chain
 from rfetch.payload import Payload, check_args, dumps, new_jid, new_jids
-from rfetch.push_buffer import BufferedJob, MemoryBuffer, PushBuffer, SpoolBuffer
-from rfetch.scripts import read_script
+from rfetch.push_buffer import BufferedJob, PushBuffer
 from rfetch.sink import Sink
-
-log = logging.getLogger("rfetch.client")
-
-REDIS_DOWN = (ConnectionError, TimeoutError, OSError)
+from rfetch.store.commands import Commands
+from rfetch.store.connection import connect
+from rfetch.store.keys import Keys
 
 JOB_OPTIONS = frozenset(
     {
@@ -44,17 +34,12 @@ JOB_OPTIONS = frozenset(
         "key", "unique_for", "unique_key", "tenant", "coalesce", "score",
     }
 )
-"""Options that travel in the payload (Sidekiq's names, and issue #5's ``key`` (ordering
-key, stored as ``ordering_key``), ``unique_for`` and ``unique_key``)."""
-
-GATED_MARKERS = ('"ordering_key"', '"unique_key"', '"tenant"')
-"""Text whose presence in a payload sends its push through ``push.lua`` (issue #5)."""
+"""Options that travel in the payload (Sidekiq's names, and rfetch's ``key`` (ordering key,
+stored as ``ordering_key``), ``tenant``, ``coalesce``, ``score``, ``unique_for`` and
+``unique_key``)."""
 
 MAX_ORDERING_KEY = 1000
 """Characters allowed in an ordering key (it is part of a Redis key name)."""
-
-BULK_BATCH = 1000
-"""Jobs per round trip in :meth:`Client.push_bulk` (Sidekiq's push_bulk default)."""
 
 
 def check_options(options: Mapping[str, Any]) -> None:
@@ -81,8 +66,8 @@ def check_options(options: Mapping[str, Any]) -> None:
 
 
 def _check_ordering_options(options: Mapping[str, Any]) -> None:
-    """Issue #5's options: ``key`` (ordering key), ``tenant``, ``unique_for``,
-    ``unique_key``."""
+    """The options of ordering keys, fair tenants, coalescing and unique jobs: ``key``,
+    ``tenant``, ``coalesce``, ``score``, ``unique_for``, ``unique_key``."""
     key = options.get("key")
     if key is not None:
         if not isinstance(key, str) or not key:
@@ -141,12 +126,6 @@ def unique_digest(class_name: str, queue: str, args: Sequence[Any], unique_key: 
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
-def is_gated(text: str) -> bool:
-    """Whether a serialised payload needs ``push.lua`` (an ordering key, a unique lock or
-    a tenant)."""
-    return any(marker in text for marker in GATED_MARKERS)
-
-
 class Client:
     """Pushes jobs to Redis.
 
@@ -165,21 +144,16 @@ class Client:
         self.sink = sink
         self.keys = Keys(config.namespace)
         self.redis = redis if redis is not None else connect(config)
-        self._push_script = self.redis.register_script(read_script("push"))
-        self.buffer: PushBuffer = (
-            SpoolBuffer(config.push_spool) if config.push_spool else MemoryBuffer()
-        )
-        self._lock = threading.RLock()
-        self._retrier: threading.Thread | None = None
-        self._exit_hook = False
-        # Whether the buffer may hold jobs; saves a look at the spool file on every push.
-        self._maybe_pending = bool(len(self.buffer))
-        if self._maybe_pending:  # a spool left by an earlier process during an outage
-            self._start_retrier()
+        self.delivery = Delivery(config, Commands(self.redis, self.keys))
+
+    @property
+    def buffer(self) -> PushBuffer:
+        """The reliable-push buffer (memory or SQLite spool)."""
+        return self.delivery.buffer
 
     def pending(self) -> int:
         """Jobs buffered because Redis was unreachable, not yet delivered."""
-        return len(self.buffer)
+        return self.delivery.pending()
 
     def flush(self, timeout: float = 0.0) -> int:
         """Deliver buffered jobs, retrying for up to ``timeout`` seconds.
@@ -187,18 +161,7 @@ class Client:
         Returns:
             Jobs still buffered (0 when everything was delivered).
         """
-        deadline = time.monotonic() + timeout
-        delay = 0.05
-        while True:
-            try:
-                with self._lock:
-                    self._drain()
-                return 0
-            except REDIS_DOWN:
-                if time.monotonic() + delay > deadline:
-                    return self.pending()
-                time.sleep(delay)
-                delay = min(delay * 2, 1.0)
+        return self.delivery.flush(timeout)
 
     def build(
         self,
@@ -277,7 +240,7 @@ class Client:
         at: float | None = None,
     ) -> str | None:
         """Push one job; return its jid, or None if client middleware stopped the push or a
-        unique job's lock is held (issue #5: nothing is written then).
+        unique job's lock is held (nothing is written then).
 
         Args:
             class_name: registered job name (``module.Class`` or the job's ``name``).
@@ -368,165 +331,22 @@ class Client:
     def _write(
         self, items: Sequence[tuple[str, float | None]], queues: Sequence[str]
     ) -> list[bool] | None:
-        """Push serialised jobs, or buffer them if Redis is unreachable.
-
-        Returns:
-            Per job, whether it was written (False: a unique job's lock was held); None
-            when the jobs were buffered (a unique lock is then decided at delivery).
+        """Push serialised jobs (see :meth:`Delivery.write`): per job whether written, or
+        None when buffered.
 
         Raises:
-            BufferFull: Redis is unreachable and the buffer cannot take them all; none of
-                them was accepted.
+            BufferFull: Redis is unreachable and the buffer cannot take them all.
         """
         jobs = [BufferedJob(q, text, at) for (text, at), q in zip(items, queues, strict=True)]
         if self.sink is not None:
-            return self.sink.write(jobs, self._send_or_buffer)
-        return self._send_or_buffer(jobs)
-
-    def _send_or_buffer(self, jobs: Sequence[BufferedJob]) -> list[bool] | None:
-        """Write ``jobs`` to Redis after any buffered ones, or buffer them (see _write)."""
-        with self._lock:
-            try:
-                self._drain()
-                return self._send(jobs)
-            except REDIS_DOWN as exc:
-                self._keep(jobs, exc)
-                return None
-
-    def _keep(self, jobs: Sequence[BufferedJob], exc: Exception) -> None:
-        held = len(self.buffer)
-        if held + len(jobs) > self.config.push_buffer_size:
-            raise BufferFull(
-                f"Redis is unreachable ({exc}) and the push buffer holds {held} of "
-                f"{self.config.push_buffer_size} jobs; {len(jobs)} more do not fit. Nothing "
-                "was accepted: retry later, or raise Config.push_buffer_size"
-            ) from exc
-        self.buffer.extend(jobs)
-        self._maybe_pending = True
-        if held == 0:
-            log.warning("Redis unreachable (%s); buffering pushes and retrying", exc)
-        self._start_retrier()
-        if not self._exit_hook:
-            atexit.register(self._flush_at_exit)
-            self._exit_hook = True
-
-    def _drain(self) -> None:
-        """Deliver every buffered job in order (raises REDIS_DOWN errors)."""
-        while self._maybe_pending:
-            with self.buffer.deliver(BULK_BATCH) as batch:
-                if batch:
-                    self._send(batch)
-            if not batch:
-                self._maybe_pending = False
-                return
-            log.info("delivered %d buffered job(s)", len(batch))
-
-    def _send(self, jobs: Sequence[BufferedJob]) -> list[bool]:
-        """One MULTI/EXEC round trip, as Sidekiq's raw_push; per job, whether written."""
-        if any(is_gated(job.text) for job in jobs):
-            return self._send_in_order(jobs)
-        by_queue: dict[str, list[str]] = {}
-        scheduled: dict[str, float] = {}
-        for job in jobs:
-            if job.at is None:
-                by_queue.setdefault(job.queue, []).append(job.text)
-            else:
-                scheduled[job.text] = job.at
-        pipe = self.redis.pipeline(transaction=True)
-        for queue, texts in by_queue.items():
-            pipe.sadd(self.keys.queues, queue)
-            pipe.lpush(self.keys.queue(queue), *texts)
-        if scheduled:
-            pipe.zadd(self.keys.schedule, scheduled)
-        pipe.execute()
-        return [True] * len(jobs)
-
-    def _send_in_order(self, jobs: Sequence[BufferedJob]) -> list[bool]:
-        """One MULTI/EXEC round trip, one step per job in push order: jobs with an ordering
-        key or a unique lock through ``push.lua`` (issue #5), the others as plain pushes."""
-        pipe = self.redis.pipeline(transaction=True)
-        steps: list[int] = []  # replies per job: 2 plain push, 1 script, 0 plain schedule
-        for job in jobs:
-            if is_gated(job.text):
-                fields = json.loads(job.text)
-                unique = fields.get("unique_key")
-                until = fields.get("unique_until")
-                window_ms = 1
-                if isinstance(until, (int, float)) and not isinstance(until, bool):
-                    window_ms = max(1, int((until - time.time()) * 1000))
-                key = fields.get("ordering_key")
-                tenant = fields.get("tenant")
-                self._push_script(
-                    keys=[],
-                    args=[
-                        self.keys.prefix,
-                        job.queue,
-                        job.text,
-                        "" if job.at is None else repr(job.at),
-                        key if isinstance(key, str) else "",
-                        str(fields.get("jid", "")),
-                        unique if isinstance(unique, str) else "",
-                        window_ms,
-                        tenant if isinstance(tenant, str) else "",
-                    ],
-                    client=pipe,
-                )
-                steps.append(1)
-            elif job.at is None:
-                pipe.sadd(self.keys.queues, job.queue)
-                pipe.lpush(self.keys.queue(job.queue), job.text)
-                steps.append(2)
-            else:
-                pipe.zadd(self.keys.schedule, {job.text: job.at})
-                steps.append(0)
-        replies = pipe.execute()
-        written: list[bool] = []
-        position = 0
-        for count in steps:
-            written.append(count != 1 or bool(replies[position]))
-            position += max(count, 1)
-        return written
-
-    def _start_retrier(self) -> None:
-        if self._retrier is not None and self._retrier.is_alive():
-            return
-        self._retrier = threading.Thread(
-            target=self._retry_loop, name="rfetch-push-retry", daemon=True
-        )
-        self._retrier.start()
-
-    def _retry_loop(self) -> None:
-        delay = 0.1
-        while self._maybe_pending:
-            time.sleep(delay)
-            try:
-                with self._lock:
-                    self._drain()
-            except REDIS_DOWN:
-                delay = min(delay * 2, 5.0)
-            except Exception:
-                log.exception("delivering buffered jobs failed")
-                delay = 5.0
-
-    def _flush_at_exit(self) -> None:
-        if not self.pending():
-            return
-        left = self.flush(self.config.push_exit_timeout)
-        if left:
-            where = (
-                f"kept in the spool {self.config.push_spool} for the next process"
-                if self.config.push_spool
-                else "LOST: configure Config.push_spool to keep them across restarts"
-            )
-            log.error(
-                "exiting with %d undelivered job(s) while Redis is unreachable: %s", left, where
-            )
+            return self.sink.write(jobs, self.delivery.write)
+        return self.delivery.write(jobs)
 
 
 class DefaultClient:
     """Holder of the one process-wide client used by ``perform_async`` and friends.
 
-    This is the only module-level mutable state in rfetch (issue #2): set by
+    This is the only module-level mutable state in rfetch: set by
     :func:`rfetch.configure`, or built from ``Config.from_env()`` at the first push.
     """
 

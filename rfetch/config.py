@@ -115,7 +115,7 @@ class Config:
             restart of the pushing process; None keeps them in memory only.
         push_exit_timeout: seconds the client keeps trying to deliver buffered jobs at
             interpreter exit.
-        cpu_affinity: where ``rfetch worker`` runs its threads (issue #4): ``"auto"`` (one
+        cpu_affinity: where ``rfetch worker`` runs its threads (CPU affinity): ``"auto"`` (one
             CPU, worker processes of a host spread over the CPUs), ``"none"`` (the
             kernel's placement) or a CPU list such as ``"2"`` or ``"0-3"``; see
             :mod:`rfetch.affinity`.

@@ -102,7 +102,7 @@ class JobSetter(Generic[P]):
 
     def perform_async(self, *args: P.args, **kwargs: P.kwargs) -> str | None:
         """Enqueue now; the jid (24 hex), or None if client middleware dropped the push or a
-        unique job's lock is held.
+        unique job's lock is held (unique jobs).
 
         Keyword arguments are bound to ``perform``'s parameters and sent as the positional
         list Sidekiq's ``args`` is.
@@ -165,7 +165,7 @@ class Job:
     ``name`` sets the registered name (default ``module.QualName``), e.g. to take jobs that a
     Ruby client pushes as ``"SendWelcome"``.
 
-    Issue #5 (docs/ordering.md): define ``ordering_key(self, *args)`` (or push with
+    Ordering keys (docs/ordering.md): define ``ordering_key(self, *args)`` (or push with
     ``set(key=...)``) to run the jobs of one key one at a time in enqueue order;
     ``key_on_failure`` says what a failed job of a key does: ``"block"`` (default: later
     jobs of the key wait until it succeeds or dies) or ``"skip"`` (they go on; the retry

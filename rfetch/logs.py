@@ -25,7 +25,7 @@ BUSY_INTERVAL = 0.02
 class JobEvent(NamedTuple):
     """A per-job log line (``start``/``done``) as plain values, handed to the writer thread
     instead of a ``logging.LogRecord``: building a record (caller lookup, thread and process
-    names) cost a worker thread about a third of a no-op job (issue #4's profile)."""
+    names) cost a worker thread about a third of a no-op job (profiled)."""
 
     created: float
     thread: int
@@ -121,7 +121,7 @@ class HandOffHandler(QueueHandler):
     """A QueueHandler that hands the record over as it is.
 
     The standard one formats the message and copies the record in the calling thread,
-    which cost a worker thread more than the rest of a no-op job (issue #4's profile). Here
+    which cost a worker thread more than the rest of a no-op job (profiled). Here
     the writer thread does all the formatting; rfetch's records carry only immutable
     values, so nothing changes between the hand-over and the formatting.
     """
@@ -189,7 +189,7 @@ class LogWriter:
             if len(batch) >= BUSY_BATCH:
                 # Busy: let the next lines gather instead of being woken for each one. A
                 # put with no thread waiting costs a worker thread nothing more, while each
-                # wake-up cost it a GIL hand-off (issue #4: about a sixth of a no-op job).
+                # wake-up cost it a GIL hand-off (about a sixth of a no-op job).
                 self._stopping.wait(self.interval)
 
     def _write(self, batch: list[Item]) -> bool:
@@ -288,7 +288,7 @@ def setup_logging(verbose: bool, json_logs: bool) -> LogWriter:
 
     Records go through a QueueHandler to one writer thread that formats and writes them, so
     a processor thread never waits for stderr or for another thread's write (that lock cost
-    half the throughput, issue #4); per-job lines travel as :class:`JobEvent` tuples.
+    half the throughput); per-job lines travel as :class:`JobEvent` tuples.
 
     Returns:
         The started writer; call ``stop()`` before exit to flush it.

@@ -1,5 +1,5 @@
-"""Prometheus metrics (issue #6): a collector that reads the cluster through ``rfetch.api``
-on each scrape (the web UI's ``/metrics``), and per-process metrics a worker can serve with
+"""Prometheus metrics: a collector that reads the cluster through ``rfetch.api`` on each
+scrape (the web UI's ``/metrics``), and per-process metrics a worker can serve with
 ``rfetch worker --metrics-port N``.
 
 Needs ``prometheus-client`` (the ``web`` extra). Metric names are listed in ``docs/web.md``.
@@ -7,7 +7,10 @@ Needs ``prometheus-client`` (the ``web`` extra). Metric names are listed in ``do
 Cluster metrics (:class:`ApiCollector`) are read from Redis when scraped, so every web
 process reports the same values and nothing is kept in memory. Worker metrics
 (:class:`WorkerMetrics`) are true counters and a histogram of this process's executions, fed
-by a server middleware; sum them over workers with ``sum by (class) (rate(...))``.
+by a server middleware; sum them over workers with ``sum by (class) (rate(...))``. The
+cluster's per-class figures are counters too (``rfetch_class_processed_total``...), summed by
+the workers' heartbeats in ``rfetch:metrics:totals``, so ``rate()`` and
+``histogram_quantile()`` work on them as on any counter.
 """
 
 from __future__ import annotations
@@ -19,20 +22,26 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
 
 from rfetch.stats import BUCKETS_MS
 
 if TYPE_CHECKING:
-    from rfetch.api import Api
+    from rfetch.api import Api, ClassMetrics
     from rfetch.job import Job
 
 DURATION_BUCKETS = tuple(ms / 1000 for ms in BUCKETS_MS)
 """Upper bounds, seconds, of the run-time histograms: the workers' per-minute buckets."""
 
 DEFAULT_WINDOW_MINUTES = 5
-"""Minutes of per-class metrics (``api.class_metrics``) a scrape reports."""
+"""Minutes of the per-class run-time percentiles (``api.class_metrics``) a scrape reports."""
 
 
 def _le(bound_ms: float) -> str:
@@ -44,7 +53,7 @@ class ApiCollector(Collector):
 
     Args:
         api: the admin API.
-        window_minutes: minutes of per-class metrics reported (1-120).
+        window_minutes: minutes of the per-class run-time percentiles reported (1-120).
     """
 
     def __init__(self, api: Api, window_minutes: int = DEFAULT_WINDOW_MINUTES) -> None:
@@ -58,13 +67,14 @@ class ApiCollector(Collector):
         return []
 
     def collect(self) -> Iterator[Metric]:
-        """One scrape: about 10 round trips, whatever the size of the queues and sets."""
+        """One scrape: about a dozen round trips, whatever the size of the queues and sets."""
         started = time.perf_counter()
         api = self.api
         stats = api.stats()
         queues = api.queues()
         processes = api.processes.all()
         classes = api.class_metrics(self.window_minutes)
+        totals = api.class_totals()
 
         processed = CounterMetricFamily(
             "rfetch_processed", "Jobs executed since the counters were created (stat:processed)."
@@ -107,48 +117,58 @@ class ApiCollector(Collector):
         yield latency
         yield paused
 
+        yield from _class_counters(totals)
         window = f"over the last {self.window_minutes} minute(s)"
-        class_processed = GaugeMetricFamily(
-            "rfetch_class_processed", f"Executions per job class {window}.", labels=["class"]
-        )
-        class_failed = GaugeMetricFamily(
-            "rfetch_class_failed", f"Failed executions per job class {window}.",
-            labels=["class"],
-        )
-        buckets = GaugeMetricFamily(
-            "rfetch_class_duration_seconds_bucket",
-            f"Executions per job class {window} that ran at most `le` seconds "
-            "(cumulative, for histogram_quantile).",
-            labels=["class", "le"],
-        )
         quantiles = GaugeMetricFamily(
             "rfetch_class_duration_quantile_seconds",
             f"Run-time percentiles per job class {window} (upper bound of the histogram "
-            "bucket; +Inf above 60 s).",
+            f"bucket; +Inf above {_le(BUCKETS_MS[-1])} s).",
             labels=["class", "quantile"],
         )
         for m in classes:
-            class_processed.add_metric([m.job_class], m.processed)
-            class_failed.add_metric([m.job_class], m.failed)
-            seen = 0
-            for i, count in enumerate(m.buckets):
-                seen += count
-                le = _le(BUCKETS_MS[i]) if i < len(BUCKETS_MS) else "+Inf"
-                buckets.add_metric([m.job_class, le], seen)
             for quantile, value in (("0.5", m.p50_ms), ("0.95", m.p95_ms),
                                     ("0.99", m.p99_ms)):
                 if value is not None:
                     quantiles.add_metric([m.job_class, quantile],
                                          math.inf if math.isinf(value) else value / 1000)
-        yield class_processed
-        yield class_failed
-        yield buckets
         yield quantiles
         yield _gauge("rfetch_metrics_window_seconds",
-                     "Width of the window of the rfetch_class_* metrics.",
+                     "Width of the window of rfetch_class_duration_quantile_seconds.",
                      self.window_minutes * 60)
         yield _gauge("rfetch_scrape_duration_seconds",
                      "Time this scrape took to read Redis.", time.perf_counter() - started)
+
+
+def _class_counters(totals: list[ClassMetrics]) -> Iterator[Metric]:
+    """Per-class counters since the workers first flushed them: executions, failures and
+    the run-time histogram (``_bucket`` and ``_count``; no ``_sum``: the workers keep
+    bucket counts only)."""
+    processed = CounterMetricFamily(
+        "rfetch_class_processed", "Executions per job class (failed ones included).",
+        labels=["class"],
+    )
+    failed = CounterMetricFamily(
+        "rfetch_class_failed", "Failed executions per job class.", labels=["class"]
+    )
+    duration = HistogramMetricFamily(
+        "rfetch_class_duration_seconds", "Run time per job class, seconds.", labels=["class"]
+    )
+    for m in totals:
+        processed.add_metric([m.job_class], m.processed)
+        failed.add_metric([m.job_class], m.failed)
+        buckets: list[tuple[str, float]] = []
+        seen = 0
+        for i, count in enumerate(m.buckets):
+            seen += count
+            buckets.append((_le(BUCKETS_MS[i]) if i < len(BUCKETS_MS) else "+Inf", seen))
+        duration.add_metric([m.job_class], buckets, sum_value=None)
+        # add_metric writes _count only with a _sum; the count is known, so give it.
+        duration.samples.append(
+            Sample("rfetch_class_duration_seconds_count", {"class": m.job_class}, seen)
+        )
+    yield processed
+    yield failed
+    yield duration
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

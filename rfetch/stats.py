@@ -3,8 +3,10 @@
 Besides Sidekiq's ``stat:processed`` / ``stat:failed`` (and their daily keys), each flush
 adds per-class counts and a run-time histogram to the hash of the current UTC minute,
 ``rfetch:metrics:<YYYYmmddHHMM>`` (kept ``METRICS_TTL``), which ``rfetch.api`` reads for
-per-class processed/failed and run-time percentiles over the last hour (issue #6). Nothing
-is written per job: the cost is one pipelined flush per heartbeat, and none while idle.
+per-class processed/failed and run-time percentiles over the last hour; the same fields are
+also added to ``rfetch:metrics:totals``, which never expires, for Prometheus counters.
+Nothing is written per job: the cost is one pipelined flush per heartbeat, and none while
+idle.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 
 from redis.client import Pipeline
 
-from rfetch.keys import Keys
+from rfetch.store.keys import Keys
 
 STATS_TTL = 5 * 365 * 24 * 3600
 """Lifetime of the daily counters, seconds (Sidekiq: 5 years)."""
@@ -24,9 +26,15 @@ STATS_TTL = 5 * 365 * 24 * 3600
 METRICS_TTL = 2 * 3600
 """Lifetime of a per-minute metrics hash, seconds."""
 
-BUCKETS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 30_000, 60_000)
-"""Upper bounds (milliseconds) of the run-time histogram; one more bucket holds the rest.
-Field ``<class>|b<i>`` counts runs of at most ``BUCKETS_MS[i]`` ms (and above the previous)."""
+BUCKETS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 30_000, 60_000,
+              120_000, 300_000, 600_000, 1_800_000, 3_600_000)
+"""Upper bounds (milliseconds) of the run-time histogram, 1 ms to 1 h; one more bucket holds
+the rest. Field ``<class>|b<i>`` counts runs of at most ``BUCKETS_MS[i]`` ms (and above the
+previous)."""
+
+TOTALS = "totals"
+"""``rfetch:metrics:totals``: the per-class fields of the minute hashes, summed since the
+first flush and never expired (what Prometheus counters need: they only grow)."""
 
 
 @dataclass
@@ -108,11 +116,12 @@ class Stats:
         if not snap.classes:
             return
         key = self.keys.metrics(time.strftime("%Y%m%d%H%M", now))
-        for job_class, counts in snap.classes.items():
-            pipe.hincrby(key, f"{job_class}|p", counts.processed)
-            if counts.failed:
-                pipe.hincrby(key, f"{job_class}|f", counts.failed)
-            for i, n in enumerate(counts.buckets):
-                if n:
-                    pipe.hincrby(key, f"{job_class}|b{i}", n)
+        for target in (key, self.keys.metrics(TOTALS)):
+            for job_class, counts in snap.classes.items():
+                pipe.hincrby(target, f"{job_class}|p", counts.processed)
+                if counts.failed:
+                    pipe.hincrby(target, f"{job_class}|f", counts.failed)
+                for i, n in enumerate(counts.buckets):
+                    if n:
+                        pipe.hincrby(target, f"{job_class}|b{i}", n)
         pipe.expire(key, METRICS_TTL)

@@ -46,8 +46,7 @@ from rfetch.config import Config
 from rfetch.errors import UnknownJob
 from rfetch.job import Job
 from rfetch.middleware import run_server_chain, run_server_chain_async
-from rfetch.payload import Payload
-from rfetch.processor import coalesce_score
+from rfetch.payload import Payload, Routing
 from rfetch.push_buffer import BufferedJob
 from rfetch.sink import Send
 
@@ -254,7 +253,7 @@ class FakeQueues:
         holder = batch[0]
         if len(batch) == 1 and not holder.get("coalesce"):
             return holder, None
-        ordered = sorted(batch, key=coalesce_score)
+        ordered = sorted(batch, key=lambda p: Routing.of(p).score)
         if holder.get("coalesce") == "last":
             return holder, ordered[-1]["args"]
         return holder, [[p["args"] for p in ordered]]

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.chaos.harness import ChaosPlan, run_chaos  # noqa: E402
+from tests.support.chaos import ChaosPlan, run_chaos  # noqa: E402
 from tests.support.redis_server import RedisServer  # noqa: E402
 
 

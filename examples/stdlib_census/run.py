@@ -42,13 +42,13 @@ import redis
 
 from rfetch.config import Config
 from rfetch.errors import ConfigError
-from rfetch.keys import Keys
+from rfetch.store.keys import Keys
 
 HERE = Path(__file__).resolve().parent
 QUEUE = "census"
 SKIP_DIRS = frozenset({"site-packages", "dist-packages", "__pycache__"})
 PUSHED_BACK_PATTERNS = (
-    # Launcher/Manager log lines of a worker at shutdown (rfetch/manager.py, launcher.py).
+    # Launcher/Manager log lines of a worker at shutdown (rfetch/worker/manager.py, launcher.py).
     re.compile(r"pushed back (\d+) job\(s\) not started"),
     re.compile(r"stopped \((\d+) job\(s\) pushed back\)"),
 )

@@ -1,4 +1,4 @@
-"""The read/admin API: what the CLI and the web UI use to see and steer jobs (issue #6).
+"""The read/admin API: what the CLI and the web UI use to see and steer jobs.
 
 Everything is read from Sidekiq's data model (``docs/data-model.md``), so jobs pushed by Ruby
 Sidekiq show up too. The worker never imports this package. ::
@@ -22,7 +22,7 @@ import datetime as dt
 from redis import Redis
 
 from rfetch.config import Config
-from rfetch.connection import connect
+from rfetch.store.connection import connect
 
 from .context import Context, Found
 from .explain import Explanation, Location, explain
@@ -56,6 +56,7 @@ from .stats import (
     Stats,
     check_queues,
     read_class_metrics,
+    read_class_totals,
     read_history,
     read_stats,
 )
@@ -137,7 +138,7 @@ class Api:
     def ordering_keys(
         self, queue: str | None = None, limit: int = 100, max_scan: int | None = 10_000
     ) -> list[OrderingKeyInfo]:
-        """Held ordering keys (issue #5): key, holder jid, where the holder is, jobs waiting.
+        """Held ordering keys: key, holder jid, where the holder is, jobs waiting.
 
         Raises:
             ValueError: ``limit`` below 1.
@@ -162,7 +163,7 @@ class Api:
         return blocked_keys(self.ctx, queue, max_scan)
 
     def tenants(self, queue: str, limit: int | None = None) -> list[TenantInfo]:
-        """Tenants of a fair queue (issue #5): backlog, weight, place in the ring; the
+        """Tenants of a fair queue: backlog, weight, place in the ring; the
         first ``limit`` only when given.
 
         Raises:
@@ -211,6 +212,11 @@ class Api:
         """Per-class processed/failed and run-time percentiles over the last ``minutes``
         (1-120) minutes, from the workers' per-minute metrics."""
         return read_class_metrics(self.ctx, minutes)
+
+    def class_totals(self) -> list[ClassMetrics]:
+        """Per-class processed/failed and run-time histogram since the workers first
+        flushed them (the counters of ``/metrics``); percentiles over that whole time."""
+        return read_class_totals(self.ctx)
 
     def explain(self, jid: str, max_scan: int | None = DEFAULT_MAX_SCAN) -> Explanation:
         """Where the job is and why it is not running; see :func:`rfetch.api.explain.explain`."""

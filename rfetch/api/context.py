@@ -1,5 +1,6 @@
-"""What every part of the admin API shares: the Redis client, the key names, the scripts,
-and the bounded, chunked searches that keep it from loading a whole big list or set."""
+"""What every part of the admin API shares: the Redis client, the key names, the Lua
+scripts (:class:`rfetch.store.commands.Commands`), and the bounded, chunked searches that
+keep it from loading a whole big list or set."""
 
 from __future__ import annotations
 
@@ -9,11 +10,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from redis import Redis
-from redis.commands.core import Script
 
 from rfetch.config import Config
-from rfetch.keys import Keys
-from rfetch.scripts import read_script
+from rfetch.store.commands import Commands
+from rfetch.store.keys import Keys
 
 from .records import CHUNK, JobFilter, JobRecord, Page
 
@@ -40,26 +40,18 @@ class Found:
 
 @dataclass(frozen=True)
 class Context:
-    """Redis client, Config, key names and the API's Lua scripts."""
+    """Redis client, Config, key names and the Lua scripts."""
 
     redis: Redis
     config: Config
     keys: Keys
-    find_script: Script
-    move_script: Script
-    finish_script: Script
+    commands: Commands
 
     @classmethod
     def build(cls, config: Config, redis: Redis) -> Context:
-        """Register the API's scripts on ``redis`` (no round trip until first use)."""
-        return cls(
-            redis,
-            config,
-            Keys(config.namespace),
-            redis.register_script(read_script("api_find")),
-            redis.register_script(read_script("api_move")),
-            redis.register_script(read_script("finish")),
-        )
+        """Register the scripts on ``redis`` (no round trip until first use)."""
+        keys = Keys(config.namespace)
+        return cls(redis, config, keys, Commands(redis, keys))
 
     def redis_time(self) -> float:
         """Redis's clock (``TIME``), float epoch seconds: what the poller also uses."""
@@ -94,19 +86,11 @@ class Context:
         start = 0
         while max_scan is None or start < max_scan:
             window = FIND_WINDOW if max_scan is None else min(FIND_WINDOW, max_scan - start)
-            reply = self.find_script(
-                keys=[key], args=[kind, start, window, *sorted(wanted)], client=self.redis
-            )
-            examined = int(reply[0])
+            reply = self.commands.api_find(key, kind, start, window, sorted(wanted))
+            examined = reply.examined
             found.scanned += examined
-            for i in range(1, len(reply), 3):
-                score_text = reply[i + 2]
-                record = JobRecord.parse(
-                    reply[i + 1],
-                    location,
-                    score=float(score_text) if score_text not in (b"", "") else None,
-                    position=int(reply[i]),
-                )
+            for position, entry, score in reply.matches:
+                record = JobRecord.parse(entry, location, score=score, position=position)
                 if record.jid in wanted:
                     found.records.append(record)
             if examined < window:

@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from rfetch.formatting import relative, utc_time
+
 from .context import Context, queue_names_of
 from .groups import gate_lines
 from .processes import ProcessInfo, ProcessSet
@@ -25,30 +27,10 @@ KEY_SCAN_COUNT = 1000
 """COUNT hint of each SCAN step when looking for private lists of unknown processes."""
 
 
-def fmt_time(at: float | None) -> str:
-    """Epoch seconds as ``YYYY-MM-DD HH:MM:SS UTC``."""
-    if at is None:
-        return "(unknown time)"
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
-
-
-def fmt_delta(seconds: float) -> str:
-    """A duration for people: ``42 s``, ``3.5 min``, ``2.0 h``, ``4.1 days``."""
-    s = abs(seconds)
-    if s < 120:
-        return f"{s:.0f} s"
-    if s < 7200:
-        return f"{s / 60:.1f} min"
-    if s < 172800:
-        return f"{s / 3600:.1f} h"
-    return f"{s / 86400:.1f} days"
-
-
 def _when(at: float | None, now: float) -> str:
     if at is None:
         return "(unknown time)"
-    rel = f"in {fmt_delta(at - now)}" if at >= now else f"{fmt_delta(now - at)} ago"
-    return f"{fmt_time(at)} ({rel})"
+    return f"{utc_time(at)} ({relative(at, now)})"
 
 
 @dataclass(frozen=True)
@@ -179,7 +161,7 @@ def explain(
             _held(ctx, result, processes, identity, queue, jid, running_on, max_scan)
     _queued(ctx, result, processes, jid, max_scan)
     _sorted_sets(ctx, result, jid, at, max_scan)
-    for state, text, record in gate_lines(ctx, jid, max_scan):  # issue #5
+    for state, text, record in gate_lines(ctx, jid, max_scan):
         named = record.payload.get("queue") if record.payload else None
         result.locations.append(
             Location(

@@ -1,4 +1,4 @@
-"""Ordering keys and tenants (issue #5), read side: which keys are held, by which job and
+"""Ordering keys and fair tenants, read side: which keys are held, by which job and
 where it is, which keys a failed job blocks, and the tenants of a fair queue with their
 backlog and weight. What the web UI will show; the admin actions that unblock a key are
 the job-set actions (retry or delete the blocking job, ``rfetch.api.sets``)."""
@@ -9,8 +9,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from rfetch.payload import may_be_gated
+
 from .context import Context
-from .records import JobRecord, to_bytes, to_text
+from .records import JobRecord, to_text
 
 PLACES = ("running", "queued", "tenant", "retry", "scheduled", "dead", "unknown")
 """Where a key's holder can be: ``running`` (a lease: a worker runs it), ``queued`` (the
@@ -224,7 +226,7 @@ def blocked_keys(
         records = [
             JobRecord.parse(raw, "retry", float(score), start + i)
             for i, (raw, score) in enumerate(entries)
-            if b'"ordering_key"' in to_bytes(raw)
+            if may_be_gated(raw)
         ]
         for info in _still_holding(ctx, records, queue):
             if info.holder not in seen:  # an entry may shift into the next window
@@ -243,9 +245,11 @@ def _still_holding(
     carries a key it does not hold), as blocked keys."""
     candidates: list[tuple[str, str, str, JobRecord]] = []
     for record in records:
-        payload = record.payload or {}
-        key, name, jid = payload.get("ordering_key"), payload.get("queue"), record.jid
-        if isinstance(key, str) and isinstance(name, str) and jid and queue in (None, name):
+        routing = record.routing
+        if routing is None or routing.ordering_key is None:
+            continue
+        key, name, jid = routing.ordering_key, routing.queue, routing.jid
+        if name and jid and queue in (None, name):
             candidates.append((name, key, jid, record))
     if not candidates:
         return []

@@ -22,7 +22,6 @@ from .records import (
     JobFilter,
     JobRecord,
     Page,
-    is_gated_raw,
     parse_payload,
     to_text,
 )
@@ -195,22 +194,11 @@ class Queue:
             result.missing.extend(j for j in jids if j not in seen)
         pipe = self.ctx.redis.pipeline(transaction=False)
         for record in records:
-            if is_gated_raw(record.raw) and record.payload is not None:
+            routing = record.routing
+            if routing is not None and routing.locking:
                 # Deleting the job that holds an ordering key releases the key (its next
-                # job goes out) and its unique lock (issue #5).
-                key, unique = record.payload.get("ordering_key"), record.payload.get("unique_key")
-                self.ctx.finish_script(
-                    keys=[self.key],
-                    args=[
-                        record.raw,
-                        self.ctx.keys.prefix,
-                        self.name,
-                        key if isinstance(key, str) else "",
-                        record.jid or "",
-                        unique if isinstance(unique, str) else "",
-                    ],
-                    client=pipe,
-                )
+                # job goes out) and its unique lock.
+                self.ctx.commands.finish(self.key, self.name, record.raw, routing, client=pipe)
                 continue
             pipe.lrem(self.key, 1, record.raw)  # type: ignore[arg-type]
         for record, removed in zip(records, pipe.execute(), strict=True):
@@ -242,7 +230,7 @@ class Queue:
         """Delete the queue: ``UNLINK`` it and ``SREM`` it from ``queues`` in one MULTI
         (Sidekiq's ``Queue#clear``). Returns the jobs deleted (in ``queue:<q>``).
 
-        The queue's ordering-key gate goes too (issue #5): the key holders and the jobs
+        The queue's ordering-key gate goes too: the key holders and the jobs
         waiting in the key lists are deleted, so no key stays blocked by a deleted job. A
         keyed job running meanwhile finishes without releasing anything; a keyed job in the
         retry or scheduled set meets an empty gate when it comes back and runs."""

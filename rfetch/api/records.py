@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from rfetch.payload import epoch_seconds
+from rfetch.payload import Routing, epoch_seconds
 
 ACTIVEJOB_WRAPPER = "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper"
 """The class Rails' ActiveJob pushes; the real job class is in ``wrapped`` or
@@ -37,12 +37,6 @@ def to_bytes(value: bytes | str) -> bytes:
 def to_text(value: bytes | str) -> str:
     """A Redis value as text (invalid UTF-8 replaced)."""
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-
-
-def is_gated_raw(raw: bytes | str) -> bool:
-    """Whether a stored payload has an ordering key or a unique lock (issue #5)."""
-    data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "replace")
-    return b'"ordering_key"' in data or b'"unique_key"' in data
 
 
 def parse_payload(raw: bytes | str) -> dict[str, Any] | None:
@@ -112,6 +106,12 @@ class JobRecord:
     ) -> JobRecord:
         """Build a record from a stored entry."""
         return cls(to_bytes(raw), location, score, position)
+
+    @cached_property
+    def routing(self) -> Routing | None:
+        """The payload's routing fields (ordering key, unique lock, tenant, ...), or None
+        for a plain job or an invalid entry (:meth:`rfetch.payload.Routing.parse`)."""
+        return Routing.parse(self.raw)
 
     def _get(self, name: str) -> Any:
         return None if self.payload is None else self.payload.get(name)

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
-from rfetch.payload import MS_THRESHOLD
+from rfetch.payload import MS_THRESHOLD, Routing
 
 from .context import Context, Found, collect_page, zrange_scored
 from .records import (
@@ -33,7 +33,6 @@ from .records import (
     JobRecord,
     Page,
     dump_payload,
-    is_gated_raw,
 )
 
 log = logging.getLogger("rfetch.api")
@@ -323,34 +322,27 @@ class JobSet:
         """One pipelined round trip for up to CHUNK records."""
         if not records:
             return
-        keys = self.ctx.keys
         pipe = self.ctx.redis.pipeline(transaction=False)
         sent: list[JobRecord] = []
         now = self.ctx.redis_time() if action != "delete" else 0.0
-        prefix = keys.prefix
         for record in records:
-            if action == "delete" and is_gated_raw(record.raw):
-                # An ordering key or unique lock is released with the removal (issue #5).
-                self.ctx.move_script(
-                    keys=[self.key, keys.dead, keys.queues],
-                    args=["delete", record.raw, record.raw, "", "", "", prefix],
-                    client=pipe,
-                )
-            elif action == "delete":
+            if action == "delete" and record.routing is None:
                 pipe.zrem(self.key, record.raw)
+            elif action == "delete":
+                # An ordering key or unique lock is released with the removal.
+                self.ctx.commands.api_move(pipe, self.key, "delete", record.raw, record.raw,
+                                           record.routing)
             elif action == "kill":
-                self.ctx.move_script(
-                    keys=[self.key, keys.dead, keys.queues],
-                    args=[
-                        "dead",
-                        record.raw,
-                        record.raw,  # as it is, like Sidekiq's DeadSet#kill
-                        repr(now),
-                        repr(now - self.ctx.config.dead_timeout),
-                        str(self.ctx.config.dead_max_jobs),
-                        prefix,
-                    ],
-                    client=pipe,
+                self.ctx.commands.api_move(
+                    pipe,
+                    self.key,
+                    "dead",
+                    record.raw,
+                    record.raw,  # as it is, like Sidekiq's DeadSet#kill
+                    record.routing,
+                    score=now,
+                    trim_before=now - self.ctx.config.dead_timeout,
+                    cap=self.ctx.config.dead_max_jobs,
                 )
             else:
                 payload = requeue_payload(record, now, decrement=action == "retry")
@@ -358,10 +350,14 @@ class JobSet:
                     result.skipped.append(record.jid or "(invalid)")
                     continue
                 queue = str(payload["queue"])
-                self.ctx.move_script(
-                    keys=[self.key, keys.queue(queue), keys.queues],
-                    args=["queue", record.raw, dump_payload(payload), queue, "", "", prefix],
-                    client=pipe,
+                self.ctx.commands.api_move(
+                    pipe,
+                    self.key,
+                    "queue",
+                    record.raw,
+                    dump_payload(payload),
+                    Routing.of(payload),
+                    queue=queue,
                 )
             sent.append(record)
         if not sent:

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from rfetch.stats import BUCKETS_MS
+from rfetch.stats import BUCKETS_MS, TOTALS
 
 from .context import Context
 from .queues import QueueInfo, list_queues
@@ -163,7 +163,7 @@ class ClassMetrics:
         job_class: the payload's class.
         processed, failed: executions (failed ones count in both).
         p50_ms, p95_ms, p99_ms: run-time percentiles, as the upper bound of the histogram
-            bucket they fall in (milliseconds); ``inf`` above the last bound (60 s); None
+            bucket they fall in (milliseconds); ``inf`` above the last bound (1 h); None
             without executions.
         buckets: executions per bucket; bucket i holds runs of at most
             ``rfetch.stats.BUCKETS_MS[i]`` ms, the last one the rest.
@@ -223,9 +223,21 @@ def read_class_metrics(
     pipe = ctx.redis.pipeline(transaction=False)
     for i in range(minutes):
         pipe.hgetall(ctx.keys.metrics(time.strftime("%Y%m%d%H%M", time.gmtime(end - 60 * i))))
+    return _class_metrics(pipe.execute())
+
+
+def read_class_totals(ctx: Context) -> list[ClassMetrics]:
+    """Per-class processed/failed and run-time histogram since the workers first flushed
+    (``rfetch:metrics:totals``, never expired; what Prometheus counters are made of), most
+    processed first, in one round trip."""
+    return _class_metrics([ctx.redis.hgetall(ctx.keys.metrics(TOTALS))])
+
+
+def _class_metrics(hashes: list[dict[Any, Any]]) -> list[ClassMetrics]:
+    """Sum of the per-class fields (``<class>|p``, ``|f``, ``|b<i>``) of metrics hashes."""
     nbuckets = len(BUCKETS_MS) + 1
     totals: dict[str, list[int]] = {}  # class -> [processed, failed, *buckets]
-    for fields in pipe.execute():
+    for fields in hashes:
         for raw_field, raw_value in fields.items():
             name, _, kind = to_text(raw_field).rpartition("|")
             row = totals.setdefault(name, [0] * (2 + nbuckets))

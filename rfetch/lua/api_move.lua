@@ -2,12 +2,16 @@
 -- action of rfetch.api: "retry now" / "add to queue" (to its queue) or "kill" (to the dead
 -- set). The removal and the write are one atomic step, and the write happens only if this
 -- call removed the entry: a job the poller (or another admin) moved meanwhile is not pushed
--- twice.
+-- twice. Called by rfetch.store.commands.Commands.api_move only.
 --
 -- KEYS[1]: the source sorted set.
 -- KEYS[2]: the destination: the public queue "queue:<q>" (mode "queue") or the dead set
---          (mode "dead").
+--          (mode "dead"); unused by mode "delete".
 -- KEYS[3]: the "queues" set (mode "queue"; SADD as every push does).
+-- KEYS[4..10] (a job with an ordering key, a unique lock or a tenant only): the seven gate
+--          keys of its queue <gq> (lib/gate.lua's G), then its key's waiting list
+--          "rfetch:key:<gq>:<k>" if it has an ordering key, then its unique lock
+--          "rfetch:unique:<digest>" if it has one.
 -- ARGV[1]: mode: "queue", "dead" or "delete".
 -- ARGV[2]: the entry exactly as stored (what ZREM must match).
 -- ARGV[3]: the payload to write (for "queue", with a fresh enqueued_at).
@@ -16,31 +20,37 @@
 -- ARGV[5]: mode "dead": trim entries scored below this (now - dead_timeout); "" for none.
 -- ARGV[6]: mode "dead": the most entries to keep (dead_max_jobs); "" for no cap. The same
 --          trimming as settle.lua.
--- ARGV[7] (optional): namespace prefix P: a job with an ordering key or a unique lock then
---          keeps the key gate consistent (lib/gate.lua, issue #5): mode "queue" dispatches
---          it through the gate (the blocked holder goes out; another keyed job waits its
---          turn), mode "dead" and mode "delete" (remove only) release its key and its unique
---          lock, so a key blocked by a failed job is unblocked by retrying or deleting it.
+-- ARGV[7..11] (with KEYS[4..] only): the payload's queue <gq>, ordering key, jid, unique
+--          digest and tenant ("" for none). The job then keeps the key gate consistent:
+--          mode "queue" dispatches it through the gate (the blocked holder goes out;
+--          another keyed job waits its turn; a tenant job joins its tenant's list), mode
+--          "dead" and mode "delete" (remove only) release its key and its unique lock, so a
+--          key blocked by a failed job is unblocked by retrying or deleting it.
+-- Derived keys: a tenant's list "<ring key>|<tenant>" (lib/gate.lua).
 -- Returns 1 if moved, 0 if the entry was no longer in the source set.
 -- #include gate
 if redis.call('ZREM', KEYS[1], ARGV[2]) == 0 then
   return 0
 end
-local P = ARGV[7]
-local k, jid, gq, unique, t = nil, nil, nil, nil, nil
-if P then k, jid, gq, unique, t = gate_fields(ARGV[3]) end
+local G, k, jid, t, klist, lock = nil, nil, nil, nil, nil, nil
+if ARGV[7] then
+  G = gate_keys(4, ARGV[7])
+  k, jid, t = opt(ARGV[8]), opt(ARGV[9]), opt(ARGV[11])
+  if not jid then k = nil end
+  klist, lock = job_keys(11, opt(ARGV[8]), opt(ARGV[10]))
+end
 if ARGV[1] ~= 'queue' and jid then
-  if k and gq then gate_release(P, gq, k, jid) end
-  if unique then unique_release(P, unique, jid) end
+  if k then gate_release(G, k, klist, jid) end
+  if lock then unique_release(lock, jid) end
 end
 if ARGV[1] == 'delete' then
   return 1
 end
 if ARGV[1] == 'queue' then
-  if k and jid and gq then
-    gate_dispatch(P, gq, k, jid, ARGV[3], t)
-  elseif t and gq then
-    fair_send(P, gq, t, ARGV[3])
+  if k then
+    gate_dispatch(G, k, klist, jid, ARGV[3], t)
+  elseif t then
+    fair_send(G, t, ARGV[3])
   else
     redis.call('LPUSH', KEYS[2], ARGV[3])
     redis.call('SADD', KEYS[3], ARGV[4])

@@ -1,22 +1,24 @@
 -- enqueue_due.lua: move due jobs from the scheduled or retry set to their queues, atomically
 -- (Sidekiq Pro's reliable scheduler; OSS Sidekiq removes then pushes in two steps and can
--- lose a job in between).
+-- lose a job in between). Called by rfetch.store.commands.Commands.enqueue_due only.
 --
 -- KEYS[1]: the sorted set: "schedule" or "retry".
 -- KEYS[2]: the "queues" set.
 -- KEYS[3]: the dead set, for entries that are not JSON objects with a "queue" string.
--- ARGV[1]: key prefix of public queues, e.g. "queue:" or "<ns>:queue:".
--- ARGV[2]: the most jobs to move in this call (Sidekiq moves one per call; we move 100).
--- Also touches: the public queues "<ARGV[1]><queue>" named by each job (computed here, as
--- Sidekiq's own scheduler script does; not Redis Cluster safe).
+-- KEYS[4]: the namespace prefix P ("" or "<ns>:"), from which the keys of the queues named
+--          by the jobs are derived (lib/gate.lua's gate_keys_of: "<P>queue:<q>", the key
+--          gate and fair-tenant keys of <q>, "<P>rfetch:key:<q>:<k>"): the queue of a job
+--          is known only once the script reads it, as in Sidekiq's own scheduler script.
+--          With a "{tag}" namespace they share its Redis Cluster hash slot.
+-- ARGV[1]: the most jobs to move in this call (Sidekiq moves one per call; we move 100).
 --
 -- "Due" is decided by Redis's clock (TIME), so a worker whose clock is skewed neither delays
 -- nor advances jobs. Each moved payload gets a fresh top-level "enqueued_at" (float epoch
 -- seconds) by editing the JSON text in place, so every other byte, including large integers
 -- and float arguments, is kept exactly as the producer wrote it.
--- A job with an ordering key meets the key gate (lib/gate.lua, issue #5) instead of a plain
--- LPUSH: the retry of a key's holder goes out again, any other keyed job waits its turn;
--- a tenant job joins its tenant's list.
+-- A job with an ordering key meets the key gate (lib/gate.lua) instead of a plain LPUSH:
+-- the retry of a key's holder goes out again, any other keyed job waits its turn; a tenant
+-- job joins its tenant's list.
 -- Returns the number of jobs moved.
 -- #include gate
 
@@ -59,7 +61,8 @@ local function top_level_value(s, name)
   end
 end
 
-local jobs = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+local P = KEYS[4]
+local jobs = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 local moved = 0
 for _, job in ipairs(jobs) do
   if redis.call('ZREM', KEYS[1], job) == 1 then
@@ -73,16 +76,16 @@ for _, job in ipairs(jobs) do
         local brace = string.find(job, '{', 1, true)
         out = string.sub(job, 1, brace) .. '"enqueued_at":' .. now .. ',' .. string.sub(job, brace + 1)
       end
-      local k, t = decoded['ordering_key'], decoded['tenant']
+      local k, t, q = decoded['ordering_key'], decoded['tenant'], decoded['queue']
       if type(t) ~= 'string' or t == '' then t = nil end
-      local P = string.sub(ARGV[1], 1, #ARGV[1] - #'queue:')
+      local G = gate_keys_of(P, q)
       if type(k) == 'string' and k ~= '' and type(decoded['jid']) == 'string' then
-        gate_dispatch(P, decoded['queue'], k, decoded['jid'], out, t)
+        gate_dispatch(G, k, P .. 'rfetch:key:' .. q .. ':' .. k, decoded['jid'], out, t)
       elseif t then
-        fair_send(P, decoded['queue'], t, out)
+        fair_send(G, t, out)
       else
-        redis.call('LPUSH', ARGV[1] .. decoded['queue'], out)
-        redis.call('SADD', KEYS[2], decoded['queue'])
+        redis.call('LPUSH', G.queue, out)
+        redis.call('SADD', KEYS[2], q)
       end
     else
       redis.call('ZADD', KEYS[3], now, job)

@@ -1,15 +1,18 @@
 -- finish.lua: acknowledge (or discard, or delete from a public queue) one job that has an
--- ordering key or a unique lock, releasing both (issue #5). Plain acknowledgements keep
--- riding on fetch.lua.
+-- ordering key or a unique lock, releasing both. Plain acknowledgements keep riding on
+-- fetch.lua. Called by rfetch.store.commands.Commands.finish only.
 --
 -- KEYS[1]: the list holding the job: a private list "queue:sq|<identity>|<q>" (ack), or the
 --          public queue "queue:<q>" (admin delete).
+-- KEYS[2..8]: the seven gate keys of <q> (lib/gate.lua's G).
+-- KEYS[9..]: the key's waiting list "rfetch:key:<q>:<k>" if ARGV[3] is not empty, then the
+--          unique lock "rfetch:unique:<digest>" if ARGV[5] is not empty.
 -- ARGV[1]: the raw payload (exact bytes, what LREM matches).
--- ARGV[2]: namespace prefix P.
--- ARGV[3]: the queue name <q> of the key gate.
--- ARGV[4]: ordering key, "" for none.
--- ARGV[5]: jid.
--- ARGV[6]: unique lock digest, "" for none.
+-- ARGV[2]: the queue name <q> of the key gate.
+-- ARGV[3]: ordering key, "" for none.
+-- ARGV[4]: jid.
+-- ARGV[5]: unique lock digest, "" for none.
+-- Derived keys: a tenant's list "<ring key>|<tenant>" for the key's next job (lib/gate.lua).
 --
 -- Only if this call removed the job (it was not pushed back meanwhile, which keeps it the
 -- holder) is the key released (its next job goes out) and the unique lock dropped.
@@ -18,6 +21,8 @@
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end
-if ARGV[4] ~= '' then gate_release(ARGV[2], ARGV[3], ARGV[4], ARGV[5]) end
-if ARGV[6] ~= '' then unique_release(ARGV[2], ARGV[6], ARGV[5]) end
+local k, unique = opt(ARGV[3]), opt(ARGV[5])
+local klist, lock = job_keys(9, k, unique)
+if k then gate_release(gate_keys(2, ARGV[2]), k, klist, ARGV[4]) end
+if lock then unique_release(lock, ARGV[4]) end
 return 1

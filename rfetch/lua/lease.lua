@@ -1,6 +1,6 @@
--- lease.lua: write the leases of running keyed jobs (issue #5). The heartbeat of the
--- process running them calls it; stuck-key rescue (rescue.lua) only looks at keys whose
--- lease has expired.
+-- lease.lua: write the leases of running keyed jobs (ordering keys). The heartbeat of the
+-- process running them calls it (rfetch.store.commands.Commands.lease); stuck-key rescue
+-- (rescue.lua) only looks at keys whose lease has expired.
 --
 -- KEYS[i]: the lease sorted set "rfetch:key-leases:<q>" of the i-th job.
 -- ARGV[1]: lease length in seconds (added to Redis TIME).

@@ -1,35 +1,40 @@
 -- recover.lua: push one job of a dead process back to its public queue, counting
 -- recoveries per jid to catch poison pills (Sidekiq Pro 5.2).
+-- Called by rfetch.store.commands.Commands.recover only.
 --
 -- KEYS[1]: the dead process's private list "queue:sq|<identity>|<q>".
--- KEYS[2]: public queue "queue:<q>".
--- KEYS[3]: the "queues" set.
--- KEYS[4]: recovery counter of the job's jid "rfetch:recoveries:<jid>".
+-- KEYS[2]: recovery counter of the job's jid "rfetch:recoveries:<jid>".
+-- KEYS[3..9]: the seven gate keys of <q> (lib/gate.lua's G; KEYS[3] is the public queue
+--          "queue:<q>", KEYS[4] the "queues" set).
+-- KEYS[10] (a job with an ordering key only): the key's waiting list "rfetch:key:<q>:<k>".
 -- ARGV[1]: the raw payload (exact bytes in the private list).
 -- ARGV[2]: the queue name <q>.
 -- ARGV[3]: recoveries that make a poison pill (3): this recovery is number count + 1.
 -- ARGV[4]: the counting window in seconds (72 h); starts at the first recovery.
--- ARGV[5] (optional): namespace prefix P; a job with an ordering key then goes back by the
---          gate's push-back rule (lib/gate.lua) instead of a plain RPUSH, and a tenant
---          job goes back to the head of its tenant's list.
+-- ARGV[5]: the job's jid ("" for none).
+-- ARGV[6]: its ordering key ("" for none): it then goes back by the gate's push-back rule
+--          (lib/gate.lua) instead of a plain RPUSH.
+-- ARGV[7]: its tenant ("" for none): it then goes back to the head of its tenant's list.
+-- Derived keys: a tenant's list "<ring key>|<tenant>" (lib/gate.lua).
 --
 -- Returns "poison" (nothing changed: the caller moves the job to the dead set with
 -- settle.lua, atomically), "gone" (no longer in the private list), or "requeued" (removed
 -- from the private list, RPUSHed to the head of the queue so it runs next, queue re-added to
 -- "queues" (Sidekiq #4706), counter incremented) - all in one atomic step.
 -- #include gate
-local count = tonumber(redis.call('GET', KEYS[4]) or '0')
+local count = tonumber(redis.call('GET', KEYS[2]) or '0')
 if count + 1 >= tonumber(ARGV[3]) then
   return 'poison'
 end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 'gone'
 end
-if not (ARGV[5] and gate_push_back(ARGV[5], ARGV[2], ARGV[1])) then
-  redis.call('RPUSH', KEYS[2], ARGV[1])
-  redis.call('SADD', KEYS[3], ARGV[2])
+local G = gate_keys(3, ARGV[2])
+if not gate_push_back(G, ARGV[1], opt(ARGV[6]), KEYS[10], opt(ARGV[5]), opt(ARGV[7])) then
+  redis.call('RPUSH', G.queue, ARGV[1])
+  redis.call('SADD', G.queues, ARGV[2])
 end
-if redis.call('INCR', KEYS[4]) == 1 then
-  redis.call('EXPIRE', KEYS[4], tonumber(ARGV[4]))
+if redis.call('INCR', KEYS[2]) == 1 then
+  redis.call('EXPIRE', KEYS[2], tonumber(ARGV[4]))
 end
 return 'requeued'

@@ -1,11 +1,17 @@
 -- requeue.lua: push fetched jobs back to the head of their public queue.
+-- Called by rfetch.store.commands.Commands.requeue only.
 --
 -- KEYS[1]: private list "queue:sq|<identity>|<q>" the jobs were fetched into.
--- KEYS[2]: public queue "queue:<q>".
--- KEYS[3]: the "queues" set.
+-- KEYS[2..8]: the seven gate keys of <q> (lib/gate.lua's G; KEYS[2] is the public queue
+--          "queue:<q>", KEYS[3] the "queues" set).
+-- KEYS[9..]: the waiting lists "rfetch:key:<q>:<k>" named by the records below.
 -- ARGV[1]: the queue name <q> (re-added to "queues": Sidekiq #4706).
--- ARGV[2]: namespace prefix P ("" or "<ns>:"), for the key gate (lib/gate.lua).
--- ARGV[3..]: raw payloads, in the order they should run next (ARGV[3] runs first).
+-- ARGV[2]: N, the number of jobs.
+-- ARGV[3..]: N records of five values, in the order the jobs should run next (the first
+--          runs first): the raw payload, its jid ("" for none), its ordering key ("" for
+--          none), its tenant ("" for none), and the index in KEYS of its key's waiting list
+--          (0 without an ordering key).
+-- Derived keys: a tenant's list "<ring key>|<tenant>" (lib/gate.lua).
 --
 -- A job is pushed back only if it is still in the private list (LREM removed it), so a job
 -- that was acknowledged, or moved to the retry or dead set, meanwhile is never pushed back
@@ -15,16 +21,22 @@
 -- head of the key's list), so order per key is kept; a tenant job to the head of its
 -- tenant's list. Returns the number of jobs pushed back.
 -- #include gate
+local G = gate_keys(2, ARGV[1])
 local pushed = 0
-for i = #ARGV, 3, -1 do
-  if redis.call('LREM', KEYS[1], 1, ARGV[i]) == 1 then
-    if not gate_push_back(ARGV[2], ARGV[1], ARGV[i]) then
-      redis.call('RPUSH', KEYS[2], ARGV[i])
+for r = tonumber(ARGV[2]), 1, -1 do
+  local at = 3 + 5 * (r - 1)
+  local raw = ARGV[at]
+  if redis.call('LREM', KEYS[1], 1, raw) == 1 then
+    local k, list = opt(ARGV[at + 2]), tonumber(ARGV[at + 4])
+    local klist = nil
+    if list > 0 then klist = KEYS[list] end
+    if not gate_push_back(G, raw, k, klist, opt(ARGV[at + 1]), opt(ARGV[at + 3])) then
+      redis.call('RPUSH', G.queue, raw)
     end
     pushed = pushed + 1
   end
 end
 if pushed > 0 then
-  redis.call('SADD', KEYS[3], ARGV[1])
+  redis.call('SADD', G.queues, ARGV[1])
 end
 return pushed

@@ -1,18 +1,21 @@
 -- settle.lua: take a failed job out of the private list and into the retry or dead set.
+-- Called by rfetch.store.commands.Commands.settle only.
 --
 -- KEYS[1]: private list "queue:sq|<identity>|<q>" holding the fetched payload.
 -- KEYS[2]: the sorted set to write: "retry" or "dead".
+-- KEYS[3..9] (a job with an ordering key or a unique lock only): the seven gate keys of <q>
+--          (lib/gate.lua's G), then its key's waiting list "rfetch:key:<q>:<k>" if it has
+--          an ordering key, then its unique lock "rfetch:unique:<digest>" if it has one.
 -- ARGV[1]: the raw payload as fetched (what LREM must match).
 -- ARGV[2]: score: next retry time, or time of death (float epoch seconds).
 -- ARGV[3]: the payload to store (with retry_count, error_message, ...).
 -- ARGV[4]: for the dead set, trim entries scored below this (now - 180 days); "" for none.
 -- ARGV[5]: for the dead set, the most entries to keep (10,000); "" for no cap.
--- ARGV[6..11] (optional, jobs with an ordering key or a unique lock, issue #5): namespace
---          prefix P, queue <q>, ordering key ("" for none), jid, outcome, unique digest
---          ("" for none). Outcome "retry": the job keeps its key blocked (strict order
---          survives retries; its lease is dropped, it is visible in the retry set);
---          "skip": the key is released now (the class's skip policy); "dead": the key is
---          released and the unique lock dropped (dead set, or discarded).
+-- ARGV[6..10] (with KEYS[3..] only): outcome, queue <q>, ordering key ("" for none), jid,
+--          unique digest ("" for none). Outcome "retry": the job keeps its key blocked
+--          (strict order survives retries; its lease is dropped, it is visible in the retry
+--          set); "skip": the key is released now (the class's skip policy); "dead": the key
+--          is released and the unique lock dropped (dead set, or discarded).
 --
 -- The write and the acknowledgement are one atomic step, and happen only if the job is still
 -- in the private list: a job that was pushed back by shutdown or recovery meanwhile is not
@@ -30,14 +33,16 @@ if ARGV[5] ~= '' then
   redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[5]) + 1))
 end
 if ARGV[6] then
-  local P, q, k, jid, outcome = ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]
-  if k ~= '' then
+  local outcome, k, jid, unique = ARGV[6], opt(ARGV[8]), ARGV[9], opt(ARGV[10])
+  local G = gate_keys(3, ARGV[7])
+  local klist, lock = job_keys(10, k, unique)
+  if k then
     if outcome == 'retry' then
-      redis.call('ZREM', gate_leases(P, q), gate_lease_member(k, jid))
+      redis.call('ZREM', G.leases, gate_lease_member(k, jid))
     else
-      gate_release(P, q, k, jid)
+      gate_release(G, k, klist, jid)
     end
   end
-  if outcome == 'dead' and ARGV[11] ~= '' then unique_release(P, ARGV[11], jid) end
+  if outcome == 'dead' and lock then unique_release(lock, jid) end
 end
 return 1

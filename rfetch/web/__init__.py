@@ -1,4 +1,4 @@
-"""The rfetch web UI: a WSGI application (issue #6).
+"""The rfetch web UI: a WSGI application.
 
 ::
 
@@ -20,7 +20,7 @@ from redis import Redis
 from rfetch.api import Api
 from rfetch.config import Config
 
-from .app import WebApp, normalize_prefix
+from .application import WebApp, normalize_prefix
 from .security import AuthHook, BasicAuth
 
 
@@ -36,6 +36,7 @@ def create_app(
     poll_interval: float = 5.0,
     metrics_window: int = 5,
     title: str = "rfetch",
+    open_warning: bool = False,
 ) -> WebApp:
     """Build the web UI.
 
@@ -56,6 +57,8 @@ def create_app(
         poll_interval: seconds between polls of the dashboard's live chart.
         metrics_window: minutes of per-class figures reported by ``/metrics`` (1-120).
         title: name shown in the header.
+        open_warning: show a banner on every page warning that anyone who can reach the UI
+            can use it (``rfetch web`` sets it when bound beyond localhost without auth).
 
     Raises:
         ValueError: only one of ``RFETCH_WEB_USER`` / ``RFETCH_WEB_PASSWORD`` is set, or a
@@ -82,6 +85,7 @@ def create_app(
         poll_interval=poll_interval,
         metrics_window=metrics_window,
         title=title,
+        open_warning=open_warning,
     )
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import Callable
 from typing import Any
+
+from .application import MAX_BODY_BYTES
 
 log = logging.getLogger("rfetch.web")
 
@@ -30,6 +33,18 @@ def parse_bind(text: str) -> tuple[str, int]:
     return host, port
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or name from ``--bind``) only takes connections from
+    this machine: a loopback address or ``localhost``. ``0.0.0.0``, ``::`` and any other
+    name or address reach beyond it."""
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def make_server(app: Any, host: str, port: int, threads: int = 8) -> Any:
     """A waitress server bound to ``host:port`` (port 0: any free port), not yet running.
 
@@ -46,6 +61,8 @@ def make_server(app: Any, host: str, port: int, threads: int = 8) -> Any:
         ident="rfetch",
         clear_untrusted_proxy_headers=True,
         channel_timeout=60,
+        # Bodies are refused by the app beyond its limit; waitress need not buffer more.
+        max_request_body_size=MAX_BODY_BYTES,
     )
 
 

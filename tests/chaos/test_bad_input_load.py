@@ -1,4 +1,4 @@
-"""Bad input under load (issue #3, item 6), the part ``tests/integration/test_bad_input.py``
+"""Bad input under load, the part ``tests/integration/test_bad_input.py``
 does not cover: huge payloads that reach the worker side (LPUSHed raw by a foreign or
 broken producer, bypassing the client's 1 MiB limit), mixed into a stream of good jobs
 taken by two worker processes.
@@ -14,11 +14,16 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.payload import new_jid
-from tests.chaos.harness import Evidence, Fleet, leftovers, private_lists, wait_until
+from tests.support.chaos import Evidence, Fleet, leftovers, private_lists
 from tests.support.redis_server import RedisServer
+from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.slow
 
 SIZE = 5_000_000
 
@@ -66,7 +71,7 @@ def test_huge_and_malformed_payloads_among_good_jobs(
                 and not private_lists(admin)
             )
 
-        assert wait_until(finished, 60), f"not finished\n{fleet.logs()[-5000:]}"
+        wait_for(finished, 60, lambda: f"the good jobs to finish\n{fleet.logs()[-5000:]}")
         dead = admin.zrange("dead", 0, -1)
         say(
             f"{len(jids)} good jobs: {len(evidence.lost(jids))} not run, "
@@ -92,7 +97,7 @@ def test_huge_and_malformed_payloads_among_good_jobs(
         assert all(p.proc.poll() is None for p in fleet.live)
         # The workers go on taking jobs after all that.
         more = client.push_bulk("chaos_jobs.Work", [[0]] * 50)
-        assert wait_until(lambda: not evidence.poll().lost(more), 10)
+        wait_for(lambda: not evidence.poll().lost(more), 10, "the later jobs to run")
         assert fleet.reap_exited() == []
         assert fleet.stop_all() == [0, 0]
         admin.delete("dead")

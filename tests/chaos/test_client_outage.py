@@ -1,4 +1,4 @@
-"""Chaos at the client (issue #3, item 4): Redis goes away while the application pushes.
+"""Chaos at the client (reliable push): Redis goes away while the application pushes.
 
 Reliable push keeps each job the client could not write in a buffer, returns its jid all
 the same, and delivers the buffer once Redis answers. With the durable spool
@@ -22,12 +22,16 @@ import pytest
 import rfetch
 from rfetch.client import Client
 from rfetch.config import Config
-from tests.chaos.harness import Evidence, Fleet, leftovers, wait_until
+from tests.support.chaos import Evidence, Fleet, leftovers
 from tests.support.redis_server import RedisServer
+from tests.support.wait import wait_for
 
-pytestmark = pytest.mark.skipif(
-    not hasattr(rfetch.Client, "flush"), reason="reliable push (Client.flush) not built yet"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not hasattr(rfetch.Client, "flush"), reason="reliable push (Client.flush) not built yet"
+    ),
+]
 
 JOBS = 500
 
@@ -73,7 +77,7 @@ def test_jobs_pushed_while_redis_is_down_are_delivered_and_run(
         own_redis.start()
         assert client.flush(timeout=10) == 0
         assert client.pending() == 0
-        done = wait_until(lambda: not evidence.poll().lost(jids), 30)
+        done = wait_for(lambda: not evidence.poll().lost(jids), 30, fail=False)
         say(
             f"{JOBS} pushed, {buffered} of them while Redis was stopped; "
             f"run: {JOBS - len(evidence.lost(jids))}, twice: {evidence.duplicates()}"
@@ -147,8 +151,10 @@ def test_spooled_jobs_survive_a_restart_of_the_pushing_process(
         assert second["before"] == JOBS
         assert second["left"] == 0 and second["pending"] == 0
 
-        assert wait_until(lambda: not evidence.poll().lost(jids), 30), (
-            f"{len(evidence.lost(jids))} job(s) never ran"
+        wait_for(
+            lambda: not evidence.poll().lost(jids),
+            30,
+            lambda: f"every job to run ({len(evidence.lost(jids))} job(s) never ran)",
         )
         # Redis was down for the whole first process: nothing was in flight, so nothing
         # may be delivered or run twice.

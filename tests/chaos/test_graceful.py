@@ -1,4 +1,4 @@
-"""Chaos, graceful only (issue #3, item 2): TSTP/TERM cycles while jobs run, no kills.
+"""Chaos, graceful shutdown only: TSTP/TERM cycles while jobs run, no kills.
 
 Workers are quieted (TSTP) and then stopped (TERM), or stopped straight away, one after the
 other while a replacement starts each time, as a rolling deploy does. Quiet pushes back the
@@ -16,21 +16,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.launcher import HANDLED_SIGNALS, Launcher
-from rfetch.registry import Registry
-from tests.chaos.harness import (
+from rfetch.worker.launcher import HANDLED_SIGNALS, Launcher
+from rfetch.worker.registry import Registry
+from tests.support.chaos import (
     ChaosPlan,
     Evidence,
     Fleet,
     job_ms,
     leftovers,
     registry_leftovers,
-    wait_until,
 )
 from tests.support.redis_server import RedisServer
+from tests.support.wait import wait_for
 from tests.support.workers import WorkerProcess
+
+pytestmark = pytest.mark.slow
 
 JOBS = 6000
 TERM_SENT = float("inf")
@@ -89,7 +93,7 @@ def test_tstp_and_term_cycles_lose_nothing_and_run_nothing_twice(
             if finished == JOBS and not stopping:
                 break
             time.sleep(0.02)
-        wait_until(lambda: not admin.exists("queue:default"), 10)
+        wait_for(lambda: not admin.exists("queue:default"), 10, fail=False)
         exit_codes += fleet.stop_all()
         evidence.poll()
         logs = fleet.logs()
@@ -128,8 +132,8 @@ def test_clean_stop_unregisters_the_process_even_with_a_beat_in_flight(
         redis_url=own_redis.url, heartbeat_interval=0.05, heartbeat_ttl=30, block_timeout=0.3
     )
     launcher = Launcher(config, Registry([]))
-    heartbeat, manager = launcher.heartbeat, launcher.manager
-    real_beat, real_clear, real_running = heartbeat.beat, heartbeat.clear, manager.running
+    heartbeat, work = launcher.heartbeat, launcher.work
+    real_beat, real_clear, real_running = heartbeat.beat, heartbeat.clear, work.running
     armed, in_beat, cleared, beat_done = (threading.Event() for _ in range(4))
 
     def running() -> dict[int, Any]:
@@ -154,7 +158,7 @@ def test_clean_stop_unregisters_the_process_even_with_a_beat_in_flight(
         if in_beat.wait(5.0):
             launcher.events.put("TERM")
 
-    heartbeat.beat, heartbeat.clear, manager.running = beat, clear, running  # type: ignore[method-assign]
+    heartbeat.beat, heartbeat.clear, work.running = beat, clear, running  # type: ignore[method-assign]
     saved = {name: signal.getsignal(getattr(signal, f"SIG{name}")) for name in HANDLED_SIGNALS}
     admin = own_redis.client(socket_timeout=5)
     try:

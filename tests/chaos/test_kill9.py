@@ -1,4 +1,4 @@
-"""Chaos, CI tier (issue #3, item 1): SIGKILL of workers and of Redis while jobs run.
+"""Chaos, CI tier (kill -9 recovery): SIGKILL of workers and of Redis while jobs run.
 
 5,000 jobs, 3 worker processes, a random worker SIGKILLed about every 2 s (a replacement is
 started each time) until every job has finished, and Redis (AOF, ``appendfsync always``)
@@ -15,8 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.chaos.harness import ChaosPlan, run_chaos
+import pytest
+
+from tests.support.chaos import ChaosPlan, run_chaos
 from tests.support.redis_server import RedisServer
+
+pytestmark = pytest.mark.slow
 
 
 def test_kill9_of_workers_and_redis_loses_nothing(

@@ -1,4 +1,4 @@
-"""Chaos, CI tier, for ordering keys (issue #5): the benchmark's order run, smaller.
+"""Chaos, CI tier, for ordering keys: the benchmark's order run, smaller.
 
 1,000 jobs of 20 ms over 40 keys, 3 worker processes x 5 threads, a random worker
 SIGKILLed every 1.5 s (a replacement started each time), 10% of jobs failing once. From
@@ -12,8 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.support.ordering_run import OrderPlan, run_order_chaos
 from tests.support.redis_server import RedisServer
+
+pytestmark = pytest.mark.slow
 
 
 def test_order_per_key_survives_kills_and_retries(

@@ -1,4 +1,4 @@
-"""Chaos: a poison pill (issue #3, item 3).
+"""Chaos: a poison pill (a job that kills its worker process).
 
 A job that kills its worker (``os._exit(1)``) is recovered from each dead worker and kills
 the next one, until it has been recovered ``poison_max_recoveries`` (3) times within the
@@ -14,10 +14,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from rfetch.client import Client
 from rfetch.config import Config
-from tests.chaos.harness import Evidence, Fleet, leftovers, private_lists, wait_until
+from tests.support.chaos import Evidence, Fleet, leftovers, private_lists
 from tests.support.redis_server import RedisServer
+from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.slow
 
 POISON_MAX_RECOVERIES = 3
 
@@ -102,7 +107,7 @@ def test_recovery_lock_of_a_dead_process_does_not_stall_recovery(
         doomed = fleet.start()
         doomed_identity = doomed.identity(admin)
         jids = client.push_bulk("chaos_jobs.Work", [[60_000], [60_000]])
-        assert wait_until(lambda: len(evidence.poll().starts) == 2, 10)
+        wait_for(lambda: len(evidence.poll().starts) == 2, 10, "both jobs to start")
         survivor = fleet.start()
         survivor.identity(admin)
         fleet.kill(doomed)
@@ -110,8 +115,8 @@ def test_recovery_lock_of_a_dead_process_does_not_stall_recovery(
         admin.set("rfetch:lock:recovery", doomed_identity, ex=30)
         killed_at = time.monotonic()
         # TTL 2 s + check interval (0.5-1.5 s) + second look 1.5 s, with a margin.
-        recovered = wait_until(
-            lambda: all(len(evidence.poll().start_pids[j]) == 2 for j in jids), 10
+        recovered = wait_for(
+            lambda: all(len(evidence.poll().start_pids[j]) == 2 for j in jids), 10, fail=False
         )
         say(f"jobs of the dead lock holder running elsewhere: {recovered} after "
             f"{time.monotonic() - killed_at:.1f} s")

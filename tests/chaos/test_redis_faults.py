@@ -1,5 +1,5 @@
-"""Chaos: faults of Redis itself, with no worker dying on its own (issue #3, item 5 and the
-Redis half of item 1).
+"""Chaos: faults of Redis itself, with no worker dying on its own: a frozen
+Redis and a Redis killed and restarted.
 
 * A freeze (SIGSTOP for longer than the heartbeat TTL, then SIGCONT) expires every
   heartbeat at once. Live workers beat again before the second look, so none is reaped and
@@ -15,10 +15,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from rfetch.client import Client
 from rfetch.config import Config
-from tests.chaos.harness import ChaosPlan, Evidence, Fleet, leftovers, run_chaos, wait_until
+from tests.support.chaos import ChaosPlan, Evidence, Fleet, leftovers, run_chaos
 from tests.support.redis_server import RedisServer
+from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.slow
 
 FREEZE_ENV = {
     "RFETCH_HEARTBEAT_INTERVAL": "1",
@@ -46,7 +51,7 @@ def test_redis_freeze_longer_than_heartbeat_ttl_reaps_no_live_worker(
         identities = [p.identity(admin) for p in live]
         client = Client(Config(redis_url=own_redis.url))
         jids = client.push_bulk("chaos_jobs.Work", [[JOB_MS]] * 9)
-        assert wait_until(lambda: len(evidence.poll().starts) == 9, 10), "jobs did not start"
+        wait_for(lambda: len(evidence.poll().starts) == 9, 10, "the jobs to start")
         # Each live worker runs 3 jobs (prefetch 0). A fourth, idle worker is killed as the
         # freeze starts: it must be reaped after the thaw, the three others must not.
         # (Killed before the freeze rather than during it: a dead process whose lock SET is
@@ -64,13 +69,17 @@ def test_redis_freeze_longer_than_heartbeat_ttl_reaps_no_live_worker(
         say(f"redis-server frozen for {time.monotonic() - frozen_at:.1f} s "
             f"(heartbeat TTL {FREEZE_ENV['RFETCH_HEARTBEAT_TTL']} s)")
 
-        assert wait_until(lambda: len(evidence.poll().dones) == 9, JOB_MS / 1000 + 15), (
-            f"jobs did not finish: {evidence.dones}\n{fleet.logs()}"
+        wait_for(
+            lambda: len(evidence.poll().dones) == 9,
+            JOB_MS / 1000 + 15,
+            lambda: f"the jobs to finish: {evidence.dones}\n{fleet.logs()}",
         )
-        assert wait_until(
-            lambda: victim.pid in fleet.reaped(), 15
-        ), f"the worker killed during the freeze was not reaped\n{fleet.logs()}"
-        time.sleep(1.0)  # a wrong reap of a live worker would show up by now
+        wait_for(
+            lambda: victim.pid in fleet.reaped(),
+            15,
+            lambda: f"the worker killed during the freeze to be reaped\n{fleet.logs()}",
+        )
+        time.sleep(1.0)  # a negative: a wrong reap of a live worker would show up by now
         evidence.poll()
         logs = {p.pid: p.log() for p in live}
         suspected = sum(log.count("missed its heartbeat") for log in logs.values())

@@ -8,8 +8,6 @@ the tests use the system browser).
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,26 +15,9 @@ from typing import Any
 import pytest
 import redis
 
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, browser_missing
 from tests.support.redis_server import RedisServer
 from tests.support.web import WebProcess
-
-CHROMIUM = os.environ.get("RFETCH_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
-VIEWPORT = {"width": 1280, "height": 800}
-
-
-def browser_missing() -> str | None:
-    """Why the browser tests cannot run here, or None."""
-    if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
-        return f"{CHROMIUM} not found (apt-get install chromium)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "the playwright package is not installed (pip install playwright)"
-    return None
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,7 @@ from typing import Any
 from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.stats import BUCKETS_MS
-from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, browser_missing
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, browser_missing
 from tests.support.redis_server import RedisServer
 from tests.support.web import WebProcess
 from tests.support.workers import WorkerProcess

@@ -13,8 +13,10 @@ from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.web.formatting import DASH
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
-from tests.web.conftest import XSS, failed, jid_of, payload
+from tests.support.seed import jid_of
+from tests.support.wait import wait_for
+from tests.support.web import XSS, failed, payload
+from tests.support.workers import WorkerProcess
 
 FAST_ENV = {
     "RFETCH_HEARTBEAT_INTERVAL": "0.3",
@@ -143,7 +145,7 @@ def test_quiet_a_running_worker_from_the_busy_page(page: Any, r: redis.Redis,
         assert "quiet: no new jobs will be fetched" in worker.log()
         # Quiet: it takes no new job, while the running one goes on.
         client.push("testjobs.Noop", [1])
-        time.sleep(1.5)
+        time.sleep(1.5)  # a negative: the job must not be taken within this span
         assert r.llen("queue:default") == 1
         page.reload()
         assert "testjobs.Sleep" in page.inner_text("#running")
@@ -172,7 +174,7 @@ def test_pause_a_queue_and_the_worker_stops_taking_from_it(page: Any, r: redis.R
         page.wait_for_selector(".flash-ok")
         assert row.locator(".badge").inner_text() == "paused"
         jids = [client.push("testjobs.Noop", [i]) for i in range(1, 6)]
-        time.sleep(2.0)  # well beyond the pause's reach (milliseconds) and a fetch timeout
+        time.sleep(2.0)  # a negative: well beyond the pause's reach (ms) and a fetch timeout
         assert r.llen("queue:default") == 5
         page.goto("/queues/default")
         assert page.locator("#jobs tbody tr").count() == 5

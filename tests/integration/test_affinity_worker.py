@@ -1,4 +1,4 @@
-"""``rfetch worker --cpu-affinity`` on real processes (issue #4): where every thread of the
+"""``rfetch worker --cpu-affinity`` on real processes: where every thread of the
 process may run, read from /proc/<pid>/task/*/status, and the slot a kill -9 frees."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pytest
 import redis
 
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 
 ALLOWED = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
 pytestmark = pytest.mark.skipif(

@@ -1,4 +1,4 @@
-"""The read/admin API (issue #6) on a real Redis: every read checked against what was written,
+"""The read/admin API on a real Redis: every read checked against what was written,
 every action checked for its effect on Redis.
 
 Jobs are written the way their producers write them: rfetch's client, or raw Sidekiq-style
@@ -27,10 +27,13 @@ from rfetch.api import (
 )
 from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.keys import Keys
-from tests.integration.test_ruby_compat import needs_ruby, ruby
+from rfetch.stats import BUCKETS_MS
+from rfetch.store.keys import Keys
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.ruby import needs_ruby, ruby
+from tests.support.seed import jid_of, payload
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 
 KEYS = Keys()
 
@@ -40,18 +43,6 @@ FAST_ENV = {
     "RFETCH_POLL_INITIAL_WAIT": "0",
     "RFETCH_BLOCK_TIMEOUT": "0.3",
 }
-
-
-def jid_of(i: int) -> str:
-    return f"{i:024x}"
-
-
-def payload(jid: str, cls: str = "app.Job", args: list[Any] | None = None,
-            queue: str = "default", **extra: Any) -> str:
-    """A job as Ruby's Sidekiq writes it (compact JSON)."""
-    body = {"class": cls, "args": args if args is not None else [], "jid": jid,
-            "queue": queue, **extra}
-    return json.dumps(body, separators=(",", ":"))
 
 
 def jids(records: list[JobRecord]) -> list[str | None]:
@@ -570,7 +561,8 @@ def test_class_metrics_sum_the_last_minutes(api: Api, r: redis.Redis) -> None:
     earlier = time.strftime("%Y%m%d%H%M", time.gmtime(now - 600))
     too_old = time.strftime("%Y%m%d%H%M", time.gmtime(now - 3 * 3600))
     r.hset(f"rfetch:metrics:{minute}", mapping={"A|p": 8, "A|f": 1, "A|b0": 8})
-    r.hset(f"rfetch:metrics:{earlier}", mapping={"A|p": 2, "A|b15": 2, "B|p": 1, "B|b4": 1})
+    r.hset(f"rfetch:metrics:{earlier}", mapping={"A|p": 2, f"A|b{len(BUCKETS_MS)}": 2, "B|p": 1,
+                                                 "B|b4": 1})
     r.hset(f"rfetch:metrics:{too_old}", mapping={"A|p": 100})
 
     a, b = api.class_metrics(60)

@@ -1,4 +1,4 @@
-"""Bad input (issue #2): malformed JSON, wrong shapes, unknown job names, non-JSON
+"""Bad input: malformed JSON, wrong shapes, unknown job names, non-JSON
 arguments, oversized payloads and a key of the wrong type where a queue should be.
 
 Each gives its documented behaviour and nothing else is lost: the worker processes (real
@@ -21,7 +21,8 @@ import rfetch
 from rfetch.client import Client
 from rfetch.config import Config
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 
 FAST_ENV = {
     "RFETCH_POLL_INTERVAL_AVERAGE": "0.2",

@@ -1,4 +1,4 @@
-"""The admin commands of the ``rfetch`` CLI (issue #6), run through click's CliRunner against
+"""The admin commands of the ``rfetch`` CLI, run through click's CliRunner against
 a real Redis: each command's output, exit code and effect on Redis."""
 
 from __future__ import annotations
@@ -13,17 +13,7 @@ from click.testing import CliRunner, Result
 
 from rfetch.cli import main
 from tests.support.redis_server import RedisServer, free_port
-
-
-def jid_of(i: int) -> str:
-    return f"{i:024x}"
-
-
-def payload(jid: str, cls: str = "app.Job", args: list[Any] | None = None,
-            queue: str = "default", **extra: Any) -> str:
-    body = {"class": cls, "args": args if args is not None else [], "jid": jid,
-            "queue": queue, **extra}
-    return json.dumps(body, separators=(",", ":"))
+from tests.support.seed import jid_of, payload
 
 
 @pytest.fixture

@@ -1,10 +1,9 @@
-"""Coalescing of the waiting jobs of one ordering key (issue #5), against a real
+"""Coalescing of the waiting jobs of one ordering key, against a real
 redis-server: one execution receives every waiting payload in score order
 (``coalesce=True``) or only the newest (``coalesce="last"``)."""
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections.abc import Iterator
@@ -17,12 +16,9 @@ import rfetch
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError
 from rfetch.job import RetryDecision
-from rfetch.manager import Manager
-from rfetch.recovery import OrphanRecovery
-from rfetch.registry import Registry
-from tests.support.gate_worker import Worker, holder, make_due, queue_jids, waiting
+from tests.support.gate_worker import Worker, holder, make_due, queue_jids, running, waiting
 from tests.support.redis_server import RedisServer
-from tests.support.workers import wait_for
+from tests.support.wait import wait_for
 
 BATCHES: list[Any] = []
 """What each execution of the jobs below received."""
@@ -84,10 +80,8 @@ def cfg(redis_server: RedisServer, r: redis.Redis) -> Config:
 
 @pytest.fixture
 def worker(cfg: Config) -> Iterator[Worker]:
-    w = Worker(cfg)
-    w.processor.registry = Registry([Index, Latest])
-    yield w
-    w.redis.close()
+    with running(cfg, [Index, Latest]) as w:
+        yield w
 
 
 def push(w: Worker, cls: type[rfetch.Job], *args: Any, **opts: Any) -> str:
@@ -100,7 +94,7 @@ def test_50_pushes_while_the_worker_is_busy_run_as_at_most_2_executions(
     cfg: Config, worker: Worker, r: redis.Redis
 ) -> None:
     GATE.clear()  # the first execution blocks until all 50 are pushed
-    manager = Manager(cfg, worker.fetch, worker.processor)
+    manager = worker.launcher.manager
     manager.start()
     try:
         push(worker, Index, "s1", 0)
@@ -164,9 +158,8 @@ def test_a_crash_returns_the_followers_to_the_head_of_the_key(
     first = push(worker, Index, "s1", 0)
     head = worker.take()
     followers = [push(worker, Index, "s1", v) for v in range(1, 4)]
-    worker.processor._gate(head, json.loads(head.raw))  # noted as running
     assert len(worker.fetch.take_followers(head, 100)) == 3  # then the process dies
-    OrphanRecovery(cfg, worker.redis, worker.scripts, "someone-else").reap(worker.identity, ["q"])
+    worker.other_process().reap(worker.identity, ["q"])
     assert queue_jids(r) == [first] and waiting(r, "shipment:s1") == followers
     worker.work_one()
     assert BATCHES == [[0, 1, 2, 3]]

@@ -9,23 +9,21 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 import redis
 
 import rfetch
-from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.errors import InvalidJob, UnknownJob
-from rfetch.fetch import UnitOfWork
-from rfetch.launcher import Launcher
-from rfetch.registry import Registry
+from tests.support.gate_worker import Launch, LaunchedWorker, broken_once
 from tests.support.redis_server import RedisServer
-from tests.support.workers import wait_for
+from tests.support.wait import wait_for
 
 Seen = list[tuple[BaseException, dict[str, Any]]]
+MakeWorker = Callable[[Config], LaunchedWorker]
 
 
 class Raises(rfetch.Job):
@@ -59,40 +57,9 @@ def cfg(redis_server: RedisServer, r: redis.Redis) -> Config:
     return Config(redis_url=redis_server.url, block_timeout=0.2, concurrency=2)
 
 
-class Worker:
-    """A Launcher's parts running in this process (its manager threads, no signals)."""
-
-    def __init__(self, config: Config) -> None:
-        self.launcher = Launcher(config, Registry([Raises, Ok]))
-        self.client = Client(config, self.launcher.redis)
-        self.started = False
-
-    def start(self) -> None:
-        self.launcher.manager.start()
-        self.started = True
-
-    def stop(self) -> None:
-        if self.started:
-            self.launcher.manager.finish()
-        self.launcher.redis.close()
-
-    def private_lengths(self) -> int:
-        fetch = self.launcher.fetch
-        return sum(int(fetch.redis.llen(fetch.private_key(q.name))) for q in fetch.config.queues)
-
-
 @pytest.fixture
-def make_worker() -> Iterator[Any]:
-    workers: list[Worker] = []
-
-    def make(config: Config) -> Worker:
-        worker = Worker(config)
-        workers.append(worker)
-        return worker
-
-    yield make
-    for worker in workers:
-        worker.stop()
+def make_worker(launch: Launch) -> MakeWorker:
+    return lambda config: launch(config, [Raises, Ok])
 
 
 def recorder(seen: Seen) -> Any:
@@ -110,7 +77,7 @@ def retry_entries(r: redis.Redis) -> list[dict[str, Any]]:
 
 
 def test_a_job_failure_gives_the_exception_and_the_job(
-    cfg: Config, make_worker: Any, r: redis.Redis
+    cfg: Config, make_worker: MakeWorker, r: redis.Redis
 ) -> None:
     seen: Seen = []
     worker = make_worker(cfg.replace(error_handlers=[recorder(seen)]))
@@ -130,7 +97,7 @@ def test_a_job_failure_gives_the_exception_and_the_job(
 
 
 def test_an_unknown_job_class_is_reported_as_a_failure(
-    cfg: Config, make_worker: Any, r: redis.Redis
+    cfg: Config, make_worker: MakeWorker, r: redis.Redis
 ) -> None:
     seen: Seen = []
     worker = make_worker(cfg.replace(error_handlers=[recorder(seen)]))
@@ -146,7 +113,7 @@ def test_an_unknown_job_class_is_reported_as_a_failure(
 
 
 def test_an_invalid_job_gives_the_queue_and_context(
-    cfg: Config, make_worker: Any, r: redis.Redis
+    cfg: Config, make_worker: MakeWorker, r: redis.Redis
 ) -> None:
     seen: Seen = []
     worker = make_worker(cfg.replace(error_handlers=[recorder(seen)]))
@@ -161,21 +128,13 @@ def test_an_invalid_job_gives_the_queue_and_context(
 
 
 def test_an_internal_error_gives_its_context(
-    cfg: Config, make_worker: Any, monkeypatch: pytest.MonkeyPatch
+    cfg: Config, make_worker: MakeWorker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: Seen = []
     worker = make_worker(cfg.replace(error_handlers=[recorder(seen)]))
-    real = worker.launcher.fetch.retrieve_work
+    fetch = worker.launcher.fetch
     broken = RuntimeError("a bug in fetch")
-    calls: list[int] = []
-
-    def broken_once(*args: Any, **kwargs: Any) -> list[UnitOfWork]:
-        calls.append(1)
-        if len(calls) == 1:
-            raise broken
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(worker.launcher.fetch, "retrieve_work", broken_once)
+    monkeypatch.setattr(fetch, "retrieve_work", broken_once(fetch.retrieve_work, broken))
     jid = worker.client.push(Ok.job_name(), [])
 
     worker.start()
@@ -185,7 +144,7 @@ def test_an_internal_error_gives_its_context(
 
 
 def test_a_raising_error_handler_neither_stops_the_worker_nor_loses_the_job(
-    cfg: Config, make_worker: Any, r: redis.Redis, monkeypatch: pytest.MonkeyPatch
+    cfg: Config, make_worker: MakeWorker, r: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: Seen = []
 
@@ -193,16 +152,9 @@ def test_a_raising_error_handler_neither_stops_the_worker_nor_loses_the_job(
         raise RuntimeError("the error handler is broken")
 
     worker = make_worker(cfg.replace(error_handlers=[broken_handler, recorder(seen)]))
-    real = worker.launcher.fetch.retrieve_work
-    calls: list[int] = []
-
-    def broken_once(*args: Any, **kwargs: Any) -> list[UnitOfWork]:
-        calls.append(1)
-        if len(calls) == 1:
-            raise RuntimeError("a bug in fetch")
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(worker.launcher.fetch, "retrieve_work", broken_once)
+    fetch = worker.launcher.fetch
+    broken = broken_once(fetch.retrieve_work, RuntimeError("a bug in fetch"))
+    monkeypatch.setattr(fetch, "retrieve_work", broken)
     failing = worker.client.push(Raises.job_name(), ["first"])
     ok = worker.client.push(Ok.job_name(), [])
 

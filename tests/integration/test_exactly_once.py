@@ -1,4 +1,4 @@
-"""Issue #2, "Done means": 10,000 jobs pushed with ``perform_bulk`` run exactly once on two
+"""Exactly once: 10,000 jobs pushed with ``perform_bulk`` run exactly once on two
 real ``rfetch worker`` processes (``-c 10`` each), and Redis ends consistent.
 
 The evidence of execution is kept outside Redis (``RFETCH_TEST_RECORD``, one line per run
@@ -23,7 +23,8 @@ import redis
 import rfetch
 from rfetch.client import DEFAULT
 from tests.support.redis_server import RedisServer
-from tests.support.workers import JOBS_DIR, WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import JOBS_DIR, WorkerProcess
 
 JOBS = 10_000
 

@@ -1,6 +1,6 @@
-"""Fair scheduling across tenants (issue #5): deficit round robin in fetch.lua, against a
-real redis-server, plus one real-process test of the issue's "A pushes 5,000, then B pushes
-1" case, counted from the jobs' own evidence."""
+"""Fair scheduling across tenants: deficit round robin in fetch.lua, against a
+real redis-server, plus one real-process test of the starvation case "A pushes 5,000, then B
+pushes 1", counted from the jobs' own evidence."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import json
 import re
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,24 +18,12 @@ import rfetch
 from rfetch.client import Client
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError
-from rfetch.recovery import OrphanRecovery
-from tests.chaos.harness import FAST_ENV
 from tests.support.gate_worker import FAIL, RAN, Step, Worker, holder, make_due, running
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import FAST_ENV, WorkerProcess
 
 pytestmark = pytest.mark.usefixtures("clear_runs")
-
-
-@pytest.fixture
-def cfg(redis_server: RedisServer, r: redis.Redis) -> Config:
-    return Config(redis_url=redis_server.url, queues=[QueueSpec("q")], block_timeout=0.2)
-
-
-@pytest.fixture
-def worker(cfg: Config) -> Iterator[Worker]:
-    with running(cfg) as w:
-        yield w
 
 
 class PerTenant(rfetch.Job):
@@ -121,7 +108,7 @@ def test_orphan_recovery_returns_tenant_jobs_to_their_tenant(
     push(worker, "A", "A1")
     worker.fetch.retrieve_work(2)
     assert r.exists("rfetch:fair:q") == 0
-    OrphanRecovery(cfg, worker.redis, worker.scripts, "someone-else").reap(worker.identity, ["q"])
+    worker.other_process().reap(worker.identity, ["q"])
     assert fetch_order(worker) == ["A0", "A1"]
 
 
@@ -162,7 +149,7 @@ def test_bad_tenant_raises_and_writes_nothing(worker: Worker, r: redis.Redis, te
 def test_one_job_of_b_starts_within_a_round_after_5000_of_a(
     redis_server: RedisServer, r: redis.Redis, tmp_path: Path
 ) -> None:
-    """The issue's case: B's job starts within (active tenants x concurrency) job starts
+    """The starvation case: B's job starts within (active tenants x concurrency) job starts
     after it is pushed, counted from the start times the jobs recorded."""
     evidence = tmp_path / "evidence"
     evidence.mkdir()

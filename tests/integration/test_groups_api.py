@@ -1,27 +1,17 @@
-"""rfetch.api for ordering keys and tenants (issue #5): held and blocked keys with the
+"""rfetch.api for ordering keys and tenants: held and blocked keys with the
 blocking job, tenants with backlog and weight, setting a weight, explain lines."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
-import redis
 
 from rfetch.api import Api
-from rfetch.config import Config, QueueSpec
-from tests.support.gate_worker import FAIL, Step, Worker, running
+from tests.support.gate_worker import FAIL, Step, Worker
 from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.usefixtures("clear_runs")
-
-
-@pytest.fixture
-def worker(redis_server: RedisServer, r: redis.Redis) -> Iterator[Worker]:
-    config = Config(redis_url=redis_server.url, queues=[QueueSpec("q")], block_timeout=0.1)
-    with running(config) as w:
-        yield w
 
 
 @pytest.fixture
@@ -63,7 +53,6 @@ def test_ordering_keys_show_holder_place_and_pending(worker: Worker, api: Api) -
 def test_running_holder_has_a_lease(worker: Worker, api: Api) -> None:
     push(worker, 0, key="a")
     unit = worker.take()
-    worker.processor._gate(unit, json.loads(unit.raw))
     (info,) = api.ordering_keys()
     assert info.place == "unknown"  # fetched, no heartbeat yet
     pipe = worker.redis.pipeline(transaction=False)

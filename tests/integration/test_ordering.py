@@ -1,4 +1,4 @@
-"""Ordering keys and unique jobs (issue #5), step by step against a real redis-server.
+"""Ordering keys and unique jobs, step by step against a real redis-server.
 
 The worker's parts run in this process (fetch, ``Processor.process``, ``Poller``,
 ``OrphanRecovery``, ``rfetch.api``) so each state of the key gate can be checked in Redis:
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,11 +19,10 @@ import redis
 from rfetch.api import Api
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError
-from rfetch.fetch import UnitOfWork
 from rfetch.job import RetryDecision
-from rfetch.keys import Keys
-from rfetch.recovery import OrphanRecovery
-from rfetch.registry import Registry
+from rfetch.store.keys import Keys
+from rfetch.worker.registry import Registry
+from rfetch.worker.unit import UnitOfWork
 from tests.support.gate_worker import (
     FAIL,
     JOBS,
@@ -37,23 +35,12 @@ from tests.support.gate_worker import (
     make_due,
     push,
     queue_jids,
-    running,
     waiting,
 )
 from tests.support.redis_server import RedisServer
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.usefixtures("clear_runs")
-
-
-@pytest.fixture
-def cfg(redis_server: RedisServer, r: redis.Redis) -> Config:
-    return Config(redis_url=redis_server.url, queues=[QueueSpec("q")], block_timeout=0.2)
-
-
-@pytest.fixture
-def worker(cfg: Config) -> Iterator[Worker]:
-    with running(cfg) as w:
-        yield w
 
 
 # -- validation ------------------------------------------------------------------------------
@@ -239,7 +226,7 @@ def test_push_back_keeps_the_holder_first_and_a_follower_at_the_head_of_its_key(
     # to the head of the key's list, not to the queue.
     raw = r.rpop("rfetch:key:q:a")
     r.lpush(worker.fetch.private_key("q"), raw)
-    stray = UnitOfWork("q", raw, worker.fetch.private_key("q"))
+    stray = worker.fetch.unit("q", raw)
     assert worker.fetch.requeue([stray]) == 1
     assert waiting(r, "a") == [second, third]
     assert holder(r, "a") == first
@@ -248,13 +235,9 @@ def test_push_back_keeps_the_holder_first_and_a_follower_at_the_head_of_its_key(
 def test_orphan_recovery_returns_a_keyed_job_to_the_head_still_holding_its_key(
     cfg: Config, worker: Worker, r: redis.Redis
 ) -> None:
-    first = push(worker, "a", 0)
-    second = push(worker, "a", 1)
-    unit = worker.take()
-    worker.processor._gate(unit, json.loads(unit.raw))
-    beat(worker, unit)  # running: its heartbeat wrote the lease
+    first, second = hold_running(worker, "a")  # its heartbeat wrote the lease
     assert r.zrange("rfetch:key-leases:q", 0, -1) == [f"{first}:a".encode()]
-    recovery = OrphanRecovery(cfg, worker.redis, worker.scripts, "someone-else")
+    recovery = worker.other_process()
     assert recovery.reap(worker.identity, ["q"]) == 1
     assert queue_jids(r) == [first] and holder(r, "a") == first
     assert waiting(r, "a") == [second]
@@ -267,27 +250,23 @@ def test_orphan_recovery_returns_a_keyed_job_to_the_head_still_holding_its_key(
 def test_rescue_releases_a_key_whose_running_holder_vanished(
     cfg: Config, worker: Worker, r: redis.Redis
 ) -> None:
-    first = push(worker, "a", 0)
-    second = push(worker, "a", 1)
-    unit = worker.take()
-    worker.processor._gate(unit, json.loads(unit.raw))
-    beat(worker, unit)
-    recovery = OrphanRecovery(cfg, worker.redis, worker.scripts, "someone-else")
+    first, second = hold_running(worker, "a")
+    recovery = worker.other_process()
     now = time.time()
     # Lease not expired yet: nothing happens.
-    assert recovery.rescue_keys(now) == 0
+    assert recovery.rescue.rescue_keys(now) == 0
     # A stale lease (a heartbeat raced an ack) of a jid that does not hold the key: dropped.
     r.zadd("rfetch:key-leases:q", {"0123:a": 1.0})
-    assert recovery.rescue_keys(now) == 0
+    assert recovery.rescue.rescue_keys(now) == 0
     assert r.zscore("rfetch:key-leases:q", "0123:a") is None
     # Expired, but the holder is still in a private list (a stalled heartbeat): kept.
     r.zadd("rfetch:key-leases:q", {f"{first}:a": 1.0})
     r.hset("rfetch:identities", worker.identity, json.dumps(["q"]))
-    assert recovery.rescue_keys(now) == 0
-    assert holder(r, "a") == unit_jid(unit)
+    assert recovery.rescue.rescue_keys(now) == 0
+    assert holder(r, "a") == first
     # The holder vanishes (deleted by a tool outside rfetch): the key is released.
     r.delete(worker.fetch.private_key("q"))
-    assert recovery.rescue_keys(now) == 1
+    assert recovery.rescue.rescue_keys(now) == 1
     assert holder(r, "a") == second and queue_jids(r) == [second]
 
 
@@ -296,6 +275,16 @@ def beat(w: Worker, unit: UnitOfWork) -> None:
     pipe = w.redis.pipeline(transaction=False)
     w.fetch.write_leases(pipe, [unit])
     pipe.execute()
+
+
+def hold_running(w: Worker, key: str) -> tuple[str, str]:
+    """Two jobs of ``key``: the first taken, through the gate and beating (its heartbeat
+    wrote the lease), as a running holder; the second waiting behind it."""
+    first = push(w, key, 0)
+    second = push(w, key, 1)
+    unit = w.take()
+    beat(w, unit)
+    return first, second
 
 
 def unit_jid(unit: UnitOfWork) -> str:
@@ -416,8 +405,7 @@ def test_unique_lock_expires_after_its_window(worker: Worker, r: redis.Redis) ->
     setter = Step.set(client=worker.client, unique_for=0.2)
     assert setter.perform_async(1) is not None
     assert setter.perform_async(1) is None
-    time.sleep(0.3)
-    assert setter.perform_async(1) is not None
+    wait_for(lambda: setter.perform_async(1) is not None, 5, "the unique lock to expire")
 
 
 def test_unique_bulk_push_leaves_out_held_jobs(worker: Worker, r: redis.Redis) -> None:
@@ -443,7 +431,6 @@ def test_keys_py_names_match_the_names_lua_computes(worker: Worker, r: redis.Red
     push(w, None, 2, tenant="t")
     Step.set(client=w.client, unique_for=60).perform_async(3)
     for unit in w.fetch.retrieve_work(2):  # one tenant job, then the holder of "a"
-        w.processor._gate(unit, json.loads(unit.raw))
         beat(w, unit)
     expected = {
         keys.key_holders("q"), keys.key_list("q", "a"), keys.key_leases("q"),
@@ -463,9 +450,7 @@ def test_a_deferred_ack_releases_the_key_and_the_same_fetch_takes_the_next_job(
     second = push(worker, "a", 1)
     Step.set(client=worker.client, unique_for=60).perform_async(7)
     units = worker.fetch.retrieve_work(2)
-    for unit in units:
-        worker.processor._gate(unit, json.loads(unit.raw))
-    assert [u.gated for u in units] == [True, True]
+    assert [u.routing is not None and u.routing.locking for u in units] == [True, True]
     fetched = worker.fetch.retrieve_work(5, acks=units)
     assert [unit_jid(u) for u in fetched] == [second]
     assert holder(r, "a") == second

@@ -1,4 +1,4 @@
-"""Ordering keys with real ``rfetch worker`` processes (issue #5).
+"""Ordering keys with real ``rfetch worker`` processes.
 
 Two worker processes (``-r ordered_jobs``, short heartbeat and recovery settings as the
 chaos suite uses) run jobs of several keys; one job per key fails once (its retry comes 1 s
@@ -14,14 +14,17 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 import redis
 
 from rfetch.client import Client
 from rfetch.config import Config
-from tests.chaos.harness import FAST_ENV
 from tests.support.ordering_check import check_order, read_runs
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import FAST_ENV, WorkerProcess
+
+pytestmark = pytest.mark.slow
 
 
 def start_worker(url: str, evidence: Path) -> WorkerProcess:

@@ -10,9 +10,10 @@ import redis
 
 from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.keys import Keys
+from rfetch.store.keys import Keys
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 
 KEYS = Keys()
 
@@ -50,7 +51,9 @@ def test_paused_queue_is_left_alone_until_unpaused(
         held = [client.push("testjobs.Noop", [i], {"queue": "low"}) for i in range(3)]
         second = client.push("testjobs.Noop", [2], {"queue": "high"})
         wait_for(lambda: second in done(record), 10, "another job of the unpaused queue")
-        time.sleep(1.5)  # three blocking-fetch timeouts: the worker had every chance
+        # A negative (the paused queue is not fetched) needs a span: three blocking-fetch
+        # timeouts, in which the worker had every chance to take a job of "low".
+        time.sleep(1.5)
         assert r.llen("queue:low") == 3
         assert not set(held) & set(done(record))
         unpause(r, "low")
@@ -71,7 +74,7 @@ def test_a_queue_paused_before_start_is_never_fetched(
     worker = WorkerProcess(redis_server.url, ["-r", "testjobs"], env, tmp_path)
     try:
         worker.identity(r)
-        time.sleep(1.5)
+        time.sleep(1.5)  # a negative, as above: three fetch timeouts with nothing taken
         assert r.llen("queue:default") == 5 and not done(record)
         unpause(r, "default")
         wait_for(lambda: set(jids) <= set(done(record)), 10, "the jobs after unpause")

@@ -13,11 +13,13 @@ import redis
 
 from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.keys import Keys
-from rfetch.recovery import POISON_ERROR_CLASS, OrphanRecovery
-from rfetch.scripts import Scripts
+from rfetch.store.keys import Keys
+from rfetch.worker.launcher import Launcher
+from rfetch.worker.recovery import POISON_ERROR_CLASS, OrphanRecovery
+from rfetch.worker.registry import Registry
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 
 DEAD = "host:111:aaaaaaaaaaaa"
 KEYS = Keys()
@@ -25,7 +27,7 @@ KEYS = Keys()
 
 def make_recovery(r: redis.Redis, url: str, **fields: Any) -> OrphanRecovery:
     config = Config(redis_url=url, heartbeat_interval=0.2, heartbeat_ttl=1, **fields)
-    return OrphanRecovery(config, r, Scripts.load(r), identity="me:1:bbbbbbbbbbbb")
+    return Launcher(config, Registry([]), redis=r, identity="me:1:bbbbbbbbbbbb").recovery
 
 
 def orphan(r: redis.Redis, url: str, count: int, identity: str = DEAD) -> list[bytes]:
@@ -45,8 +47,8 @@ def test_second_look_reaps_and_keeps_order(r: redis.Redis, redis_server: RedisSe
     recovery = make_recovery(r, redis_server.url)
     assert recovery.check() is True  # first look: suspect only
     assert r.llen(KEYS.private(DEAD, "default")) == 3
-    time.sleep(0.45)  # two heartbeat intervals by Redis's clock
-    assert recovery.check() is False
+    # The second look reaps once two heartbeat intervals have passed by Redis's clock.
+    wait_for(lambda: recovery.check() is False, 5, "the second look to reap the process")
     assert r.llen(KEYS.private(DEAD, "default")) == 0
     # Back at the head, oldest fetch first to run (the right end runs next).
     assert r.lrange("queue:default", 0, -1) == list(reversed(fetched))
@@ -61,6 +63,8 @@ def test_a_process_whose_heartbeat_returns_is_not_reaped(
     recovery = make_recovery(r, redis_server.url)
     assert recovery.check() is True
     r.hset(KEYS.process(DEAD), "beat", time.time())  # a frozen Redis thawed, it beat again
+    # A negative: the second look must not reap, so it has to come after the point (two
+    # heartbeat intervals, 0.4 s) where it would have reaped a process that stayed silent.
     time.sleep(0.45)
     recovery.check()
     assert r.llen(KEYS.private(DEAD, "default")) == 2
@@ -92,8 +96,7 @@ def test_unknown_identity_found_by_scan(r: redis.Redis, redis_server: RedisServe
     r.hdel(KEYS.identities, DEAD)  # e.g. written by another tool, or cleanup removed it
     recovery = make_recovery(r, redis_server.url)
     recovery.check()
-    time.sleep(0.45)
-    recovery.check()
+    wait_for(lambda: recovery.check() is False, 5, "the second look to reap the process")
     assert r.llen(KEYS.private(DEAD, "default")) == 0
     assert r.llen("queue:default") == 2
 
@@ -149,6 +152,7 @@ def test_recovery_counter_expires_after_the_window(
     assert 3500 < ttl <= 3600
 
 
+@pytest.mark.slow  # a real worker SIGKILLed, then its jobs recovered by another
 def test_killed_worker_jobs_run_elsewhere(
     r: redis.Redis, redis_server: RedisServer, tmp_path: Path
 ) -> None:
@@ -165,7 +169,7 @@ def test_killed_worker_jobs_run_elsewhere(
     victim = WorkerProcess(redis_server.url, ["-r", "testjobs", "-c", "4"], env, tmp_path)
     victim_id = victim.identity(r)
     # -c 4 and the default prefetch (= concurrency): 4 jobs running and 4 fetched but not
-    # started, all in the private list when the kill comes (issue #4: batched fetch keeps
+    # started, all in the private list when the kill comes (batched fetch keeps
     # kill -9 recovery for jobs not started yet).
     wait_for(lambda: r.llen(KEYS.private(victim_id, "default")) == 8, 10, "the victim to fetch")
     victim.kill()

@@ -11,7 +11,7 @@ import pytest
 import rfetch
 from rfetch.config import Config
 from tests.support.redis_server import RedisServer
-from tests.support.workers import wait_for
+from tests.support.wait import wait_for
 
 
 def client_for(server: RedisServer, **fields: object) -> rfetch.Client:

@@ -23,10 +23,11 @@ import rfetch
 from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.job import RetryDecision
-from rfetch.retry import decompress_backtrace
-from tests.support.gate_worker import Worker, make_due
+from rfetch.worker.retry import decompress_backtrace
+from tests.support.gate_worker import Worker, make_due, running
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 
 # -- jobs run in this process ---------------------------------------------------------------
 
@@ -108,9 +109,8 @@ def cfg(redis_server: RedisServer, r: redis.Redis) -> Config:
 
 @pytest.fixture
 def worker(cfg: Config) -> Iterator[Worker]:
-    w = Worker(cfg, JOBS)
-    yield w
-    w.redis.close()
+    with running(cfg, JOBS) as w:
+        yield w
 
 
 def zentries(r: redis.Redis, key: str) -> list[tuple[dict[str, Any], float]]:

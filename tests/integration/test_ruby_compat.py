@@ -1,4 +1,4 @@
-"""Compatibility with Ruby Sidekiq on the same Redis (issue #2, "Wire format").
+"""Compatibility with Ruby Sidekiq on the same Redis (the wire format).
 
 Tests marked ``ruby`` run Debian's ``ruby-sidekiq`` (6.4.1) with ``ruby -e`` scripts that print
 JSON; they skip where Ruby or the gem is missing. Sidekiq 6.4 finds the server through
@@ -8,14 +8,10 @@ JSON; they skip where Ruby or the gem is missing. Sidekiq 6.4 finds the server t
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import redis
@@ -24,26 +20,9 @@ from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.payload import epoch_seconds, new_jid
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
-
-
-def _sidekiq_available() -> bool:
-    if shutil.which("ruby") is None:
-        return False
-    try:
-        found = subprocess.run(
-            ["ruby", "-e", 'require "sidekiq"; require "sidekiq/api"'],
-            capture_output=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return found.returncode == 0
-
-
-needs_ruby = pytest.mark.skipif(
-    not _sidekiq_available(), reason="needs ruby and the sidekiq gem (Debian's ruby-sidekiq)"
-)
+from tests.support.ruby import needs_ruby, ruby
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 
 FAST_ENV = {
     "RFETCH_HEARTBEAT_INTERVAL": "0.3",
@@ -51,20 +30,6 @@ FAST_ENV = {
     "RFETCH_POLL_INITIAL_WAIT": "0",
     "RFETCH_BLOCK_TIMEOUT": "0.3",
 }
-
-
-def ruby(redis_url: str, script: str) -> Any:
-    """Run ``script`` after requiring Sidekiq's client and API; it must ``puts`` one JSON."""
-    prelude = 'require "sidekiq"; require "sidekiq/api"; require "json"\n'
-    done = subprocess.run(
-        ["ruby", "-e", prelude + script],
-        env={**os.environ, "REDIS_URL": redis_url},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def records(path: Path, event: str) -> list[list[str]]:

@@ -1,6 +1,6 @@
 """The Lua scripts in ``rfetch/lua/`` and the ReliableFetch calls built on them, against the
 real session redis-server. Each test sets up keys by hand, runs one script (through
-``rfetch.scripts.Scripts``) and checks every key it may touch."""
+``rfetch.store.commands.Commands``) and checks every key it may touch."""
 
 from __future__ import annotations
 
@@ -8,18 +8,19 @@ import json
 import re
 import threading
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
 
 import pytest
 import redis
 
 from rfetch.client import Client
 from rfetch.config import Config, QueueSpec
-from rfetch.fetch import ReliableFetch, UnitOfWork
-from rfetch.keys import Keys
-from rfetch.payload import loads
-from rfetch.scheduled import BATCH, Poller
-from rfetch.scripts import Scripts
+from rfetch.payload import Routing, loads
+from rfetch.store.commands import Commands
+from rfetch.store.keys import Keys
+from rfetch.worker.fetch import ReliableFetch
+from rfetch.worker.reporting import ErrorReporter
+from rfetch.worker.scheduled import BATCH, Poller
 
 IDENTITY = "testhost:4242:0123456789ab"
 KEYS = Keys()
@@ -30,8 +31,21 @@ def private(queue: str) -> str:
 
 
 @pytest.fixture
-def scripts(r: redis.Redis) -> Scripts:
-    return Scripts.load(r)
+def scripts(r: redis.Redis) -> Commands:
+    return Commands(r, KEYS)
+
+
+@dataclass(frozen=True)
+class Ack:
+    """A finished plain job, as the fetch acknowledges it."""
+
+    queue: str
+    raw: bytes
+    routing: Routing | None = None
+
+
+def poller(config: Config, r: redis.Redis) -> Poller:
+    return Poller(config, Commands(r, Keys(config.namespace)), ErrorReporter([]))
 
 
 def redis_now(r: redis.Redis) -> float:
@@ -52,26 +66,28 @@ def run_order(r: redis.Redis, key: str) -> list[bytes]:
 
 
 def fetch(
-    scripts: Scripts,
+    scripts: Commands,
     r: redis.Redis,
     queues: Sequence[str],
     limit: int,
     fetch_pairs: int | None = None,
     acks: Sequence[tuple[int, bytes]] = (),
 ) -> list[tuple[int, bytes]]:
-    keys: list[str] = []
-    for queue in queues:
-        keys += [KEYS.queue(queue), private(queue)]
-    args: list[Any] = [limit, len(queues) if fetch_pairs is None else fetch_pairs, 0]
-    for pair, raw in acks:
-        args += [pair, raw]
-    reply = scripts.fetch(keys=keys, args=args, client=r)
-    # reply[0] is how many pairs the script looked at; then (pair, payload) pairs.
-    return [(int(reply[i]), reply[i + 1]) for i in range(1, len(reply), 2)]
+    reply = scripts.fetch(
+        queues,
+        {q: KEYS.queue(q) for q in queues},
+        {q: private(q) for q in queues},
+        len(queues) if fetch_pairs is None else fetch_pairs,
+        limit,
+        [],
+        [Ack(queues[pair - 1], raw) for pair, raw in acks],
+    )
+    # (pair, payload) of each job moved, pairs counted from 1.
+    return [(i + 1, raw) for i, raw in reply.jobs]
 
 
 def test_fetch_moves_oldest_first_across_queues_in_the_given_order(
-    scripts: Scripts, r: redis.Redis
+    scripts: Commands, r: redis.Redis
 ) -> None:
     r.lpush("queue:a", b"a1", b"a2", b"a3")  # a1 is the oldest (right end)
     r.lpush("queue:b", b"b1", b"b2")
@@ -85,14 +101,14 @@ def test_fetch_moves_oldest_first_across_queues_in_the_given_order(
     assert lrange(r, private("b")) == [b"b1"]
 
 
-def test_fetch_follows_the_order_it_is_given(scripts: Scripts, r: redis.Redis) -> None:
+def test_fetch_follows_the_order_it_is_given(scripts: Commands, r: redis.Redis) -> None:
     r.lpush("queue:a", b"a1", b"a2")
     r.lpush("queue:b", b"b1", b"b2")
     assert fetch(scripts, r, ["b", "a"], 3) == [(1, b"b1"), (1, b"b2"), (2, b"a1")]
     assert lrange(r, "queue:a") == [b"a2"]
 
 
-def test_fetch_skips_empty_queues_and_stops_at_the_limit(scripts: Scripts, r: redis.Redis) -> None:
+def test_fetch_skips_empty_queues_and_stops_at_the_limit(scripts: Commands, r: redis.Redis) -> None:
     r.lpush("queue:c", *[f"c{i}".encode() for i in range(10)])
     assert fetch(scripts, r, ["a", "b", "c"], 2) == [(3, b"c0"), (3, b"c1")]
     assert r.llen("queue:c") == 8
@@ -101,7 +117,7 @@ def test_fetch_skips_empty_queues_and_stops_at_the_limit(scripts: Scripts, r: re
     assert r.llen(private("c")) == 2
 
 
-def test_fetch_takes_only_from_the_first_pairs(scripts: Scripts, r: redis.Redis) -> None:
+def test_fetch_takes_only_from_the_first_pairs(scripts: Commands, r: redis.Redis) -> None:
     r.lpush("queue:a", b"a1")
     r.lpush("queue:paused", b"p1")
     assert fetch(scripts, r, ["a", "paused"], 5, fetch_pairs=1) == [(1, b"a1")]
@@ -110,7 +126,7 @@ def test_fetch_takes_only_from_the_first_pairs(scripts: Scripts, r: redis.Redis)
 
 
 def test_fetch_acknowledges_exact_bytes_once_before_fetching(
-    scripts: Scripts, r: redis.Redis
+    scripts: Commands, r: redis.Redis
 ) -> None:
     r.rpush(private("a"), b"x", b"y", b"x")
     r.rpush(private("b"), b"x")
@@ -131,14 +147,15 @@ def test_concurrent_fetches_take_every_job_exactly_once(r: redis.Redis, config: 
     def worker(n: int) -> None:
         client = redis.Redis.from_url(config.redis_url)
         try:
-            own = Scripts.load(client)
+            own = Commands(client, KEYS)
             taken: list[bytes] = []
-            keys = [KEYS.queue("a"), KEYS.private(f"h:{n}:0123456789ab", "a")]
+            public = {"a": KEYS.queue("a")}
+            mine = {"a": KEYS.private(f"h:{n}:0123456789ab", "a")}
             while True:
-                reply = own.fetch(keys=keys, args=[7, 1, 0], client=client)
-                if len(reply) <= 1:  # only the count of pairs looked at
+                reply = own.fetch(["a"], public, mine, 1, 7, [], [])
+                if not reply.jobs:
                     break
-                taken += reply[2::2]
+                taken += [raw for _, raw in reply.jobs]
             results[n] = taken
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
@@ -161,18 +178,12 @@ def test_concurrent_fetches_take_every_job_exactly_once(r: redis.Redis, config: 
 # -- requeue.lua ----------------------------------------------------------------------------
 
 
-def requeue(scripts: Scripts, r: redis.Redis, queue: str, raws: Sequence[bytes]) -> int:
-    return int(
-        scripts.requeue(
-            keys=[private(queue), KEYS.queue(queue), KEYS.queues],
-            args=[queue, KEYS.prefix, *raws],
-            client=r,
-        )
-    )
+def requeue(scripts: Commands, r: redis.Redis, queue: str, raws: Sequence[bytes]) -> int:
+    return scripts.requeue(private(queue), queue, [(raw, None) for raw in raws])
 
 
 def test_requeue_pushes_back_only_held_jobs_to_the_head_in_order(
-    scripts: Scripts, r: redis.Redis
+    scripts: Commands, r: redis.Redis
 ) -> None:
     r.lpush(private("q"), b"a", b"b", b"c")
     r.lpush("queue:q", b"older", b"newer")
@@ -183,21 +194,21 @@ def test_requeue_pushes_back_only_held_jobs_to_the_head_in_order(
     assert r.smembers("queues") == {b"q"}
 
 
-def test_requeue_of_nothing_held_changes_nothing(scripts: Scripts, r: redis.Redis) -> None:
+def test_requeue_of_nothing_held_changes_nothing(scripts: Commands, r: redis.Redis) -> None:
     r.lpush(private("q"), b"a")
     assert requeue(scripts, r, "q", [b"gone", b"also-gone"]) == 0
     assert r.exists("queue:q", "queues") == 0
     assert lrange(r, private("q")) == [b"a"]
 
 
-def test_requeue_counts_identical_payloads(scripts: Scripts, r: redis.Redis) -> None:
+def test_requeue_counts_identical_payloads(scripts: Commands, r: redis.Redis) -> None:
     r.lpush(private("q"), b"same", b"same")
     assert requeue(scripts, r, "q", [b"same", b"same", b"same"]) == 2
     assert lrange(r, "queue:q") == [b"same", b"same"]
     assert r.exists(private("q")) == 0
 
 
-def test_requeue_re_adds_the_queue_to_queues(scripts: Scripts, r: redis.Redis) -> None:
+def test_requeue_re_adds_the_queue_to_queues(scripts: Commands, r: redis.Redis) -> None:
     r.sadd("queues", "other")
     r.lpush(private("q"), b"a")
     assert requeue(scripts, r, "q", [b"a"]) == 1
@@ -208,7 +219,7 @@ def test_requeue_re_adds_the_queue_to_queues(scripts: Scripts, r: redis.Redis) -
 
 
 def settle(
-    scripts: Scripts,
+    scripts: Commands,
     r: redis.Redis,
     raw: bytes,
     zset: str,
@@ -219,20 +230,12 @@ def settle(
 ) -> int:
     return int(
         scripts.settle(
-            keys=[private("q"), zset],
-            args=[
-                raw,
-                repr(score),
-                stored,
-                "" if trim_before is None else repr(trim_before),
-                "" if cap is None else str(cap),
-            ],
-            client=r,
+            private("q"), "q", raw, zset, score, stored, None, trim_before=trim_before, cap=cap
         )
     )
 
 
-def test_settle_writes_only_when_the_job_is_still_ours(scripts: Scripts, r: redis.Redis) -> None:
+def test_settle_writes_only_when_the_job_is_still_ours(scripts: Commands, r: redis.Redis) -> None:
     r.lpush(private("q"), b"other", b"raw")
     assert settle(scripts, r, b"raw", "retry", 1234.5, '{"retry_count":0}') == 1
     assert r.zrange("retry", 0, -1, withscores=True) == [(b'{"retry_count":0}', 1234.5)]
@@ -245,21 +248,21 @@ def test_settle_writes_only_when_the_job_is_still_ours(scripts: Scripts, r: redi
     assert r.exists("dead") == 0
 
 
-def test_settle_trims_dead_entries_older_than_the_cutoff(scripts: Scripts, r: redis.Redis) -> None:
+def test_settle_trims_dead_entries_older_than_the_cutoff(scripts: Commands, r: redis.Redis) -> None:
     r.zadd("dead", {"d100": 100, "d200": 200, "d250": 250, "d300": 300})
     r.lpush(private("q"), b"raw")
     assert settle(scripts, r, b"raw", "dead", 1000.0, "new", trim_before=250.0) == 1
     assert r.zrange("dead", 0, -1) == [b"d250", b"d300", b"new"]
 
 
-def test_settle_caps_the_dead_set_keeping_the_newest(scripts: Scripts, r: redis.Redis) -> None:
+def test_settle_caps_the_dead_set_keeping_the_newest(scripts: Commands, r: redis.Redis) -> None:
     r.zadd("dead", {f"d{i}": i for i in range(1, 6)})
     r.lpush(private("q"), b"raw")
     assert settle(scripts, r, b"raw", "dead", 10.0, "new", trim_before=0.0, cap=3) == 1
     assert r.zrange("dead", 0, -1) == [b"d4", b"d5", b"new"]
 
 
-def test_settle_without_limits_trims_nothing(scripts: Scripts, r: redis.Redis) -> None:
+def test_settle_without_limits_trims_nothing(scripts: Commands, r: redis.Redis) -> None:
     r.zadd("retry", {"r1": 1, "r2": 2})
     r.lpush(private("q"), b"raw")
     assert settle(scripts, r, b"raw", "retry", 3.0, "new") == 1
@@ -270,16 +273,13 @@ def test_settle_without_limits_trims_nothing(scripts: Scripts, r: redis.Redis) -
 
 
 def enqueue_due(
-    scripts: Scripts, r: redis.Redis, zset: str = "schedule", limit: int = 100, ns: str = ""
+    scripts: Commands, r: redis.Redis, zset: str = "schedule", limit: int = 100, ns: str = ""
 ) -> int:
-    return int(
-        scripts.enqueue_due(
-            keys=[ns + zset, ns + "queues", ns + "dead"], args=[ns + "queue:", limit], client=r
-        )
-    )
+    commands = scripts if not ns else Commands(r, Keys(ns.rstrip(":")))
+    return commands.enqueue_due(ns + zset, limit)
 
 
-def test_enqueue_due_moves_only_jobs_due_by_redis_time(scripts: Scripts, r: redis.Redis) -> None:
+def test_enqueue_due_moves_only_jobs_due_by_redis_time(scripts: Commands, r: redis.Redis) -> None:
     now = redis_now(r)
     past = '{"class":"X","args":[1],"queue":"q","jid":"past"}'
     future = '{"class":"X","args":[2],"queue":"q","jid":"future"}'
@@ -316,7 +316,7 @@ NOW = r"(\d{10}\.\d{6})"
 )
 @pytest.mark.parametrize("old", ["1700000001.5", "1700000001500", "null", "-1e3"])
 def test_enqueue_due_sets_enqueued_at_in_place_keeping_every_other_byte(
-    scripts: Scripts, r: redis.Redis, before: str, after: str, old: str
+    scripts: Commands, r: redis.Redis, before: str, after: str, old: str
 ) -> None:
     original = before + old + after
     parsed_original = json.loads(original)
@@ -336,7 +336,7 @@ def test_enqueue_due_sets_enqueued_at_in_place_keeping_every_other_byte(
     assert loads(moved)["enqueued_at"] == float(match.group(1))
 
 
-def test_enqueue_due_adds_enqueued_at_when_missing(scripts: Scripts, r: redis.Redis) -> None:
+def test_enqueue_due_adds_enqueued_at_when_missing(scripts: Commands, r: redis.Redis) -> None:
     original = HEAD + "}"
     t0 = redis_now(r)
     r.zadd("schedule", {original: t0 - 1})
@@ -350,7 +350,7 @@ def test_enqueue_due_adds_enqueued_at_when_missing(scripts: Scripts, r: redis.Re
 
 
 def test_enqueue_due_moves_at_most_the_limit_per_call_oldest_first(
-    scripts: Scripts, r: redis.Redis
+    scripts: Commands, r: redis.Redis
 ) -> None:
     now = redis_now(r)
     r.zadd("schedule", {json.dumps({"class": "X", "queue": "q", "jid": i}): now - 1000 + i
@@ -361,7 +361,7 @@ def test_enqueue_due_moves_at_most_the_limit_per_call_oldest_first(
 
 
 def test_poller_moves_more_than_one_batch_from_both_sets(
-    scripts: Scripts, r: redis.Redis, config: Config
+    scripts: Commands, r: redis.Redis, config: Config
 ) -> None:
     now = redis_now(r)
     r.zadd("schedule", {json.dumps({"class": "S", "queue": "a", "jid": i}): now - 500 + i
@@ -369,7 +369,7 @@ def test_poller_moves_more_than_one_batch_from_both_sets(
     r.zadd("schedule", {json.dumps({"class": "S", "queue": "a", "jid": "later"}): now + 3600})
     r.zadd("retry", {json.dumps({"class": "R", "queue": "b", "jid": i}): now - 500 + i
                      for i in range(BATCH)})
-    moved = Poller(config, r, scripts).enqueue_due()
+    moved = poller(config, r).enqueue_due()
     assert moved == 3 * BATCH + 50
     assert [json.loads(raw)["jid"] for raw in run_order(r, "queue:a")] == list(
         range(2 * BATCH + 50)
@@ -380,11 +380,11 @@ def test_poller_moves_more_than_one_batch_from_both_sets(
     assert r.smembers("queues") == {b"a", b"b"}
 
 
-def test_poller_uses_the_namespace(scripts: Scripts, r: redis.Redis, config: Config) -> None:
+def test_poller_uses_the_namespace(scripts: Commands, r: redis.Redis, config: Config) -> None:
     now = redis_now(r)
     r.zadd("ns:schedule", {'{"class":"X","queue":"q"}': now - 1})
     r.zadd("schedule", {'{"class":"Other","queue":"q"}': now - 1})
-    assert Poller(config.replace(namespace="ns"), r, scripts).enqueue_due() == 1
+    assert poller(config.replace(namespace="ns"), r).enqueue_due() == 1
     assert r.llen("ns:queue:q") == 1 and r.smembers("ns:queues") == {b"q"}
     assert r.zcard("schedule") == 1 and r.exists("queue:q", "queues") == 0
 
@@ -401,7 +401,7 @@ def test_poller_uses_the_namespace(scripts: Scripts, r: redis.Redis, config: Con
     ],
 )
 def test_enqueue_due_sends_unusable_members_to_the_dead_set(
-    scripts: Scripts, r: redis.Redis, member: bytes
+    scripts: Commands, r: redis.Redis, member: bytes
 ) -> None:
     t0 = redis_now(r)
     good = '{"class":"X","queue":"q"}'
@@ -419,9 +419,9 @@ def test_enqueue_due_sends_unusable_members_to_the_dead_set(
 
 
 @pytest.fixture
-def reliable(config: Config, r: redis.Redis, scripts: Scripts) -> ReliableFetch:
+def reliable(config: Config, r: redis.Redis, scripts: Commands) -> ReliableFetch:
     two_queues = config.replace(queues=[QueueSpec("a"), QueueSpec("b")])
-    return ReliableFetch(two_queues, r, IDENTITY, scripts)
+    return ReliableFetch(two_queues, Commands(r, KEYS), IDENTITY)
 
 
 @pytest.fixture
@@ -515,7 +515,7 @@ def test_requeue_unheld_counts_identical_payloads(
     same = b'{"class":"X","queue":"a","args":[]}'
     r.lpush("queue:a", same, same, same)
     units = reliable.retrieve_work(3)
-    assert reliable.requeue_unheld([units[0], UnitOfWork("a", same, private("a"))], "test") == 1
+    assert reliable.requeue_unheld([units[0], reliable.unit("a", same)], "test") == 1
     assert lrange(r, private("a")) == [same, same]
     assert lrange(r, "queue:a") == [same]
 
@@ -524,13 +524,13 @@ def test_the_poller_counts_processes_once_a_minute(
     config: Config, r: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Sidekiq's interval is ``processes x 5 s``; the count is read at most every
-    PROCESS_COUNT_TTL seconds, not on every poll (an idle worker's commands, issue #4)."""
-    from rfetch import scheduled
+    PROCESS_COUNT_TTL seconds, not on every poll (an idle worker's commands)."""
+    from rfetch.worker import scheduled
 
     r.sadd("processes", "a", "b", "c")
     clock = [1000.0]
     monkeypatch.setattr(scheduled.time, "monotonic", lambda: clock[0])
-    poller = Poller(config, r, Scripts.load(r))
+    poller = Poller(config, Commands(r, KEYS), ErrorReporter([]))
     before = _calls(r, "scard")
     waits = [poller.interval() for _ in range(20)]
     assert all(7.5 <= w <= 22.5 for w in waits), "3 processes x 5 s, in [0.5x, 1.5x]"

@@ -1,4 +1,4 @@
-"""The worker process's lifecycle (issue #2), with real ``rfetch worker`` subprocesses and
+"""The worker process's lifecycle, with real ``rfetch worker`` subprocesses and
 real signals: quiet (TSTP), shutdown with push-back (TERM/INT, a second TERM), TTIN stack
 dumps, the heartbeat and remote signals, the process title, strict and weighted queue
 order, and a Redis outage while working.
@@ -26,7 +26,8 @@ from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.version import __version__
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, wait_for
+from tests.support.wait import wait_for
+from tests.support.workers import WorkerProcess
 
 WORKER_ENV = {
     "RFETCH_HEARTBEAT_INTERVAL": "0.5",
@@ -168,7 +169,8 @@ def test_tstp_finishes_running_jobs_and_takes_no_new_ones(
     later = [push(client, "Noop", [n]) for n in range(3)]
 
     wait_for(lambda: record.has("done", long_jid, worker.pid), 10, "the running job to finish")
-    # Long enough for a blocking fetch (1 s) and two heartbeats to have happened.
+    # A negative (no new job is taken, the process does not end) needs a span: long enough
+    # for a blocking fetch (1 s) and two heartbeats to have happened.
     time.sleep(1.5)
     assert worker.proc.poll() is None, "TSTP must not end the process"
     assert sorted(json.loads(raw)["jid"] for raw in lrange(r, "queue:default")) == sorted(later)
@@ -228,7 +230,7 @@ def test_second_term_stops_at_once_and_still_pushes_back(
     started = time.monotonic()
     worker.signal(signal.SIGTERM)
     wait_for(lambda: title(worker).endswith(" stopping"), 5, "the title to show stopping")
-    time.sleep(0.5)
+    time.sleep(0.5)  # a negative: the process must not exit within this span
     assert worker.proc.poll() is None, "the first TERM waits for the running job"
     worker.signal(signal.SIGTERM)
     assert worker.wait(EXIT_WAIT) == 0, worker.log()
@@ -440,19 +442,26 @@ def test_weighted_queues_interleave_and_favour_the_heavier(
 # -- Redis outage ------------------------------------------------------------------------------
 
 
-def restart_redis(server: RedisServer, down_for: float) -> None:
-    """Stop the server gracefully, wait, start it again on the same port and directory (the
-    AOF brings the data back)."""
+def clients_of(server: RedisServer) -> tuple[redis.Redis, Client]:
+    """A Redis client of ``server`` (5 s socket timeout) and an rfetch client on it."""
+    r = server.client(socket_timeout=5)
+    return r, Client(Config(redis_url=server.url), r)
+
+
+def restart_redis(server: RedisServer, down_until: Callable[[], bool], what: str) -> None:
+    """Stop the server gracefully, wait until ``down_until()`` holds (for 20 s at most),
+    start it again on the same port and directory (the AOF brings the data back)."""
     server.stop()
-    time.sleep(down_for)
-    server.start()
+    try:
+        wait_for(down_until, 20, what)
+    finally:
+        server.start()
 
 
 def test_worker_survives_a_redis_restart_without_losing_jobs(
     start_worker: StartWorker, own_redis: RedisServer, record: Record
 ) -> None:
-    r = own_redis.client(socket_timeout=5)
-    client = Client(Config(redis_url=own_redis.url), r)
+    r, client = clients_of(own_redis)
     worker = start_worker("-c", "2", "-t", "5", server=own_redis)
     ident = worker.identity(r)
     before = [push(client, "Noop", [n]) for n in range(5)]
@@ -467,11 +476,18 @@ def test_worker_survives_a_redis_restart_without_losing_jobs(
     )
     r.close()
 
-    restart_redis(own_redis, down_for=3)
+    # Down until the sleepers have finished and the worker has seen the outage in its fetch
+    # and in its heartbeat.
+    restart_redis(
+        own_redis,
+        lambda: all(record.has("done", jid) for jid in sleepers)
+        and "Redis unreachable, fetch paused" in worker.log()
+        and "heartbeat failed, Redis unreachable" in worker.log(),
+        "the sleepers to finish and the worker to see the outage",
+    )
     assert worker.proc.poll() is None, worker.log()
 
-    r = own_redis.client(socket_timeout=5)
-    client = Client(Config(redis_url=own_redis.url), r)
+    r, client = clients_of(own_redis)
     after = [push(client, "Noop", [n]) for n in range(5)]
     everything = [*before, *sleepers, *after]
     assert len(everything) == 12
@@ -496,17 +512,17 @@ def test_worker_survives_a_redis_restart_without_losing_jobs(
 def test_job_finishing_during_a_redis_outage_is_not_run_again(
     start_worker: StartWorker, own_redis: RedisServer, record: Record
 ) -> None:
-    r = own_redis.client(socket_timeout=5)
-    client = Client(Config(redis_url=own_redis.url), r)
+    r, client = clients_of(own_redis)
     worker = start_worker("-c", "2", "-t", "5", server=own_redis)
     jid = push(client, "Sleep", [1.5])
     wait_for(lambda: record.has("start", jid, worker.pid), 10, "the job to start")
     r.close()
-    restart_redis(own_redis, down_for=2.5)  # the job finishes while Redis is down
+    # Down until the job has finished: it finishes while Redis is down.
+    restart_redis(own_redis, lambda: record.has("done", jid), "the job to finish")
     assert record.has("done", jid)
 
-    r = own_redis.client(socket_timeout=5)
-    marker = push(Client(Config(redis_url=own_redis.url), r), "Noop", [])
+    r, client = clients_of(own_redis)
+    marker = push(client, "Noop", [])
     wait_for(lambda: record.has("done", marker), 10, "a job pushed after the restart")
     wait_for(lambda: hash_field(r, worker.identity(r), "busy") == "0", 5, "an idle worker")
     stop(worker)

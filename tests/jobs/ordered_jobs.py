@@ -1,4 +1,4 @@
-"""Jobs with ordering keys for the real-process tests of issue #5 (``-r ordered_jobs``).
+"""Jobs with ordering keys for the real-process tests of ordering keys (``-r ordered_jobs``).
 
 Evidence goes through ``chaos_jobs.record`` (one O_APPEND file per process under
 ``RFETCH_CHAOS_DIR``): ``start``/``done``/``fail`` lines whose extra field is

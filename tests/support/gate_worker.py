@@ -1,37 +1,42 @@
-"""An rfetch worker's parts wired in the test process (:class:`Worker`, driven one job at a
-time or as a running pool), and jobs that record their runs, for the step-by-step tests of
-retries, error reporting, ordering keys, tenants and their API and web views.
+"""The in-process harness: an rfetch worker's parts wired in the test process
+(:class:`Worker`, driven one job at a time or as a running pool; :class:`LaunchedWorker`, a
+real ``Launcher`` whose manager runs in threads), and jobs that record their runs, for the
+step-by-step tests of retries, error reporting, ordering keys, tenants and their API and web
+views.
 
-``clear_runs`` is a fixture (registered in ``tests/conftest.py``); a module that uses
-``RAN``/``FAIL`` marks itself with ``pytest.mark.usefixtures("clear_runs")``.
+Fixtures (this module is a pytest plugin, registered in ``tests/conftest.py``; a module may
+override ``cfg`` and ``worker`` with its own):
+
+- ``clear_runs`` empties ``RAN``/``FAIL``; a module that uses them marks itself with
+  ``pytest.mark.usefixtures("clear_runs")``.
+- ``cfg``: settings on the session redis-server (flushed), queue ``q``, 0.2 s blocking fetch.
+- ``worker``: a :class:`Worker` on ``cfg`` running the recording jobs.
+- ``launch``: builds :class:`LaunchedWorker` objects, all stopped after the test.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import redis
 
 import rfetch
 from rfetch.client import Client
-from rfetch.config import Config
-from rfetch.connection import connect
-from rfetch.fetch import ReliableFetch, UnitOfWork
-from rfetch.heartbeat import make_identity
+from rfetch.config import Config, QueueSpec
 from rfetch.job import RetryDecision
-from rfetch.keys import Keys
-from rfetch.manager import Manager
-from rfetch.processor import Processor
-from rfetch.registry import Registry
-from rfetch.retry import JobRetry
-from rfetch.scheduled import Poller
-from rfetch.scripts import Scripts
-from rfetch.stats import Stats
+from rfetch.store.connection import connect
+from rfetch.worker.fetch import ReliableFetch
+from rfetch.worker.launcher import Launcher
+from rfetch.worker.manager import Manager
+from rfetch.worker.recovery import OrphanRecovery
+from rfetch.worker.registry import Registry
+from rfetch.worker.unit import UnitOfWork
+from tests.support.redis_server import RedisServer
 
 RAN: list[tuple[str, Any]] = []
 """(class name, args) of every run of the jobs below."""
@@ -74,7 +79,8 @@ JOBS: list[type[rfetch.Job]] = [Step, Skipper, ByPost]
 
 
 class Worker:
-    """One worker's parts, wired as ``rfetch.launcher.Launcher`` wires them.
+    """One worker's parts, wired by ``rfetch.worker.launcher.Launcher`` (never run: its
+    parts are driven one job at a time, or as a pool with :meth:`pool`, once).
 
     Args:
         config: the settings.
@@ -84,17 +90,20 @@ class Worker:
     def __init__(self, config: Config, classes: Sequence[type[rfetch.Job]] = JOBS) -> None:
         self.config = config
         self.redis = connect(config)
-        self.identity = make_identity()
-        self.keys = Keys(config.namespace)
-        self.scripts = Scripts.load(self.redis)
-        self.fetch = ReliableFetch(config, self.redis, self.identity, self.scripts)
-        self.stats = Stats(self.keys)
-        self.job_retry = JobRetry(config, self.fetch)
-        self.processor = Processor(
-            config, self.fetch, Registry(classes), self.job_retry, self.stats
-        )
-        self.poller = Poller(config, self.redis, self.scripts)
+        self.launcher = Launcher(config, Registry(classes), redis=self.redis)
+        self.identity = self.launcher.identity
+        self.keys = self.launcher.keys
+        self.commands = self.launcher.commands
+        self.fetch = self.launcher.fetch
+        self.stats = self.launcher.stats
+        self.job_retry = self.launcher.job_retry
+        self.processor = self.launcher.processor
+        self.poller = self.launcher.poller
         self.client = Client(config, self.redis)
+
+    def other_process(self, identity: str = "someone-else:1:000000000000") -> OrphanRecovery:
+        """The orphan recovery of another process (``identity``) on the same Redis."""
+        return Launcher(self.config, Registry([]), redis=self.redis, identity=identity).recovery
 
     def take(self) -> UnitOfWork:
         units = self.fetch.retrieve_work(1)
@@ -115,14 +124,12 @@ class Worker:
 
     def private_lengths(self) -> int:
         """Jobs in this worker's private lists."""
-        return sum(
-            int(self.redis.llen(self.fetch.private_key(q.name))) for q in self.config.queues
-        )
+        return private_lengths(self.fetch)
 
     @contextmanager
     def pool(self) -> Iterator[Manager]:
         """The pool and the poller in threads, as a worker process runs them."""
-        manager = Manager(self.config, self.fetch, self.processor)
+        manager = self.launcher.manager
         stop = threading.Event()
         poller = threading.Thread(target=self.poller.run, args=(stop,), daemon=True)
         manager.start()
@@ -145,14 +152,95 @@ def clear_runs() -> Iterator[None]:
     FAIL.clear()
 
 
+def private_lengths(fetch: ReliableFetch) -> int:
+    """Jobs in the private lists of ``fetch``'s process, over its configured queues."""
+    return sum(int(fetch.redis.llen(fetch.private_key(q.name))) for q in fetch.config.queues)
+
+
+class LaunchedWorker:
+    """A real ``Launcher`` built in this process, for what the launcher wires (error
+    reporting, the manager's sweeps): its manager's threads run after :meth:`start`; no
+    signal handlers, heartbeat or orphan recovery.
+
+    Args:
+        config: the settings.
+        classes: the job classes it may run.
+    """
+
+    def __init__(self, config: Config, classes: Sequence[type[rfetch.Job]] = JOBS) -> None:
+        self.launcher = Launcher(config, Registry(classes))
+        self.client = Client(config, self.launcher.redis)
+
+    def start(self) -> None:
+        """Start the manager's processor threads and fetcher."""
+        self.launcher.manager.start()
+
+    def stop(self) -> None:
+        """End the pool (pushing back what it holds) and close the connection."""
+        self.launcher.manager.finish()
+        self.launcher.redis.close()
+
+    def private_lengths(self) -> int:
+        """Jobs in this worker's private lists."""
+        return private_lengths(self.launcher.fetch)
+
+
+Launch = Callable[..., LaunchedWorker]
+"""``launch(config, classes=JOBS)``: the ``launch`` fixture's builder."""
+
+
+@pytest.fixture
+def launch() -> Iterator[Launch]:
+    """Build :class:`LaunchedWorker` objects; every one is stopped after the test."""
+    built: list[LaunchedWorker] = []
+
+    def build(config: Config, classes: Sequence[type[rfetch.Job]] = JOBS) -> LaunchedWorker:
+        built.append(LaunchedWorker(config, classes))
+        return built[-1]
+
+    yield build
+    for launched in built:
+        launched.stop()
+
+
 @contextmanager
-def running(config: Config) -> Iterator[Worker]:
+def running(config: Config, classes: Sequence[type[rfetch.Job]] = JOBS) -> Iterator[Worker]:
     """A :class:`Worker` for ``config``, its connection closed afterwards."""
-    w = Worker(config)
+    w = Worker(config, classes)
     try:
         yield w
     finally:
         w.redis.close()
+
+
+@pytest.fixture
+def cfg(redis_server: RedisServer, r: redis.Redis) -> Config:
+    """Settings on the session server (flushed by ``r``): queue ``q``, 0.2 s blocking fetch."""
+    return Config(redis_url=redis_server.url, queues=[QueueSpec("q")], block_timeout=0.2)
+
+
+@pytest.fixture
+def worker(cfg: Config) -> Iterator[Worker]:
+    """A :class:`Worker` on ``cfg`` with the recording jobs."""
+    with running(cfg) as w:
+        yield w
+
+
+T = TypeVar("T")
+
+
+def broken_once(real: Callable[..., T], error: BaseException) -> Callable[..., T]:
+    """``real``, except that its first call raises ``error``: a bug injected into one of the
+    worker's parts (put in place with ``monkeypatch.setattr``)."""
+    calls: list[int] = []
+
+    def call(*args: Any, **kwargs: Any) -> T:
+        calls.append(1)
+        if len(calls) == 1:
+            raise error
+        return real(*args, **kwargs)
+
+    return call
 
 
 def push(w: Worker, key: str | None, *args: Any, cls: type[rfetch.Job] = Step, **opts: Any) -> str:

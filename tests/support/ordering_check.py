@@ -1,4 +1,4 @@
-"""Check order and overlap per ordering key from the evidence the jobs wrote (issue #5).
+"""Check order and overlap per ordering key from the evidence the jobs wrote (ordering keys).
 
 Used by the real-process tests (``tests/integration/test_ordering_workers.py``,
 ``tests/chaos/test_ordering_chaos.py``) and by ``benchmarks/ordering.py``. The evidence is

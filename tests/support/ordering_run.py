@@ -1,4 +1,4 @@
-"""One ordered-jobs chaos run (issue #5), shared by ``tests/chaos/test_ordering_chaos.py``
+"""One ordered-jobs chaos run, shared by ``tests/chaos/test_ordering_chaos.py``
 and ``benchmarks/ordering.py``.
 
 Pushes ``keys x per_key`` jobs of ``ordered_jobs.Ordered`` (a share of them failing once),
@@ -21,9 +21,8 @@ import redis
 
 from rfetch.client import Client
 from rfetch.config import Config
-from tests.chaos.harness import FAST_ENV
 from tests.support.ordering_check import OrderReport, check_order, read_runs
-from tests.support.workers import WorkerProcess
+from tests.support.workers import FAST_ENV, WorkerProcess
 
 
 @dataclass

@@ -1,22 +1,33 @@
-"""Run real ``rfetch worker`` processes for integration tests."""
+"""The worker-process harness: real ``rfetch worker`` subprocesses for the integration and
+chaos tests (jobs from ``tests/jobs``)."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import redis
 
+from tests.support.process import RfetchProcess
+from tests.support.wait import wait_for
+
 JOBS_DIR = Path(__file__).resolve().parent.parent / "jobs"
 
+FAST_ENV: dict[str, str] = {
+    "RFETCH_HEARTBEAT_INTERVAL": "0.5",
+    "RFETCH_HEARTBEAT_TTL": "2",
+    "RFETCH_ORPHAN_CHECK_INTERVAL": "1",
+    "RFETCH_POLL_INTERVAL_AVERAGE": "0.5",
+    "RFETCH_POLL_INITIAL_WAIT": "0",
+    "RFETCH_BLOCK_TIMEOUT": "0.3",
+}
+"""Small intervals for subprocess workers: a kill -9 is recovered within about
+TTL (2 s) + check interval (0.5-1.5 s) + second look (1.5 s)."""
 
-class WorkerProcess:
-    """One ``rfetch worker`` subprocess; its log goes to a file."""
+
+class WorkerProcess(RfetchProcess):
+    """One ``rfetch worker`` subprocess (``args`` after ``worker``), run from ``tests/jobs``
+    so that ``-r <module>`` finds the test jobs; its log goes to a file."""
 
     def __init__(
         self,
@@ -25,57 +36,27 @@ class WorkerProcess:
         env: dict[str, str] | None = None,
         log_dir: Path | None = None,
     ) -> None:
-        self.log_path = (log_dir or Path("/tmp")) / f"worker-{time.monotonic_ns()}.log"
-        full_env = {**os.environ, "REDIS_URL": redis_url, "PYTHONPATH": str(JOBS_DIR)}
-        full_env.update(env or {})
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in wait/kill
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rfetch.cli", "worker", *args],
-            env=full_env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            cwd=str(JOBS_DIR),
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def signal(self, sig: signal.Signals) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-
-    def kill(self) -> None:
-        self.signal(signal.SIGKILL)
-        self.proc.wait(10)
-        self._log.close()
-
-    def wait(self, timeout: float) -> int:
-        code = self.proc.wait(timeout)
-        self._log.close()
-        return code
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
+        jobs_env = {"PYTHONPATH": str(JOBS_DIR), **(env or {})}
+        super().__init__("worker", args, redis_url, jobs_env, log_dir, cwd=JOBS_DIR)
 
     def identity(self, client: redis.Redis, timeout: float = 15.0) -> str:
-        """Wait for this process's heartbeat and return its identity."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        """Wait for this process's heartbeat and return its identity.
+
+        Raises:
+            RuntimeError: the worker exited first.
+            AssertionError: no heartbeat within ``timeout`` seconds.
+        """
+        found: list[str] = []
+
+        def beating() -> bool:
             for member in client.smembers("processes"):
                 ident = member.decode()
                 if ident.split(":")[-2] == str(self.pid):
-                    return ident
+                    found.append(ident)
+                    return True
             if self.proc.poll() is not None:
                 raise RuntimeError(f"worker exited early:\n{self.log()}")
-            time.sleep(0.05)
-        raise TimeoutError(f"no heartbeat from worker {self.pid}:\n{self.log()}")
+            return False
 
-
-def wait_for(condition: Callable[[], bool], timeout: float, what: str, step: float = 0.05) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(step)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        wait_for(beating, timeout, lambda: f"a heartbeat from worker {self.pid}:\n{self.log()}")
+        return found[0]

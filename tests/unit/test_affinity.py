@@ -1,4 +1,4 @@
-"""CPU affinity (issue #4): the CPU list format, the slot files that spread the worker
+"""CPU affinity: the CPU list format, the slot files that spread the worker
 processes of a host over its CPUs, and the cases where ``auto`` leaves placement alone.
 Pinning a real process is tested in tests/integration/test_affinity_worker.py (here it
 would pin the test process itself)."""

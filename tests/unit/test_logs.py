@@ -24,6 +24,7 @@ from rfetch.logs import (
     LogWriter,
     TextFormatter,
 )
+from tests.support.wait import wait_for
 
 JID = "0123456789abcdef01234567"
 
@@ -157,9 +158,7 @@ def test_an_idle_writer_writes_a_line_at_once() -> None:
     writer.start()
     try:
         items.put(_event("alone"))
-        deadline = time.monotonic() + 5
-        while "alone" not in stream.getvalue() and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(lambda: "alone" in stream.getvalue(), 5, "the line to be written", step=0.01)
         assert stream.getvalue().endswith("INFO: alone\n")
     finally:
         writer.stop()
@@ -172,13 +171,16 @@ def test_a_busy_writer_gathers_lines_and_stop_writes_them() -> None:
     for i in range(BUSY_BATCH * 2):  # waiting before the writer starts: one batch
         items.put(_event(f"burst {i}"))
     writer.start()
-    deadline = time.monotonic() + 5
-    while stream.getvalue().count("\n") < BUSY_BATCH and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(
+        lambda: stream.getvalue().count("\n") >= BUSY_BATCH,
+        5,
+        "the first batch to be written",
+        step=0.01,
+    )
     written = stream.getvalue().count("\n")
     assert written >= BUSY_BATCH
     items.put(_event("late"))
-    time.sleep(0.3)
+    time.sleep(0.3)  # a negative: the line must not be written within this span
     assert "late" not in stream.getvalue(), "a busy writer waits instead of waking per line"
     started = time.monotonic()
     writer.stop()

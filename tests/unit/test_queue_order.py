@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from rfetch.config import Config, QueueSpec
-from rfetch.fetch import QueueOrder
+from rfetch.worker.queue_order import QueueOrder
 
 
 def order_for(*queues: str, strict: bool | None = None, seed: int = 1) -> QueueOrder:

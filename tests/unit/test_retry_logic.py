@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from rfetch.retry import (
+from rfetch.worker.retry import (
     backoff_seconds,
     compress_backtrace,
     decompress_backtrace,

@@ -10,7 +10,8 @@ from werkzeug.test import Client
 
 from rfetch.api import Api
 from rfetch.web.formatting import entry_key
-from tests.web.conftest import IDENTITY, add_process, failed, flash, jid_of, payload, post, text
+from tests.support.seed import jid_of
+from tests.support.web import IDENTITY, add_process, failed, flash, payload, post, text
 
 
 def queue_jids(r: redis.Redis, name: str = "default") -> list[str]:

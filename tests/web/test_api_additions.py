@@ -5,7 +5,8 @@ from __future__ import annotations
 import redis
 
 from rfetch.api import Api, RedisInfo
-from tests.web.conftest import failed, jid_of
+from tests.support.seed import jid_of
+from tests.support.web import failed
 
 
 def test_at_score_returns_every_entry_with_that_score(api: Api, r: redis.Redis) -> None:
@@ -51,7 +52,7 @@ def test_api_with_a_decoding_client(redis_server: object, r: redis.Redis) -> Non
     from werkzeug.test import Client
 
     from rfetch.web import create_app
-    from tests.web.conftest import flash, post
+    from tests.support.web import flash, post
 
     web = Client(create_app(api=api, basic_auth=False))
     assert jid_of(1) in web.get("/dead").get_data(as_text=True)

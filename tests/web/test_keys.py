@@ -1,4 +1,4 @@
-"""The "Keys & tenants" page (issues #5 and #6): held and blocked ordering keys with the
+"""The "Keys & tenants" page (ordering keys, fair tenants): held and blocked ordering keys with the
 blocking job, unblocking through the retry set's actions, tenants and their weight form,
 bounds, CSRF and read-only mode. Jobs are pushed and failed by a real worker's parts."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 import redis
@@ -15,24 +15,18 @@ from markupsafe import escape
 from werkzeug.test import Client
 
 from rfetch.api import Api
-from rfetch.config import Config, QueueSpec
+from rfetch.config import Config
 from rfetch.web import WebApp
-from tests.support.gate_worker import FAIL, Step, Worker, running
-from tests.support.redis_server import RedisServer
-from tests.web.conftest import XSS, flash, post, text, token_of
+from tests.support.gate_worker import FAIL, Step, Worker
+from tests.support.web import XSS, flash, post, text, token_of
 
 pytestmark = pytest.mark.usefixtures("clear_runs")
 
 
 @pytest.fixture
-def config(redis_server: RedisServer, r: redis.Redis) -> Config:
-    return Config(redis_url=redis_server.url, queues=[QueueSpec("q")], block_timeout=0.1)
-
-
-@pytest.fixture
-def worker(config: Config) -> Iterator[Worker]:
-    with running(config) as w:
-        yield w
+def config(cfg: Config) -> Config:
+    """The web app's settings are the in-process worker's (``cfg``, queue ``q``)."""
+    return cfg
 
 
 def push(w: Worker, *args: object, **opts: object) -> str:

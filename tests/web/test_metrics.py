@@ -16,9 +16,13 @@ from rfetch.api import Api
 from rfetch.client import Client as JobClient
 from rfetch.config import Config
 from rfetch.metrics import ApiCollector, WorkerMetrics
+from rfetch.stats import BUCKETS_MS, Stats
+from rfetch.store.keys import Keys
 from tests.support.redis_server import RedisServer, free_port
-from tests.support.workers import WorkerProcess, wait_for
-from tests.web.conftest import add_process, failed, jid_of, payload, text
+from tests.support.seed import jid_of
+from tests.support.wait import wait_for
+from tests.support.web import add_process, failed, payload, text
+from tests.support.workers import WorkerProcess
 
 FAST_ENV = {
     "RFETCH_HEARTBEAT_INTERVAL": "0.3",
@@ -48,10 +52,12 @@ def test_metrics_endpoint(client: Client, r: redis.Redis) -> None:
     add_process(r, busy=2)
     add_process(r, "b:2:bbbbbbbbbbbb", busy=1, quiet=True)
     minute = time.strftime("%Y%m%d%H%M", time.gmtime())
-    r.hset(f"rfetch:metrics:{minute}", mapping={
+    mail_fields = {
         "app.Mail|p": 20, "app.Mail|f": 3, "app.Mail|b0": 10, "app.Mail|b9": 9,
-        "app.Mail|b15": 1,
-    })
+        f"app.Mail|b{len(BUCKETS_MS)}": 1,
+    }
+    r.hset(f"rfetch:metrics:{minute}", mapping=mail_fields)
+    r.hset("rfetch:metrics:totals", mapping=mail_fields)
     response = client.get("/metrics")
     assert response.status_code == 200
     assert response.content_type.startswith("text/plain")
@@ -72,18 +78,74 @@ def test_metrics_endpoint(client: Client, r: redis.Redis) -> None:
     assert got[("rfetch_concurrency", ())] == 10
     assert got[("rfetch_quiet_processes", ())] == 1
     mail = (("class", "app.Mail"),)
-    assert got[("rfetch_class_processed", mail)] == 20
-    assert got[("rfetch_class_failed", mail)] == 3
+    assert got[("rfetch_class_processed_total", mail)] == 20
+    assert got[("rfetch_class_failed_total", mail)] == 3
     bucket = "rfetch_class_duration_seconds_bucket"
     assert got[(bucket, (("class", "app.Mail"), ("le", "0.001")))] == 10
     assert got[(bucket, (("class", "app.Mail"), ("le", "1")))] == 19
     assert got[(bucket, (("class", "app.Mail"), ("le", "60")))] == 19
+    assert got[(bucket, (("class", "app.Mail"), ("le", "3600")))] == 19
     assert got[(bucket, (("class", "app.Mail"), ("le", "+Inf")))] == 20
+    assert got[("rfetch_class_duration_seconds_count", mail)] == 20
     quantile = "rfetch_class_duration_quantile_seconds"
     assert got[(quantile, (("class", "app.Mail"), ("quantile", "0.5")))] == 0.001
     assert got[(quantile, (("class", "app.Mail"), ("quantile", "0.95")))] == 1.0
     assert got[(quantile, (("class", "app.Mail"), ("quantile", "0.99")))] == float("inf")
     assert got[("rfetch_metrics_window_seconds", ())] == 300
+
+
+def flush(stats: Stats, r: redis.Redis) -> None:
+    pipe = r.pipeline()
+    stats.queue_flush(pipe, stats.take())
+    pipe.execute()
+
+
+def test_class_figures_are_counters_that_outlive_the_window(client: Client,
+                                                            r: redis.Redis) -> None:
+    """rate() needs counters that only grow: the per-class figures keep counting when the
+    minute hashes behind the window expire, and add up across flushes."""
+    stats = Stats(Keys())
+    for _ in range(3):
+        stats.record("app.Mail", False, 4.0)
+    stats.record("app.Mail", True, 4.0)
+    flush(stats, r)
+    mail = (("class", "app.Mail"),)
+    got = samples(text(client.get("/metrics")))
+    assert got[("rfetch_class_processed_total", mail)] == 4
+    assert got[("rfetch_class_failed_total", mail)] == 1
+    for key in r.keys("rfetch:metrics:2*"):  # the window's minutes expire...
+        r.delete(key)
+    stats.record("app.Mail", False, 4.0)
+    flush(stats, r)
+    got = samples(text(client.get("/metrics")))
+    assert got[("rfetch_class_processed_total", mail)] == 5  # ...the counter goes on
+    assert got[("rfetch_class_failed_total", mail)] == 1
+    assert got[("rfetch_class_duration_seconds_count", mail)] == 5
+    families = {f.name: f.type for f in text_string_to_metric_families(
+        text(client.get("/metrics")))}
+    assert families["rfetch_class_processed"] == "counter"
+    assert families["rfetch_class_duration_seconds"] == "histogram"
+
+
+def test_jobs_over_a_minute_get_their_own_percentiles(client: Client, api: Api,
+                                                      r: redis.Redis) -> None:
+    """A 90 s job and a 20 min job are told apart (not all "> 60 s")."""
+    stats = Stats(Keys())
+    for _ in range(10):
+        stats.record("app.Report", False, 90_000.0)
+    for _ in range(10):
+        stats.record("app.Export", False, 20 * 60_000.0)
+    flush(stats, r)
+    by_class = {m.job_class: m for m in api.class_metrics(5)}
+    assert by_class["app.Report"].p50_ms == 120_000
+    assert by_class["app.Export"].p99_ms == 1_800_000
+    quantile = "rfetch_class_duration_quantile_seconds"
+    got = samples(text(client.get("/metrics")))
+    assert got[(quantile, (("class", "app.Report"), ("quantile", "0.5")))] == 120
+    assert got[(quantile, (("class", "app.Export"), ("quantile", "0.99")))] == 1800
+    page = text(client.get("/classes?minutes=5"))
+    assert "≤ 2 min" in page and "≤ 30 min" in page
+    assert "&gt; 60 s" not in page
 
 
 def test_collector_window_is_bounded(api: Api) -> None:

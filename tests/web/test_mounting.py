@@ -14,7 +14,8 @@ from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
 from rfetch.web import WebApp, normalize_prefix
-from tests.web.conftest import failed, flash, jid_of, post, text
+from tests.support.seed import jid_of
+from tests.support.web import failed, flash, post, text
 
 
 def links(body: str) -> list[str]:

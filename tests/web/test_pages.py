@@ -12,16 +12,11 @@ import redis
 from werkzeug.test import Client
 
 from rfetch.api import Api
+from rfetch.stats import BUCKETS_MS
 from rfetch.web import WebApp
 from rfetch.web.formatting import DASH, entry_key
-from tests.web.conftest import (
-    IDENTITY,
-    add_process,
-    failed,
-    jid_of,
-    payload,
-    text,
-)
+from tests.support.seed import jid_of
+from tests.support.web import IDENTITY, add_process, failed, payload, text
 
 
 @pytest.fixture
@@ -184,14 +179,14 @@ def test_classes_page_counts_every_place_and_metrics(client: Client, r: redis.Re
     minute = time.strftime("%Y%m%d%H%M", time.gmtime())
     r.hset(f"rfetch:metrics:{minute}",
            mapping={"app.Count|p": 40, "app.Count|f": 4, "app.Count|b3": 38,
-                    "app.Count|b15": 2})
+                    f"app.Count|b{len(BUCKETS_MS)}": 2})
     body = text(client.get("/classes?minutes=5"))
     row = body[body.index("app.Count"):]
     row = row[: row.index("</tr>")]
     cells = re.findall(r'<td class="num[^"]*"[^>]*>(.*?)</td>', row, re.S)
     plain = [re.sub(r"<[^>]+>", "", c).strip() for c in cells]
     assert plain == ["5", DASH, DASH, "1", DASH, "40", "4", "10.0 %", "≤ 10 ms", "≤ 10 ms",
-                     "&gt; 60 s"]
+                     "&gt; 1 h"]
     assert "/dead?class=app.Count" in row
 
 

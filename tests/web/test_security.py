@@ -15,17 +15,8 @@ from werkzeug.test import Client
 from rfetch.api import Api
 from rfetch.web import BasicAuth, WebApp, create_app
 from rfetch.web.formatting import entry_key
-from tests.web.conftest import (
-    IDENTITY,
-    XSS,
-    add_process,
-    failed,
-    jid_of,
-    payload,
-    post,
-    text,
-    token_of,
-)
+from tests.support.seed import jid_of
+from tests.support.web import IDENTITY, XSS, add_process, failed, payload, post, text, token_of
 
 PAGES = ("/", "/busy", "/queues", "/queues/default", "/retries", "/scheduled", "/dead",
          "/classes", "/explain", f"/explain?jid={jid_of(1)}")

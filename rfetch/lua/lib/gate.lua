@@ -1,30 +1,51 @@
--- lib/gate.lua: the ordering-key gate and unique locks (issue #5), shared by every script
--- that moves a keyed or unique job. Included with a "-- #include gate" line (rfetch.scripts),
--- so no rule is written twice.
+-- lib/gate.lua: the ordering-key gate, fair tenants and unique locks, shared by every script
+-- that moves a keyed, unique or tenant job. Included with a "-- #include gate" line
+-- (rfetch.store.commands), so no rule is written twice.
 --
--- Keys are computed from P, the namespace prefix ("" or "<ns>:"), with the formats of
--- rfetch/keys.py (not Redis Cluster safe, as enqueue_due.lua):
---   P.."rfetch:key-holders:"..q        hash: ordering key -> jid of the one job of the key
---                                      that is "out" (queue, private list, retry set)
---   P.."rfetch:key:"..q..":"..k        list: the key's waiting jobs, newest left, oldest right
---   P.."rfetch:key-leases:"..q         zset: "<jid>:<key>" -> lease expiry (Redis TIME, epoch
---                                      s) of a running holder, written by its heartbeat
---   P.."rfetch:unique:"..digest        string: jid holding a unique lock
---   P.."queue:"..q, P.."queues"        the public queue and the queues set
---   P.."rfetch:fair:"..q               list: ring of tenants with pending jobs (head = right)
---   P.."rfetch:fair:"..q.."|"..t       list: tenant t's pending jobs (newest left)
---   P.."rfetch:fair-wake:"..q          list: one wake token for idle fair workers
---   P.."rfetch:fair-queues"            set: queues that have had tenant jobs
+-- A script works on the gate of one queue <q> through G, a table of its keys, all passed in
+-- KEYS by the caller (rfetch.store.commands builds them from rfetch/store/keys.py):
+--   G.queue        "queue:<q>"                  the public queue
+--   G.queues       "queues"                     set of queue names
+--   G.holders      "rfetch:key-holders:<q>"     hash: ordering key -> jid of the one job of
+--                                               the key that is "out" (queue, private list,
+--                                               retry set)
+--   G.leases       "rfetch:key-leases:<q>"      zset: "<jid>:<key>" -> lease expiry (Redis
+--                                               TIME, epoch s) of a running holder
+--   G.ring         "rfetch:fair:<q>"            list: ring of tenants with pending jobs
+--                                               (head = right end)
+--   G.wake         "rfetch:fair-wake:<q>"       list: one wake token for idle fair workers
+--   G.fair_queues  "rfetch:fair-queues"         set: queues that have had tenant jobs
+--   G.q            <q> itself (from ARGV)
+-- A key's waiting list "rfetch:key:<q>:<k>" and a unique lock "rfetch:unique:<digest>" are
+-- passed in KEYS too, by every script that acts on a job the caller knows.
+--
+-- Derived keys (the only key names computed here): a tenant's list is the ring key, "|" and
+-- the tenant (G.ring .. '|' .. t), because the tenant comes from a payload the script reads
+-- (the next job of a released key, the head of a ring); gate_keys_of builds G from the
+-- namespace prefix for enqueue_due.lua, whose queues come from the jobs it moves. With a
+-- "{tag}" namespace every derived key stays in the namespace's Redis Cluster hash slot.
 -- Payloads are only decoded to read fields, never re-encoded (cjson loses integer precision).
 
-local function gate_holders(P, q) return P .. 'rfetch:key-holders:' .. q end
-local function gate_list(P, q, k) return P .. 'rfetch:key:' .. q .. ':' .. k end
-local function gate_leases(P, q) return P .. 'rfetch:key-leases:' .. q end
+-- G from the seven keys KEYS[i..i+6] (in the order of the table above) and the queue name.
+local function gate_keys(i, q)
+  return {queue = KEYS[i], queues = KEYS[i + 1], holders = KEYS[i + 2], leases = KEYS[i + 3],
+    ring = KEYS[i + 4], wake = KEYS[i + 5], fair_queues = KEYS[i + 6], q = q}
+end
+
+-- G computed from the namespace prefix P ("" or "<ns>:"), for a queue named in a payload
+-- (enqueue_due.lua only); the formats of rfetch/store/keys.py.
+local function gate_keys_of(P, q)
+  return {queue = P .. 'queue:' .. q, queues = P .. 'queues',
+    holders = P .. 'rfetch:key-holders:' .. q, leases = P .. 'rfetch:key-leases:' .. q,
+    ring = P .. 'rfetch:fair:' .. q, wake = P .. 'rfetch:fair-wake:' .. q,
+    fair_queues = P .. 'rfetch:fair-queues', q = q}
+end
+
 local function gate_lease_member(k, jid) return jid .. ':' .. k end
 
 -- Fields of a payload that may carry gate data: (ordering_key, jid, queue, unique_key,
 -- tenant); nil for those absent. A cheap plain find first, so payloads without the fields
--- cost no decode.
+-- cost no decode (rfetch.payload.Routing reads the same fields the same way).
 local function gate_fields(payload)
   if not string.find(payload, '"ordering_key"', 1, true)
       and not string.find(payload, '"unique_key"', 1, true)
@@ -38,104 +59,113 @@ local function gate_fields(payload)
     str(job['tenant'])
 end
 
-local function fair_wake(P, q)
-  local wake = P .. 'rfetch:fair-wake:' .. q
-  redis.call('LPUSH', wake, '1')
-  redis.call('LTRIM', wake, 0, 0)
+-- An argument that stands for "none" when empty.
+local function opt(v) if v == nil or v == '' then return nil end return v end
+
+local function fair_wake(G)
+  redis.call('LPUSH', G.wake, '1')
+  redis.call('LTRIM', G.wake, 0, 0)
 end
 
 -- A tenant job enters its tenant's list: a new one at the tail (LPUSH, after its other
 -- jobs), a fetched one pushed back at the head (RPUSH, runs first of the tenant). A tenant
 -- whose list was empty joins the ring at the same end. Keeps: tenant in ring iff its list is
 -- non-empty.
-local function fair_enter(P, q, t, payload, at_head)
-  local ring = P .. 'rfetch:fair:' .. q
+local function fair_enter(G, t, payload, at_head)
   local push = at_head and 'RPUSH' or 'LPUSH'
-  if redis.call(push, ring .. '|' .. t, payload) == 1 then
-    redis.call(push, ring, t)
-    fair_wake(P, q)
+  if redis.call(push, G.ring .. '|' .. t, payload) == 1 then
+    redis.call(push, G.ring, t)
+    fair_wake(G)
   end
-  redis.call('SADD', P .. 'queues', q)
-  redis.call('SADD', P .. 'rfetch:fair-queues', q)
+  redis.call('SADD', G.queues, G.q)
+  redis.call('SADD', G.fair_queues, G.q)
 end
 
-local function fair_send(P, q, t, payload) fair_enter(P, q, t, payload, false) end
+local function fair_send(G, t, payload) fair_enter(G, t, payload, false) end
 
 -- The stage after the gate: tenant t's list if the job has a tenant, else the public
 -- queue; at its tail (LPUSH: runs after what is already there), or with at_head at its head
 -- (RPUSH, runs next: push-back, recovery).
-local function gate_out(P, q, payload, t, at_head)
+local function gate_out(G, payload, t, at_head)
   if t then
-    fair_enter(P, q, t, payload, at_head)
+    fair_enter(G, t, payload, at_head)
     return
   end
-  redis.call(at_head and 'RPUSH' or 'LPUSH', P .. 'queue:' .. q, payload)
-  redis.call('SADD', P .. 'queues', q)
+  redis.call(at_head and 'RPUSH' or 'LPUSH', G.queue, payload)
+  redis.call('SADD', G.queues, G.q)
 end
 
--- Send a keyed job out if its key is free or it already holds it, else make it wait in the
--- key's list. Returns 1 if sent out, 0 if waiting.
-local function gate_dispatch(P, q, k, jid, payload, t)
-  local hk = gate_holders(P, q)
-  local holder = redis.call('HGET', hk, k)
+-- Send a job of key k (waiting list klist) out if the key is free or the job already holds
+-- it, else make it wait in the key's list. Returns 1 if sent out, 0 if waiting.
+local function gate_dispatch(G, k, klist, jid, payload, t)
+  local holder = redis.call('HGET', G.holders, k)
   if not holder then
-    redis.call('HSET', hk, k, jid)
-    gate_out(P, q, payload, t)
+    redis.call('HSET', G.holders, k, jid)
+    gate_out(G, payload, t)
     return 1
   end
   if holder == jid then
-    gate_out(P, q, payload, t)
+    gate_out(G, payload, t)
     return 1
   end
-  redis.call('LPUSH', gate_list(P, q, k), payload)
+  redis.call('LPUSH', klist, payload)
   return 0
 end
 
--- Release key k if jid holds it: the oldest waiting job becomes the holder and goes out, or
--- the key is freed. Returns 1 if released, 0 if jid was not the holder (nothing changed).
-local function gate_release(P, q, k, jid)
-  local hk = gate_holders(P, q)
-  if redis.call('HGET', hk, k) ~= jid then return 0 end
-  redis.call('ZREM', gate_leases(P, q), gate_lease_member(k, jid))
-  local nxt = redis.call('RPOP', gate_list(P, q, k))
+-- Release key k (waiting list klist) if jid holds it: the oldest waiting job becomes the
+-- holder and goes out, or the key is freed. Returns 1 if released, 0 if jid was not the
+-- holder (nothing changed).
+local function gate_release(G, k, klist, jid)
+  if redis.call('HGET', G.holders, k) ~= jid then return 0 end
+  redis.call('ZREM', G.leases, gate_lease_member(k, jid))
+  local nxt = redis.call('RPOP', klist)
   if nxt then
     local _, njid, _, _, nt = gate_fields(nxt)
-    redis.call('HSET', hk, k, njid or '')
-    gate_out(P, q, nxt, nt)
+    redis.call('HSET', G.holders, k, njid or '')
+    gate_out(G, nxt, nt)
   else
-    redis.call('HDEL', hk, k)
+    redis.call('HDEL', G.holders, k)
   end
   return 1
 end
 
 -- Put a fetched job back (push-back at TERM/quiet, orphan recovery) if it has an ordering
--- key or a tenant; returns false for a plain job (the caller RPUSHes it). A key's holder
--- goes to the head of its stage (public queue or tenant list: runs next); a job that does
--- not hold its key goes to the head of the key's list (runs first once the key is free); a
--- job of a key with no holder at all (released meanwhile) is dispatched like a new one.
-local function gate_push_back(P, q, payload)
-  local k, jid, _, _, t = gate_fields(payload)
+-- key (k, with jid, waiting list klist) or a tenant t; returns false for a plain job (the
+-- caller RPUSHes it). A key's holder goes to the head of its stage (public queue or tenant
+-- list: runs next); a job that does not hold its key goes to the head of the key's list
+-- (runs first once the key is free); a job of a key with no holder at all (released
+-- meanwhile) is dispatched like a new one.
+local function gate_push_back(G, payload, k, klist, jid, t)
   if k and jid then
-    redis.call('ZREM', gate_leases(P, q), gate_lease_member(k, jid))
-    local holder = redis.call('HGET', gate_holders(P, q), k)
+    redis.call('ZREM', G.leases, gate_lease_member(k, jid))
+    local holder = redis.call('HGET', G.holders, k)
     if holder == jid then
-      gate_out(P, q, payload, t, true)
+      gate_out(G, payload, t, true)
     elseif holder then
-      redis.call('RPUSH', gate_list(P, q, k), payload)
+      redis.call('RPUSH', klist, payload)
     else
-      gate_dispatch(P, q, k, jid, payload, t)
+      gate_dispatch(G, k, klist, jid, payload, t)
     end
     return true
   end
   if t then
-    fair_enter(P, q, t, payload, true)
+    fair_enter(G, t, payload, true)
     return true
   end
   return false
 end
 
--- Drop a unique lock if jid still holds it.
-local function unique_release(P, digest, jid)
-  local lock = P .. 'rfetch:unique:' .. digest
+-- Drop the unique lock (key lock) if jid still holds it.
+local function unique_release(lock, jid)
   if redis.call('GET', lock) == jid then redis.call('DEL', lock) end
+end
+
+-- The per-job keys a caller passes after G: KEYS[i] is the waiting list of ordering key k
+-- when k is given, then the unique lock when digest is given. Returns (key list or nil,
+-- lock or nil, index of the next key).
+local function job_keys(i, k, digest)
+  local klist, lock = nil, nil
+  if k then klist = KEYS[i]; i = i + 1 end
+  if digest then lock = KEYS[i]; i = i + 1 end
+  return klist, lock, i
 end

@@ -164,10 +164,18 @@
 
     ctx.fillStyle = colors.text;
     ctx.textBaseline = "alphabetic";
-    ctx.textAlign = "left";
-    ctx.fillText(clock(points[0].t), x(0), height - 6);
+    var lastX = x(points.length - 1);
+    var lastLabel = clock(points[points.length - 1].t);
     ctx.textAlign = "right";
-    ctx.fillText(clock(points[points.length - 1].t), x(points.length - 1), height - 6);
+    ctx.fillText(lastLabel, lastX, height - 6);
+    // The oldest time goes under the left end of the line unless it would run into the
+    // newest one (the first minute, or a narrow screen): then only the newest is shown.
+    var firstLabel = clock(points[0].t);
+    var gap = 12;
+    if (x(0) + ctx.measureText(firstLabel).width + gap <= lastX - ctx.measureText(lastLabel).width) {
+      ctx.textAlign = "left";
+      ctx.fillText(firstLabel, x(0), height - 6);
+    }
   }
 
   function updateNumbers(stats) {

@@ -1,0 +1,81 @@
+"""``rfetch explain`` (where is this job, why is it not running) and ``rfetch check``
+(a monitoring probe)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from rfetch.config import Config
+from rfetch.errors import RfetchError
+
+from .app import main
+from .options import admin_api, connection_options
+from .output import echo_json
+
+EXIT_CHECK_FAILED = 1
+"""``rfetch check``: a threshold was crossed (Nagios CRITICAL is 2, but 2 is click's usage
+error; monitors should treat any non-zero code as failure)."""
+
+EXIT_UNREACHABLE = 3
+"""``rfetch check``: Redis could not be asked (Nagios UNKNOWN)."""
+
+
+@main.command()
+@click.argument("jid")
+@click.option("--max-scan", type=click.IntRange(min=1), default=100_000, show_default=True,
+              help="Most entries examined per queue, private list or set.")
+@connection_options
+def explain(
+    jid: str, max_scan: int, redis_url: str | None, namespace: str | None, as_json: bool
+) -> None:
+    """Where job JID is and why it is not running. Exits 1 when it is not found."""
+    with admin_api(redis_url, namespace) as api:
+        answer = api.explain(jid, max_scan)
+    if as_json:
+        echo_json(answer.to_dict())
+    else:
+        for line in answer.lines():
+            click.echo(line)
+    if not answer.found:
+        sys.exit(1)
+
+
+@main.command()
+@click.option("--max-latency", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="Fail when a queue's oldest job has waited longer.")
+@click.option("--max-size", type=click.IntRange(min=0), default=None, metavar="JOBS",
+              help="Fail when a queue holds more jobs.")
+@click.option("--queue", default=None, help="Check this queue only (default: all).")
+@connection_options
+def check(
+    max_latency: float | None,
+    max_size: int | None,
+    queue: str | None,
+    redis_url: str | None,
+    namespace: str | None,
+    as_json: bool,
+) -> None:
+    """Monitoring probe: one line, exit 0 (OK), 1 (threshold crossed) or 3 (Redis
+    unreachable)."""
+    from redis.exceptions import RedisError
+
+    from rfetch.api import Api
+
+    try:
+        api = Api(Config.from_env(redis_url=redis_url, namespace=namespace))
+    except RfetchError as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
+        result = api.check(max_latency, max_size, queue)
+    except (RedisError, OSError) as exc:
+        click.echo(f"UNKNOWN cannot read Redis at {api.config.redis_url}: {exc}")
+        sys.exit(EXIT_UNREACHABLE)
+    finally:
+        api.redis.close()
+    if as_json:
+        echo_json(result.to_dict())
+    else:
+        click.echo(result.message)
+    sys.exit(0 if result.ok else EXIT_CHECK_FAILED)

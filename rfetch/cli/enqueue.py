@@ -1,0 +1,52 @@
+"""``rfetch enqueue``: push one job from the shell."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import click
+
+from rfetch.config import Config
+from rfetch.errors import RfetchError
+
+from .app import main
+from .options import REDIS_URL_HELP
+
+
+@main.command()
+@click.argument("name")
+@click.argument("json_args", default="[]")
+@click.option("-q", "--queue", default="default", show_default=True)
+@click.option("--retry", type=int, default=None, help="Retries (default: 25).")
+@click.option("--in", "delay", type=float, default=None, help="Run after this many seconds.")
+@click.option("--redis-url", envvar="REDIS_URL", default=None, help=REDIS_URL_HELP)
+@click.option("--namespace", envvar="RFETCH_NAMESPACE", default=None)
+def enqueue(
+    name: str,
+    json_args: str,
+    queue: str,
+    retry: int | None,
+    delay: float | None,
+    redis_url: str | None,
+    namespace: str | None,
+) -> None:
+    """Push one job named NAME with JSON_ARGS (a JSON array); prints the jid."""
+    from rfetch.client import Client
+
+    try:
+        args: Any = json.loads(json_args)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="JSON_ARGS") from None
+    if not isinstance(args, list):
+        raise click.BadParameter("must be a JSON array, e.g. '[1, \"a\"]'", param_hint="JSON_ARGS")
+    options: dict[str, Any] = {"queue": queue}
+    if retry is not None:
+        options["retry"] = retry
+    try:
+        client = Client(Config.from_env(redis_url=redis_url, namespace=namespace))
+        jid = client.push(name, args, options, at=None if delay is None else time.time() + delay)
+    except RfetchError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(jid or "(dropped by client middleware)")

@@ -1,0 +1,62 @@
+"""Options and the Redis connection shared by the admin commands."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from rfetch.config import Config
+from rfetch.errors import RfetchError
+
+if TYPE_CHECKING:
+    from rfetch.api import Api
+
+REDIS_URL_HELP = "Redis URL [env: REDIS_URL; default redis://localhost:6379/0]."
+NAMESPACE_HELP = "Key prefix (keys become NAMESPACE:queue:...)."
+
+Decorator = Callable[..., Any]
+
+
+def connection_options(func: Decorator) -> Decorator:
+    """``--redis-url``, ``--namespace`` and ``--json``, as every admin command takes them."""
+    func = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")(func)
+    func = click.option("--namespace", envvar="RFETCH_NAMESPACE", default=None,
+                        help=NAMESPACE_HELP)(func)
+    return click.option("--redis-url", envvar="REDIS_URL", default=None,
+                        help=REDIS_URL_HELP)(func)
+
+
+def filter_options(func: Decorator) -> Decorator:
+    """``--class`` and ``--grep``: which jobs of a queue or set a command looks at."""
+    func = click.option("--grep", default=None, metavar="TEXT",
+                        help="Substring (any case) of the args' JSON or the error message.")(func)
+    return click.option("--class", "job_class", default=None, metavar="NAME",
+                        help="Job class (exact, or its last part: SendWelcome).")(func)
+
+
+@contextmanager
+def admin_api(redis_url: str | None, namespace: str | None) -> Iterator[Api]:
+    """An :class:`rfetch.api.Api` for one command, closed afterwards.
+
+    Raises:
+        click.ClickException: a bad setting, or a Redis error while the block runs (a
+            one-line message, exit 1).
+    """
+    from redis.exceptions import RedisError
+
+    from rfetch.api import Api
+
+    try:
+        config = Config.from_env(redis_url=redis_url, namespace=namespace)
+    except RfetchError as exc:
+        raise click.ClickException(str(exc)) from None
+    api = Api(config)
+    try:
+        yield api
+    except (RedisError, OSError) as exc:
+        raise click.ClickException(f"Redis at {config.redis_url}: {exc}") from None
+    finally:
+        api.redis.close()

@@ -1,0 +1,213 @@
+"""Delivery of pushed jobs to Redis, with Sidekiq Pro's reliable push.
+
+:class:`Delivery` writes serialised jobs in one MULTI/EXEC round trip (Sidekiq's
+``raw_push``): plain jobs by LPUSH onto ``queue:<q>`` (and SADD to ``queues``) or ZADD to
+``schedule``; jobs with an ordering key, a unique lock or a tenant through ``push.lua``, in
+push order. When Redis cannot be reached, the jobs are kept in a buffer
+(:mod:`rfetch.push_buffer`: memory, or a durable SQLite spool) and the push still returns its
+jid. Buffered jobs are delivered in order before any newer push, by a background thread with
+backoff, and at interpreter exit. A full buffer raises BufferFull; nothing is dropped
+silently.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import time
+from collections.abc import Sequence
+
+from redis import Redis
+
+from rfetch.config import Config
+from rfetch.errors import BufferFull
+from rfetch.payload import Routing, may_be_gated
+from rfetch.push_buffer import BufferedJob, MemoryBuffer, PushBuffer, SpoolBuffer
+from rfetch.store.commands import Commands
+from rfetch.store.connection import REDIS_DOWN
+
+log = logging.getLogger("rfetch.client")
+
+BULK_BATCH = 1000
+"""Jobs per round trip (Sidekiq's push_bulk default), also when draining the buffer."""
+
+
+class Delivery:
+    """Writes jobs to Redis, or buffers them while Redis is unreachable.
+
+    Args:
+        config: ``push_spool`` (directory of the durable spool, or None for memory),
+            ``push_buffer_size`` (jobs), ``push_exit_timeout`` (seconds).
+        commands: the Lua scripts (``push.lua``), with the client and key names.
+    """
+
+    def __init__(self, config: Config, commands: Commands) -> None:
+        self.config = config
+        self.commands = commands
+        self.redis: Redis = commands.redis
+        self.keys = commands.keys
+        self.buffer: PushBuffer = (
+            SpoolBuffer(config.push_spool) if config.push_spool else MemoryBuffer()
+        )
+        self._lock = threading.RLock()
+        self._retrier: threading.Thread | None = None
+        self._exit_hook = False
+        # Whether the buffer may hold jobs; saves a look at the spool file on every push.
+        self._maybe_pending = bool(len(self.buffer))
+        if self._maybe_pending:  # a spool left by an earlier process during an outage
+            self._start_retrier()
+
+    def pending(self) -> int:
+        """Jobs buffered because Redis was unreachable, not yet delivered."""
+        return len(self.buffer)
+
+    def flush(self, timeout: float = 0.0) -> int:
+        """Deliver buffered jobs, retrying for up to ``timeout`` seconds.
+
+        Returns:
+            Jobs still buffered (0 when everything was delivered).
+        """
+        deadline = time.monotonic() + timeout
+        delay = 0.05
+        while True:
+            try:
+                with self._lock:
+                    self._drain()
+                return 0
+            except REDIS_DOWN:
+                if time.monotonic() + delay > deadline:
+                    return self.pending()
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    def write(self, jobs: Sequence[BufferedJob]) -> list[bool] | None:
+        """Push serialised jobs after every buffered one, or buffer them if Redis is
+        unreachable.
+
+        Returns:
+            Per job, whether it was written (False: a unique job's lock was held); None
+            when the jobs were buffered (a unique lock is then decided at delivery).
+
+        Raises:
+            BufferFull: Redis is unreachable and the buffer cannot take them all; none of
+                them was accepted.
+        """
+        with self._lock:
+            try:
+                self._drain()
+                return self._send(jobs)
+            except REDIS_DOWN as exc:
+                self._keep(jobs, exc)
+                return None
+
+    def _keep(self, jobs: Sequence[BufferedJob], exc: Exception) -> None:
+        held = len(self.buffer)
+        if held + len(jobs) > self.config.push_buffer_size:
+            raise BufferFull(
+                f"Redis is unreachable ({exc}) and the push buffer holds {held} of "
+                f"{self.config.push_buffer_size} jobs; {len(jobs)} more do not fit. Nothing "
+                "was accepted: retry later, or raise Config.push_buffer_size"
+            ) from exc
+        self.buffer.extend(jobs)
+        self._maybe_pending = True
+        if held == 0:
+            log.warning("Redis unreachable (%s); buffering pushes and retrying", exc)
+        self._start_retrier()
+        if not self._exit_hook:
+            atexit.register(self._flush_at_exit)
+            self._exit_hook = True
+
+    def _drain(self) -> None:
+        """Deliver every buffered job in order (raises REDIS_DOWN errors)."""
+        while self._maybe_pending:
+            with self.buffer.deliver(BULK_BATCH) as batch:
+                if batch:
+                    self._send(batch)
+            if not batch:
+                self._maybe_pending = False
+                return
+            log.info("delivered %d buffered job(s)", len(batch))
+
+    def _send(self, jobs: Sequence[BufferedJob]) -> list[bool]:
+        """One MULTI/EXEC round trip, as Sidekiq's raw_push; per job, whether written."""
+        if any(may_be_gated(job.text) for job in jobs):
+            return self._send_in_order(jobs)
+        by_queue: dict[str, list[str]] = {}
+        scheduled: dict[str, float] = {}
+        for job in jobs:
+            if job.at is None:
+                by_queue.setdefault(job.queue, []).append(job.text)
+            else:
+                scheduled[job.text] = job.at
+        pipe = self.redis.pipeline(transaction=True)
+        for queue, texts in by_queue.items():
+            pipe.sadd(self.keys.queues, queue)
+            pipe.lpush(self.keys.queue(queue), *texts)
+        if scheduled:
+            pipe.zadd(self.keys.schedule, scheduled)
+        pipe.execute()
+        return [True] * len(jobs)
+
+    def _send_in_order(self, jobs: Sequence[BufferedJob]) -> list[bool]:
+        """One MULTI/EXEC round trip, one step per job in push order: jobs with an ordering
+        key, a unique lock or a tenant through ``push.lua``, the others as plain pushes."""
+        pipe = self.redis.pipeline(transaction=True)
+        steps: list[int] = []  # replies per job: 2 plain push, 1 script, 0 plain schedule
+        for job in jobs:
+            routing = Routing.parse(job.text)
+            if routing is not None and routing.gated:
+                window_ms = 1
+                if routing.unique_until is not None:
+                    window_ms = max(1, int((routing.unique_until - time.time()) * 1000))
+                self.commands.push(pipe, job.queue, job.text, job.at, routing, window_ms)
+                steps.append(1)
+            elif job.at is None:
+                pipe.sadd(self.keys.queues, job.queue)
+                pipe.lpush(self.keys.queue(job.queue), job.text)
+                steps.append(2)
+            else:
+                pipe.zadd(self.keys.schedule, {job.text: job.at})
+                steps.append(0)
+        replies = pipe.execute()
+        written: list[bool] = []
+        position = 0
+        for count in steps:
+            written.append(count != 1 or bool(replies[position]))
+            position += max(count, 1)
+        return written
+
+    def _start_retrier(self) -> None:
+        if self._retrier is not None and self._retrier.is_alive():
+            return
+        self._retrier = threading.Thread(
+            target=self._retry_loop, name="rfetch-push-retry", daemon=True
+        )
+        self._retrier.start()
+
+    def _retry_loop(self) -> None:
+        delay = 0.1
+        while self._maybe_pending:
+            time.sleep(delay)
+            try:
+                with self._lock:
+                    self._drain()
+            except REDIS_DOWN:
+                delay = min(delay * 2, 5.0)
+            except Exception:
+                log.exception("delivering buffered jobs failed")
+                delay = 5.0
+
+    def _flush_at_exit(self) -> None:
+        if not self.pending():
+            return
+        left = self.flush(self.config.push_exit_timeout)
+        if left:
+            where = (
+                f"kept in the spool {self.config.push_spool} for the next process"
+                if self.config.push_spool
+                else "LOST: configure Config.push_spool to keep them across restarts"
+            )
+            log.error(
+                "exiting with %d undelivered job(s) while Redis is unreachable: %s", left, where
+            )

@@ -1,0 +1,415 @@
+"""One typed call per Lua script in ``rfetch/lua/``: the only code that knows each script's
+KEYS and ARGV order (as BullMQ's ``Scripts`` class builds every script's arguments in one
+function per script).
+
+:class:`Commands` is built once per Redis client (worker, client and admin API each build
+one) on the scripts :class:`rfetch.store.scripts.Scripts` registers. Every key a script
+touches is passed in KEYS, except the derived keys each script's header names (a tenant's
+list, and the queues ``enqueue_due.lua`` reads from its jobs); with a ``{tag}`` namespace
+these share the namespace's hash slot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal
+
+from redis import Redis
+from redis.client import Pipeline
+
+from rfetch.payload import Routing
+from rfetch.store.keys import Keys
+from rfetch.store.replies import Fetched, FetchReply, FindReply
+from rfetch.store.scripts import Scripts
+
+Client = Redis | Pipeline
+"""Where a script runs: the client itself, or a pipeline (queued, answered at execute)."""
+
+Outcome = Literal["retry", "skip", "dead"]
+"""What settling a keyed job does to its key: keep it blocked, release it, or release it
+and drop the unique lock."""
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class Commands:
+    """Every Lua script, registered on one Redis client, behind one method each.
+
+    Args:
+        redis: the client the scripts run on (a method's ``client`` may name a pipeline).
+        keys: key names of the namespace.
+    """
+
+    def __init__(self, redis: Redis, keys: Keys) -> None:
+        self.redis = redis
+        self.keys = keys
+        self.scripts = Scripts.load(redis)
+
+    # -- key blocks ----------------------------------------------------------------------
+
+    def gate_keys(
+        self, queue: str, ordering_key: str | None = None, unique: str | None = None
+    ) -> list[str]:
+        """The seven keys of ``queue``'s gate, in ``lib/gate.lua``'s G order, then the
+        waiting list of ``ordering_key`` and the lock of ``unique`` when given."""
+        k = self.keys
+        out = [k.queue(queue), k.queues, k.key_holders(queue), k.key_leases(queue)]
+        out += [k.fair_ring(queue), k.fair_wake(queue), k.fair_queues]
+        if ordering_key is not None:
+            out.append(k.key_list(queue, ordering_key))
+        if unique is not None:
+            out.append(k.unique(unique))
+        return out
+
+    # -- worker: fetch, acknowledge, settle, push back -----------------------------------
+
+    def fetch(
+        self,
+        names: Sequence[str],
+        public: Mapping[str, str],
+        private: Mapping[str, str],
+        fetch_count: int,
+        limit: int,
+        fair: Sequence[str],
+        acks: Sequence[Fetched],
+    ) -> FetchReply:
+        """``fetch.lua``: acknowledge ``acks``, then move up to ``limit`` jobs from the
+        first ``fetch_count`` queues of ``names`` into their private lists.
+
+        Args:
+            names: queue names in fetch order; every queue of an acknowledgement is named.
+            public, private: queue name -> its public queue / this process's private list.
+            fetch_count: how many of ``names``, from the first, to fetch from.
+            limit: the most jobs to move (0: only acknowledge).
+            fair: names among the first ``fetch_count`` that are fetched fairly (tenants).
+            acks: finished jobs, each in ``private[job.queue]``; one whose routing holds a
+                key or a unique lock also releases them.
+
+        Raises:
+            KeyError: an acknowledgement's queue is not named.
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
+        """
+        keys: list[str] = []
+        for name in names:
+            keys.append(public[name])
+            keys.append(private[name])
+        index = {name: i for i, name in enumerate(names, 1)}
+        fair_pairs = [index[name] for name in fair]
+        for name in fair:
+            k = self.keys
+            keys += [k.fair_ring(name), k.fair_credits(name), k.fair_weights(name)]
+        plain: list[bytes | str | int] = []
+        releasing: list[bytes | str | int] = []
+        for unit in acks:
+            routing = unit.routing
+            if routing is not None and routing.locking:
+                key, unique = routing.ordering_key, routing.unique
+                releasing += [index[unit.queue], unit.raw, unit.queue, routing.jid]
+                releasing += [key or "", unique or ""]
+                keys += self.gate_keys(unit.queue, key, unique)
+            else:
+                plain.append(index[unit.queue])
+                plain.append(unit.raw)
+        args: list[bytes | str | int] = [limit, len(names), fetch_count, len(fair_pairs)]
+        args += fair_pairs
+        args.append(len(plain) // 2)
+        args += plain
+        args.append(len(releasing) // 6)
+        args += releasing
+        looked_at, moved, broken = self.scripts.fetch(keys=keys, args=args, client=self.redis)
+        return FetchReply(
+            int(looked_at),
+            [(int(moved[i]) - 1, moved[i + 1]) for i in range(0, len(moved), 2)],
+            {int(broken[i]) - 1: _text(broken[i + 1]) for i in range(0, len(broken), 2)},
+        )
+
+    def finish(
+        self,
+        list_key: str,
+        queue: str,
+        raw: bytes,
+        routing: Routing,
+        client: Client | None = None,
+    ) -> bool:
+        """``finish.lua``: LREM one job from ``list_key`` (a private list, or the public
+        queue for an admin delete) and, if removed, release its ordering key (the key's next
+        job goes out) and its unique lock.
+
+        Args:
+            queue: the queue of the key gate.
+            routing: the job's routing fields.
+            client: a pipeline to queue the call on (the reply is then the pipeline's).
+
+        Returns:
+            Whether the job was removed (always True on a pipeline).
+        """
+        keys = [list_key, *self.gate_keys(queue, routing.ordering_key, routing.unique)]
+        args: list[bytes | str] = [
+            raw, queue, routing.ordering_key or "", routing.jid, routing.unique or ""
+        ]
+        return bool(self.scripts.finish(keys=keys, args=args, client=client or self.redis))
+
+    def settle(
+        self,
+        private_key: str,
+        queue: str,
+        raw: bytes,
+        zset: str,
+        score: float,
+        payload: bytes | str,
+        routing: Routing | None,
+        outcome: Outcome = "dead",
+        trim_before: float | None = None,
+        cap: int | None = None,
+    ) -> bool:
+        """``settle.lua``: atomically take a failed job out of its private list and into the
+        retry or dead set, only if it is still there (Sidekiq #4112).
+
+        Args:
+            private_key: the private list holding ``raw``.
+            queue: the job's queue (its key gate).
+            raw: the payload exactly as fetched.
+            zset: key of the retry or dead set.
+            score: next retry time or time of death (float epoch seconds).
+            payload: the JSON to store.
+            routing: the job's routing fields; None for a plain or unparseable job.
+            outcome: for a job with an ordering key or a unique lock: ``"retry"`` keeps the
+                key blocked, ``"skip"`` releases it, ``"dead"`` releases it and the lock.
+            trim_before: dead set: drop entries scored below this (float epoch seconds).
+            cap: dead set: keep at most this many entries.
+
+        Returns:
+            True if written, False if the job was no longer in the private list.
+        """
+        keys = [private_key, zset]
+        args: list[bytes | str] = [
+            raw,
+            repr(score),
+            payload,
+            "" if trim_before is None else repr(trim_before),
+            "" if cap is None else str(cap),
+        ]
+        if routing is not None and routing.locking:
+            keys += self.gate_keys(queue, routing.ordering_key, routing.unique)
+            args += [outcome, queue, routing.ordering_key or "", routing.jid]
+            args.append(routing.unique or "")
+        return bool(self.scripts.settle(keys=keys, args=args, client=self.redis))
+
+    def requeue(
+        self, private_key: str, queue: str, jobs: Sequence[tuple[bytes, Routing | None]]
+    ) -> int:
+        """``requeue.lua``: push jobs still in ``private_key`` back to the head of
+        ``queue`` (the first given runs first), a keyed or tenant job by the gate's
+        push-back rule.
+
+        Args:
+            jobs: (raw payload, routing fields or None) of each job.
+
+        Returns:
+            How many jobs were pushed back (those still in the private list).
+        """
+        keys = [private_key, *self.gate_keys(queue)]
+        args: list[bytes | str | int] = [queue, len(jobs)]
+        for raw, routing in jobs:
+            if routing is None:
+                args += [raw, "", "", "", 0]
+                continue
+            list_index = 0
+            if routing.ordering_key is not None:
+                keys.append(self.keys.key_list(queue, routing.ordering_key))
+                list_index = len(keys)
+            args += [raw, routing.jid, routing.ordering_key or "", routing.tenant or "", list_index]
+        return int(self.scripts.requeue(keys=keys, args=args, client=self.redis))
+
+    def coalesce(
+        self, private_key: str, queue: str, ordering_key: str, jid: str, limit: int
+    ) -> list[bytes]:
+        """``coalesce.lua``: move up to ``limit`` waiting jobs of ``ordering_key`` into the
+        private list of its running holder ``jid``; their raw payloads, oldest first (none
+        if ``jid`` no longer holds the key)."""
+        keys = [private_key, self.keys.key_holders(queue), self.keys.key_list(queue, ordering_key)]
+        taken: list[bytes] = self.scripts.coalesce(
+            keys=keys,
+            args=[ordering_key, jid, limit],
+            client=self.redis,
+        )
+        return taken
+
+    def lease(self, pipe: Pipeline, held: Sequence[tuple[str, str, str]], ttl: float) -> None:
+        """``lease.lua`` queued on ``pipe``: write the leases of running keyed jobs, each
+        expiring ``ttl`` seconds from now by Redis's clock.
+
+        Args:
+            held: (queue, jid, ordering key) of each running keyed job.
+        """
+        self.scripts.lease(
+            keys=[self.keys.key_leases(queue) for queue, _, _ in held],
+            args=[ttl, *(f"{jid}:{key}" for _, jid, key in held)],
+            client=pipe,
+        )
+
+    # -- orphans, stuck keys, locks ------------------------------------------------------
+
+    def recover(
+        self,
+        private_key: str,
+        queue: str,
+        raw: bytes,
+        routing: Routing | None,
+        jid: str,
+        poison_max: int,
+        window: int,
+    ) -> str:
+        """``recover.lua``: push one job of a dead process back to the head of ``queue``,
+        counting recoveries of ``jid`` (Sidekiq Pro 5.2's poison pills).
+
+        Args:
+            jid: names the recovery counter (``"invalid"`` for an unparseable payload).
+            poison_max: recoveries that make a poison pill.
+            window: the counting window in seconds.
+
+        Returns:
+            ``"requeued"``, ``"gone"`` (no longer in the private list) or ``"poison"``
+            (nothing changed).
+        """
+        key = routing.ordering_key if routing is not None else None
+        keys = [private_key, self.keys.recoveries(jid), *self.gate_keys(queue, key)]
+        args: list[bytes | str | int] = [
+            raw,
+            queue,
+            poison_max,
+            window,
+            routing.jid if routing is not None else "",
+            key or "",
+            (routing.tenant or "") if routing is not None else "",
+        ]
+        return _text(self.scripts.recover(keys=keys, args=args, client=self.redis))
+
+    def rescue(self, queue: str, ordering_key: str, jid: str, grace: float) -> bool:
+        """``rescue.lua``: release ``ordering_key`` of ``queue`` if ``jid`` still holds it
+        and its lease expired more than ``grace`` seconds ago by Redis's clock; a stale
+        lease (``jid`` no longer holds the key) is only removed. True if released."""
+        keys = self.gate_keys(queue, ordering_key)
+        return bool(
+            self.scripts.rescue(
+                keys=keys, args=[queue, ordering_key, jid, grace], client=self.redis
+            )
+        )
+
+    def unlock(self, lock_key: str, token: bytes | str) -> bool:
+        """``unlock.lua``: delete ``lock_key`` only if it still holds ``token``."""
+        return bool(self.scripts.unlock(keys=[lock_key], args=[token], client=self.redis))
+
+    # -- scheduled and retry sets, push --------------------------------------------------
+
+    def enqueue_due(self, zset: str, limit: int) -> int:
+        """``enqueue_due.lua``: move up to ``limit`` jobs of ``zset`` (schedule or retry)
+        due by Redis's clock to their queues; returns how many were moved."""
+        k = self.keys
+        return int(
+            self.scripts.enqueue_due(
+                keys=[zset, k.queues, k.dead, k.prefix], args=[limit], client=self.redis
+            )
+        )
+
+    def push(
+        self,
+        pipe: Pipeline,
+        queue: str,
+        text: str,
+        at: float | None,
+        routing: Routing,
+        window_ms: int,
+    ) -> None:
+        """``push.lua`` queued on ``pipe``: push one job with an ordering key, a unique
+        lock or a tenant; its reply is 1 when written, 0 when the unique lock was held.
+
+        Args:
+            text: the payload's JSON text.
+            at: run time (float epoch seconds) for a scheduled job, None for now.
+            routing: the payload's routing fields.
+            window_ms: the unique lock's window, milliseconds.
+        """
+        keys = [self.keys.schedule, *self.gate_keys(queue, routing.ordering_key, routing.unique)]
+        self.scripts.push(
+            keys=keys,
+            args=[
+                queue,
+                text,
+                "" if at is None else repr(at),
+                routing.ordering_key or "",
+                routing.jid,
+                routing.unique or "",
+                window_ms,
+                routing.tenant or "",
+            ],
+            client=pipe,
+        )
+
+    # -- admin API -----------------------------------------------------------------------
+
+    def api_find(
+        self, key: str, kind: Literal["list", "zset"], start: int, count: int, jids: Iterable[str]
+    ) -> FindReply:
+        """``api_find.lua``: entries of one window of a list (positions from the right end,
+        0 runs next) or sorted set (ranks) whose top-level-looking jid is one of ``jids``
+        (the caller checks the real jid)."""
+        args = [kind, start, count, *jids]
+        reply = self.scripts.api_find(keys=[key], args=args, client=self.redis)
+        return FindReply(
+            int(reply[0]),
+            [
+                (
+                    int(reply[i]),
+                    reply[i + 1],
+                    float(reply[i + 2]) if reply[i + 2] not in (b"", "") else None,
+                )
+                for i in range(1, len(reply), 3)
+            ],
+        )
+
+    def api_move(
+        self,
+        pipe: Pipeline,
+        source: str,
+        mode: Literal["queue", "dead", "delete"],
+        entry: bytes,
+        payload: bytes | str,
+        routing: Routing | None,
+        queue: str = "",
+        score: float = 0.0,
+        trim_before: float | None = None,
+        cap: int | None = None,
+    ) -> None:
+        """``api_move.lua`` queued on ``pipe``: ZREM ``entry`` from ``source`` and, if it
+        was there, write ``payload`` to its queue (mode ``"queue"``, through the gate for a
+        keyed or tenant job) or the dead set (mode ``"dead"``, trimmed as ``settle``), or
+        nothing (``"delete"``); a keyed or unique job's key and lock are released by
+        ``"dead"`` and ``"delete"``. The reply is 1 if moved, 0 if the entry was gone.
+
+        Args:
+            routing: routing fields of ``payload``; None for a plain or invalid entry.
+            queue: mode "queue": the destination queue name.
+            score: mode "dead": time of death, float epoch seconds.
+        """
+        k = self.keys
+        destination = k.queue(queue) if mode == "queue" else k.dead
+        keys = [source, destination, k.queues]
+        args: list[bytes | str] = [
+            mode,
+            entry,
+            payload,
+            queue if mode == "queue" else repr(score),
+            "" if trim_before is None else repr(trim_before),
+            "" if cap is None else str(cap),
+        ]
+        if routing is not None and routing.gated:
+            gate_queue = routing.queue
+            # lib/gate.lua acts on a key or a tenant only with the payload's queue.
+            key = routing.ordering_key if gate_queue else None
+            tenant = routing.tenant if gate_queue else None
+            keys += self.gate_keys(gate_queue, key, routing.unique)
+            args += [gate_queue, key or "", routing.jid, routing.unique or "", tenant or ""]
+        self.scripts.api_move(keys=keys, args=args, client=pipe)

@@ -1,0 +1,186 @@
+"""Every Redis key name rfetch uses, in one place (Sidekiq 7's data model).
+
+See ``docs/data-model.md``. All keys take the optional namespace prefix ``<ns>:``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PRIVATE_PREFIX = "queue:sq|"
+"""Sidekiq Pro super_fetch private lists: ``queue:sq|<identity>|<queue>``."""
+
+
+@dataclass(frozen=True)
+class Keys:
+    """Key names under one namespace."""
+
+    namespace: str | None = None
+
+    def _k(self, name: str) -> str:
+        return f"{self.namespace}:{name}" if self.namespace else name
+
+    def strip(self, key: str) -> str:
+        """The key without the namespace prefix."""
+        prefix = f"{self.namespace}:" if self.namespace else ""
+        return key[len(prefix) :] if prefix and key.startswith(prefix) else key
+
+    def queue(self, name: str) -> str:
+        """Public queue list ``queue:<name>``; producers LPUSH, consumers take the right end."""
+        return self._k(f"queue:{name}")
+
+    @property
+    def queues(self) -> str:
+        """Set of every queue name ever pushed to."""
+        return self._k("queues")
+
+    @property
+    def schedule(self) -> str:
+        """Scheduled set: score = run time, epoch seconds."""
+        return self._k("schedule")
+
+    @property
+    def retry(self) -> str:
+        """Retry set: score = next retry time, epoch seconds."""
+        return self._k("retry")
+
+    @property
+    def dead(self) -> str:
+        """Dead set (morgue): score = time of death, epoch seconds."""
+        return self._k("dead")
+
+    @property
+    def processes(self) -> str:
+        """Set of live process identities."""
+        return self._k("processes")
+
+    def process(self, identity: str) -> str:
+        """Heartbeat hash of one process."""
+        return self._k(identity)
+
+    def work(self, identity: str) -> str:
+        """Busy threads of one process: thread id -> JSON ``{queue, payload, run_at}``."""
+        return self._k(f"{identity}:work")
+
+    def signals(self, identity: str) -> str:
+        """Remote-control list of one process (``TSTP``, ``TERM``, ``TTIN``)."""
+        return self._k(f"{identity}-signals")
+
+    def private(self, identity: str, queue: str) -> str:
+        """Private (processing) list of one process for one queue."""
+        return self._k(f"{PRIVATE_PREFIX}{identity}|{queue}")
+
+    def private_pattern(self) -> str:
+        """SCAN pattern matching every private list."""
+        return self._k(f"{PRIVATE_PREFIX}*")
+
+    def parse_private(self, key: str) -> tuple[str, str] | None:
+        """``(identity, queue)`` of a private list key, or None if it is not one.
+
+        Identities (``host:pid:hex``) contain no ``|``; queue names may.
+        """
+        bare = self.strip(key)
+        if not bare.startswith(PRIVATE_PREFIX):
+            return None
+        identity, sep, queue = bare[len(PRIVATE_PREFIX) :].partition("|")
+        return (identity, queue) if sep and identity and queue else None
+
+    @property
+    def paused(self) -> str:
+        """Set of paused queue names: workers take no job from them."""
+        return self._k("paused")
+
+    @property
+    def pause_channel(self) -> str:
+        """Pub/sub channel on which a pause or unpause is announced, so workers act at once."""
+        return self._k("rfetch:pause")
+
+    @property
+    def identities(self) -> str:
+        """rfetch's own hash: identity -> JSON list of its queues, for every process that may
+        own private lists. Unlike ``processes``, Sidekiq's ProcessSet cleanup never removes
+        a dead identity from it, so orphan recovery can always find the dead."""
+        return self._k("rfetch:identities")
+
+    @property
+    def suspects(self) -> str:
+        """Hash: identity -> JSON ``{"since": Redis time (epoch s) its heartbeat was first
+        seen missing, "queues": [names of its private lists]}``."""
+        return self._k("rfetch:suspects")
+
+    @property
+    def recovery_lock(self) -> str:
+        """Lock held by the one process that recovers orphans at a time."""
+        return self._k("rfetch:lock:recovery")
+
+    def recoveries(self, jid: str) -> str:
+        """How often a job was recovered from dead processes (expires after the window)."""
+        return self._k(f"rfetch:recoveries:{jid}")
+
+    @property
+    def prefix(self) -> str:
+        """The namespace prefix (``""`` or ``"<ns>:"``). ``enqueue_due.lua`` takes it in
+        KEYS and computes from it the keys of the queues named by the jobs it moves (the
+        formats below, repeated in ``rfetch/lua/lib/gate.lua``); with a ``{tag}``
+        namespace they share its Redis Cluster hash slot."""
+        return f"{self.namespace}:" if self.namespace else ""
+
+    def key_holders(self, queue: str) -> str:
+        """Hash: ordering key -> jid of the one job of that key that is out (in the queue, a
+        private list, or the retry set) for ``queue`` (ordering keys)."""
+        return self._k(f"rfetch:key-holders:{queue}")
+
+    def key_list(self, queue: str, key: str) -> str:
+        """List of the jobs of one ordering key waiting for their turn: newest at the left,
+        the next to go out at the right."""
+        return self._k(f"rfetch:key:{queue}:{key}")
+
+    def key_list_pattern(self, queue: str) -> str:
+        """SCAN pattern matching every key list of ``queue`` (glob characters escaped)."""
+        escaped = "".join(f"\\{c}" if c in "*?[]\\" else c for c in queue)
+        return self._k(f"rfetch:key:{escaped}:*")
+
+    def key_leases(self, queue: str) -> str:
+        """Sorted set: ordering key -> lease expiry (Redis time, float epoch seconds) while
+        the key's holder runs; renewed by the heartbeat, read by stuck-key rescue."""
+        return self._k(f"rfetch:key-leases:{queue}")
+
+    def fair_ring(self, queue: str) -> str:
+        """List: ring of the tenants of ``queue`` that have pending jobs, each once; the
+        head (next to give a job) is the right end (fair tenants)."""
+        return self._k(f"rfetch:fair:{queue}")
+
+    def fair_tenant(self, queue: str, tenant: str) -> str:
+        """List: one tenant's pending jobs in ``queue``, newest left, oldest right: the ring
+        key, ``|`` and the tenant (scripts derive it from the ring key they are given)."""
+        return self._k(f"rfetch:fair:{queue}|{tenant}")
+
+    def fair_credits(self, queue: str) -> str:
+        """Hash: tenant -> jobs left in its current turn of the ring."""
+        return self._k(f"rfetch:fair-credits:{queue}")
+
+    def fair_weights(self, queue: str) -> str:
+        """Hash: tenant -> weight (jobs per turn; default 1)."""
+        return self._k(f"rfetch:fair-weights:{queue}")
+
+    def fair_wake(self, queue: str) -> str:
+        """List holding one token, pushed when a tenant joins the ring: idle workers whose
+        first queue is fair wait on it (BLPOP) instead of the public queue."""
+        return self._k(f"rfetch:fair-wake:{queue}")
+
+    @property
+    def fair_queues(self) -> str:
+        """Set of the queues that have had tenant jobs (workers fetch them fairly)."""
+        return self._k("rfetch:fair-queues")
+
+    def unique(self, digest: str) -> str:
+        """Unique-job lock: value = jid of the job holding it, expires after ``unique_for``."""
+        return self._k(f"rfetch:unique:{digest}")
+
+    def metrics(self, minute: str) -> str:
+        """Per-class counts and run-time histogram of one UTC minute (``YYYYmmddHHMM``)."""
+        return self._k(f"rfetch:metrics:{minute}")
+
+    def stat(self, name: str, day: str | None = None) -> str:
+        """``stat:processed`` / ``stat:failed``, or the daily ``stat:<name>:YYYY-MM-DD``."""
+        return self._k(f"stat:{name}:{day}" if day else f"stat:{name}")

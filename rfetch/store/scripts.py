@@ -1,0 +1,58 @@
+"""The one loader of the Lua scripts in ``rfetch/lua/``.
+
+redis-py's :class:`redis.commands.core.Script` runs EVALSHA and falls back to EVAL on
+NOSCRIPT, so a Redis restart (which empties the script cache) costs one extra round trip.
+
+A line ``-- #include <name>`` in a script is replaced by ``rfetch/lua/lib/<name>.lua`` when
+the script is read, so rules shared by several scripts (the ordering-key gate) are written
+once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields
+from importlib import resources
+
+from redis import Redis
+from redis.commands.core import Script
+
+_INCLUDE = re.compile(r"^-- #include (\w+)$", re.MULTILINE)
+
+
+def read_script(name: str) -> str:
+    """Source of ``rfetch/lua/<name>.lua`` with its ``-- #include`` lines expanded.
+
+    Raises:
+        FileNotFoundError: no such script or included library.
+    """
+    lua = resources.files("rfetch").joinpath("lua")
+    text = lua.joinpath(f"{name}.lua").read_text(encoding="utf-8")
+    return _INCLUDE.sub(
+        lambda m: lua.joinpath("lib").joinpath(f"{m.group(1)}.lua").read_text("utf-8"), text
+    )
+
+
+@dataclass(frozen=True)
+class Scripts:
+    """Every script, registered on one Redis client. Only
+    :class:`rfetch.store.commands.Commands` calls them: it alone knows their KEYS and ARGV."""
+
+    fetch: Script
+    requeue: Script
+    settle: Script
+    finish: Script
+    coalesce: Script
+    lease: Script
+    rescue: Script
+    recover: Script
+    unlock: Script
+    enqueue_due: Script
+    push: Script
+    api_find: Script
+    api_move: Script
+
+    @classmethod
+    def load(cls, redis: Redis) -> Scripts:
+        """Register every script on ``redis`` (no round trip until first use)."""
+        return cls(**{f.name: redis.register_script(read_script(f.name)) for f in fields(cls)})

@@ -1,0 +1,17 @@
+"""The "find a job" page: where a jid is and why it is not running (``api.explain``)."""
+
+from __future__ import annotations
+
+from werkzeug.wrappers import Response
+
+from ..action import Ctx
+
+SET_SLUGS = {"scheduled": "scheduled", "retry": "retries", "dead": "dead"}
+"""The set page of each place ``explain`` reports."""
+
+
+def explain(ctx: Ctx) -> Response:
+    """``GET /explain?jid=...``."""
+    jid = (ctx.request.args.get("jid") or "").strip()
+    answer = ctx.api.explain(jid) if jid else None
+    return ctx.render("explain.html", jid=jid, answer=answer, set_slugs=SET_SLUGS)

@@ -1,0 +1,44 @@
+"""Endpoints for programs rather than pages: ``/stats.json`` (the live chart's poll),
+``/metrics`` (Prometheus) and the static files."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from werkzeug.exceptions import NotFound
+from werkzeug.wrappers import Response
+
+from ..action import Ctx
+
+
+def stats_json(ctx: Ctx) -> Response:
+    """``GET /stats.json``: the totals, and the server's time (epoch seconds)."""
+    stats = ctx.api.stats()
+    body = {**stats.to_dict(), "time": time.time()}
+    body.pop("queues", None)
+    return Response(json.dumps(body), mimetype="application/json")
+
+
+def metrics(ctx: Ctx) -> Response:
+    """``GET /metrics``: the Prometheus exposition, read from Redis on each scrape."""
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    from rfetch.metrics import api_registry
+
+    app = ctx.app
+    if app.metrics_registry is None:
+        app.metrics_registry = api_registry(app.api, app.metrics_window)
+    body = generate_latest(app.metrics_registry)
+    return Response(body, mimetype=None, content_type=CONTENT_TYPE_LATEST)
+
+
+def static(ctx: Ctx, name: str) -> Response:
+    """``GET /static/<name>``: a file of ``rfetch/web/static`` (cached a day)."""
+    found = ctx.app.static_files.get(name)
+    if found is None:
+        raise NotFound()
+    body, mimetype = found
+    response = Response(body, mimetype=mimetype)
+    response.headers["Cache-Control"] = "public, max-age=86400"
+    return response

@@ -1,0 +1,381 @@
+"""Reliable fetch (Sidekiq Pro's super_fetch), many jobs per round trip.
+
+A fetched job is moved atomically from ``queue:<q>`` into this process's private list
+``queue:sq|<identity>|<q>`` and stays there until it is acknowledged (LREM after success),
+settled (moved into the retry or dead set by one conditional script), or pushed back.
+Whatever happens to the process, every accepted job is in exactly one list or set.
+
+Fetch order: one Lua call (``fetch.lua``, through :meth:`Commands.fetch`) acknowledges
+finished jobs and moves up to N new ones, taking the queues in weighted-random or strict
+order; when that finds nothing, one blocking BLMOVE waits on the first queue of the order for
+``block_timeout`` seconds, so an idle worker costs about one command per second whatever its
+number of queues, and notices shutdown within that time.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+
+from redis.client import Pipeline
+
+from rfetch.config import Config
+from rfetch.payload import Routing
+from rfetch.store.commands import Commands, Outcome
+from rfetch.store.connection import REDIS_DOWN
+from rfetch.worker.queue_order import QueueOrder
+from rfetch.worker.unit import UnitOfWork
+
+log = logging.getLogger("rfetch.fetch")
+
+FAIR_REFRESH = 5.0
+"""Seconds between looks at which queues are fair (``rfetch:fair-queues``)."""
+
+FAIR_REFRESH_IDLE = 30.0
+"""The same while the worker idles in a blocking fetch: one look every 5 s was a tenth of
+an idle worker's Redis commands. An idle worker of several queues still sees a queue's
+first tenant job within ``block_timeout`` (its EXISTS covers every queue's tenant ring);
+one of a single queue, within this time."""
+
+
+class ReliableFetch:
+    """Fetch, acknowledge, settle and push back jobs of one worker process.
+
+    Args:
+        config: supplies queues, weights, ``block_timeout`` and ``heartbeat_ttl`` (seconds).
+        commands: the Lua scripts, on a client with no automatic retries (see
+            :func:`rfetch.store.connection.connect`).
+        identity: the process identity ``host:pid:hex``.
+    """
+
+    def __init__(self, config: Config, commands: Commands, identity: str) -> None:
+        self.config = config
+        self.commands = commands
+        self.redis = commands.redis
+        self.keys = commands.keys
+        self.identity = identity
+        self.order = QueueOrder(config)
+        self._private = {q.name: self.keys.private(identity, q.name) for q in config.queues}
+        self._public = {q.name: self.keys.queue(q.name) for q in config.queues}
+        self.broken: dict[str, str] = {}
+        """Queues whose key holds another Redis type than a list: name -> type."""
+        self.fair: frozenset[str] = frozenset()
+        """This process's queues that have had tenant jobs: fetched fairly."""
+        self._fair_checked = float("-inf")
+
+    def unit(self, queue: str, raw: bytes, private_key: str | None = None) -> UnitOfWork:
+        """The unit of work of a job in ``private_key`` (default: this process's private
+        list of ``queue``), its routing fields read from ``raw``."""
+        return UnitOfWork(
+            queue, raw, private_key or self.private_key(queue), Routing.parse(raw), self
+        )
+
+    def refresh_fair(self, force: bool = False, every: float = FAIR_REFRESH) -> frozenset[str]:
+        """Which of this process's queues are fair (in ``rfetch:fair-queues``), looked up
+        at most every ``every`` seconds (one SMISMEMBER; ``FAIR_REFRESH`` while fetching,
+        ``FAIR_REFRESH_IDLE`` while idle), so a queue's first tenant job is fetched fairly
+        within that time.
+
+        Raises:
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
+        """
+        now = time.monotonic()
+        if not force and now - self._fair_checked < every:
+            return self.fair
+        self._fair_checked = now
+        names = list(self._private)
+        flags = self.redis.smismember(self.keys.fair_queues, names)
+        self.fair = frozenset(n for n, f in zip(names, flags, strict=True) if f)
+        return self.fair
+
+    def private_key(self, queue: str) -> str:
+        """This process's private list for ``queue``."""
+        return self._private.get(queue) or self.keys.private(self.identity, queue)
+
+    def retrieve_work(
+        self,
+        limit: int,
+        exclude: Iterable[str] = (),
+        acks: Sequence[UnitOfWork] = (),
+    ) -> list[UnitOfWork]:
+        """Acknowledge ``acks`` and move up to ``limit`` jobs into the private lists, in one
+        Lua call (no blocking). Returns the jobs moved, oldest first.
+
+        Args:
+            limit: the most jobs to take (0: only acknowledge).
+            exclude: queue names not to fetch from (paused queues).
+            acks: finished jobs to remove from the private lists (LREM of the exact bytes);
+                one with an ordering key or a unique lock also releases them.
+
+        Raises:
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable; the
+                acknowledgements may or may not have been applied (repeating them is
+                harmless), and a job may have been moved without our seeing it (see
+                :meth:`requeue_unheld`).
+        """
+        skip = set(exclude)
+        names = [q for q in self.order.next() if q not in skip]
+        fetch_count = len(names) if limit > 0 else 0
+        names += [q for q in self._private if q not in names]
+        own = self._private
+        sent = []
+        for unit in acks:
+            if own.get(unit.queue) == unit.private_key:
+                sent.append(unit)
+            else:  # not one of this process's private lists: on its own
+                self._ack_now(unit)
+        fair = self.refresh_fair() if fetch_count else frozenset()
+        reply = self.commands.fetch(
+            names,
+            self._public,
+            own,
+            fetch_count,
+            limit,
+            [name for name in names[:fetch_count] if name in fair],
+            sent,
+        )
+        units = [self.unit(names[i], raw, own[names[i]]) for i, raw in reply.jobs]
+        self._note_broken(
+            {names[i]: kind for i, kind in reply.broken.items()}, names[: reply.looked_at]
+        )
+        return units
+
+    def _note_broken(self, broken: dict[str, str], looked_at: list[str]) -> None:
+        """Log once when a queue key holds something other than a list, and when fixed."""
+        for name, kind in broken.items():
+            if name not in self.broken:
+                log.error(
+                    "%s is a Redis %s, not a list: queue %r is skipped until the key is fixed "
+                    "(WRONGTYPE); the other queues go on",
+                    self._public[name],
+                    kind,
+                    name,
+                )
+            self.broken[name] = kind
+        for name in looked_at:
+            if name in self.broken and name not in broken:
+                del self.broken[name]
+                log.info("%s is a list again: queue %r resumes", self._public[name], name)
+
+    def wait_for_work(self, exclude: Iterable[str] = ()) -> list[UnitOfWork]:
+        """Block up to ``block_timeout`` seconds on the first queue of the order (BLMOVE);
+        on a fair queue, BLPOP on its wake list then one fetch, so a plain job pushed into
+        a fair queue waits up to ``block_timeout`` seconds when workers idle.
+
+        Args:
+            exclude: paused queue names.
+
+        Returns:
+            The one job moved, or an empty list after the timeout.
+
+        Raises:
+            redis.exceptions.ConnectionError / TimeoutError: as :meth:`retrieve_work`.
+        """
+        skip = set(exclude) | set(self.broken)
+        names = [q for q in self.order.next() if q not in skip]
+        if not names:
+            time.sleep(self.config.block_timeout)
+            return []
+        first = names[0]
+        if first in self.refresh_fair(every=FAIR_REFRESH_IDLE):
+            # Tenant jobs are not in the public queue: wait for a tenant to join the ring,
+            # then fetch (which also looks at the public queue) once either way.
+            self.redis.blpop([self.keys.fair_wake(first)], self.config.block_timeout)
+            return self.retrieve_work(1, exclude)
+        raw = self.redis.blmove(
+            self._public[first],
+            self._private[first],
+            self.config.block_timeout,  # type: ignore[arg-type]  # redis-py accepts float
+            "RIGHT",
+            "LEFT",
+        )
+        if raw is None:
+            return []
+        return [self.unit(first, raw, self._private[first])]  # type: ignore[arg-type]
+
+    def any_waiting(self, exclude: Iterable[str] = ()) -> bool:
+        """Whether any queue (but ``exclude``) holds a job, plain or of a tenant: one EXISTS
+        over every public queue and every tenant ring (an empty list does not exist in
+        Redis), so an idle worker's cost does not grow with its number of queues (Sidekiq
+        Pro's fetch polls every queue, Sidekiq #6394). Rings of queues not yet known to be
+        fair are included, so a queue's first tenant job is seen too."""
+        skip = set(exclude) | set(self.broken)
+        keys = [self._public[q] for q in self._public if q not in skip]
+        keys += [self.keys.fair_ring(q) for q in self._public if q not in skip]
+        return bool(keys) and int(self.redis.exists(*keys)) > 0
+
+    def _ack_now(self, unit: UnitOfWork) -> bool:
+        """LREM of the exact bytes, or ``finish.lua`` for a job whose removal releases an
+        ordering key or a unique lock."""
+        routing = unit.routing
+        if routing is not None and routing.locking:
+            return self.commands.finish(unit.private_key, unit.queue, unit.raw, routing)
+        return bool(self.redis.lrem(unit.private_key, 1, unit.raw))  # type: ignore[arg-type]
+
+    def take_followers(self, unit: UnitOfWork, limit: int) -> list[UnitOfWork]:
+        """Move up to ``limit`` waiting jobs of the running holder's key into its private
+        list (``coalesce.lua``); their units, oldest first.
+
+        Raises:
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
+        """
+        routing = unit.routing
+        if routing is None or routing.ordering_key is None:
+            return []
+        raws = self.commands.coalesce(
+            unit.private_key, unit.queue, routing.ordering_key, routing.jid, limit
+        )
+        return [self.unit(unit.queue, raw, unit.private_key) for raw in raws]
+
+    def write_leases(self, pipe: Pipeline, units: Iterable[UnitOfWork]) -> None:
+        """Queue on ``pipe`` the leases of running keyed jobs: the heartbeat calls it, so a
+        running holder's lease (``rfetch:key-leases:<q>``, member ``<jid>:<key>``) expires
+        ``heartbeat_ttl`` seconds after its process's last beat by Redis's clock. Stuck-key
+        rescue looks only at expired leases."""
+        held = [
+            (u.queue, u.routing.jid, u.routing.ordering_key)
+            for u in units
+            if u.routing is not None and u.routing.ordering_key is not None
+        ]
+        if held:
+            self.commands.lease(pipe, held, self.config.heartbeat_ttl)
+
+    def acknowledge(self, unit: UnitOfWork, give_up: float | None = None) -> bool:
+        """Remove a finished job from the private list (LREM of the exact bytes; a job with
+        an ordering key or a unique lock by ``finish.lua``, which also releases the key, so
+        its next job goes out, and the lock).
+
+        A failed call is retried until Redis answers (Sidekiq #4495 left such jobs in the
+        private list until the next restart).
+
+        Args:
+            unit: the job.
+            give_up: ``time.monotonic()`` deadline after which to stop trying (shutdown);
+                the job then stays in the private list and is recovered as an orphan.
+
+        Returns:
+            True if this call removed the job; False if it was no longer in the private
+            list (pushed back or settled meanwhile) or we gave up.
+        """
+        return bool(self._until_answered(lambda: self._ack_now(unit), "acknowledge", give_up))
+
+    def settle(
+        self,
+        unit: UnitOfWork,
+        zset: str,
+        score: float,
+        payload: bytes | str,
+        trim_before: float | None = None,
+        cap: int | None = None,
+        give_up: float | None = None,
+        outcome: Outcome = "dead",
+    ) -> bool:
+        """Atomically move a failed job from the private list into the retry or dead set
+        (``settle.lua``).
+
+        Retried until Redis answers. Writes nothing if the job is no longer in the private
+        list (it was pushed back meanwhile), so a job is never both requeued and retried
+        (Sidekiq #4112).
+
+        Args:
+            unit: the job.
+            zset: key of the retry or dead set.
+            score: next retry time or time of death (float epoch seconds).
+            payload: the JSON to store.
+            trim_before: dead set: drop entries scored below this (epoch seconds).
+            cap: dead set: keep at most this many entries.
+            give_up: ``time.monotonic()`` deadline (see :meth:`acknowledge`).
+            outcome: for a job with an ordering key or a unique lock: ``"retry"`` keeps its
+                key blocked, ``"skip"`` releases the key (the skip policy), ``"dead"``
+                releases the key and the unique lock.
+
+        Returns:
+            True if written, False if the job was no longer ours or we gave up.
+        """
+        result = self._until_answered(
+            lambda: self.commands.settle(
+                unit.private_key,
+                unit.queue,
+                unit.raw,
+                zset,
+                score,
+                payload,
+                unit.routing,
+                outcome,
+                trim_before,
+                cap,
+            ),
+            "settle",
+            give_up,
+        )
+        return bool(result)
+
+    def requeue(self, units: Sequence[UnitOfWork]) -> int:
+        """Push jobs back to the head of their queues (next to run), if still ours.
+
+        Jobs are grouped per private list; within a group the first given runs first. A job
+        with an ordering key goes back by the gate's rule (``requeue.lua``), keeping order.
+
+        Returns:
+            How many jobs were pushed back.
+
+        Raises:
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable (the jobs
+                stay in the private lists and are recovered as orphans).
+        """
+        groups: dict[tuple[str, str], list[tuple[bytes, Routing | None]]] = {}
+        for unit in units:
+            groups.setdefault((unit.queue, unit.private_key), []).append((unit.raw, unit.routing))
+        return sum(
+            self.commands.requeue(private_key, queue, jobs)
+            for (queue, private_key), jobs in groups.items()
+        )
+
+    def requeue_unheld(self, held: Iterable[UnitOfWork], why: str) -> int:
+        """Push back every job in this process's private lists that no thread holds.
+
+        Called after a Redis connection error (a move whose reply was lost leaves a job in
+        a private list that nobody will run), and at shutdown with nothing held.
+
+        Args:
+            held: the jobs this process has fetched and not yet finished.
+            why: the reason, for the log line.
+
+        Returns:
+            How many jobs were pushed back.
+        """
+        held_count = Counter((u.private_key, u.raw) for u in held)
+        stray: list[UnitOfWork] = []
+        for queue, private_key in self._private.items():
+            raws: list[bytes] = self.redis.lrange(private_key, 0, -1)  # type: ignore[assignment]
+            for raw in reversed(raws):
+                if held_count[(private_key, raw)] > 0:
+                    held_count[(private_key, raw)] -= 1
+                else:
+                    stray.append(self.unit(queue, raw, private_key))
+        if not stray:
+            return 0
+        pushed = self.requeue(stray)
+        if pushed:
+            log.warning("pushed back %d job(s) from the private lists (%s)", pushed, why)
+        return pushed
+
+    def _until_answered(
+        self, call: Callable[[], object], what: str, give_up: float | None
+    ) -> object:
+        delay = 0.05
+        warned = False
+        while True:
+            try:
+                return call()
+            except REDIS_DOWN as exc:
+                if not warned:
+                    log.warning("%s failed, retrying until Redis answers: %s", what, exc)
+                    warned = True
+                if give_up is not None and time.monotonic() + delay > give_up:
+                    log.error("%s abandoned at shutdown; the job stays in its private list", what)
+                    return None
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)

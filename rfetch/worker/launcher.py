@@ -1,0 +1,237 @@
+"""One worker process: wires the parts, handles signals, heartbeat, poller and shutdown.
+
+Signals (Sidekiq's):
+
+* TSTP: quiet. Stop fetching, push back jobs fetched but not started, finish running jobs,
+  keep heartbeating with ``quiet=true``, do not exit.
+* TERM / INT: quiet, wait up to ``shutdown_timeout`` seconds for running jobs, push the
+  unfinished ones back to the head of their queue, exit 0. A second TERM/INT stops at once
+  (still pushing back), as RQ's second signal does.
+* TTIN: log every thread's stack.
+
+The same names popped from ``<identity>-signals`` by the heartbeat act the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import signal
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+from redis import Redis
+
+from rfetch.config import Config
+from rfetch.stats import Stats
+from rfetch.store.commands import Commands
+from rfetch.store.connection import REDIS_DOWN, connect
+from rfetch.store.keys import Keys
+from rfetch.version import __version__
+from rfetch.worker.acks import DeferredAcks
+from rfetch.worker.fetch import ReliableFetch
+from rfetch.worker.heartbeat import Heartbeat, make_identity
+from rfetch.worker.manager import Manager
+from rfetch.worker.pausing import PauseWatcher
+from rfetch.worker.processor import Processor
+from rfetch.worker.recovery import OrphanRecovery
+from rfetch.worker.registry import Registry
+from rfetch.worker.reporting import ErrorReporter
+from rfetch.worker.rescue import KeyRescue
+from rfetch.worker.retry import JobRetry
+from rfetch.worker.scheduled import Poller
+from rfetch.worker.work_state import WorkState
+
+log = logging.getLogger("rfetch.launcher")
+
+HANDLED_SIGNALS = ("TERM", "INT", "TSTP", "TTIN")
+
+
+def set_title(text: str) -> None:
+    """Set the process title (``ps``, ``top``) when setproctitle is available."""
+    try:
+        import setproctitle
+    except ImportError:  # pragma: no cover - a declared dependency
+        return
+    setproctitle.setproctitle(text)
+
+
+class Launcher:
+    """A worker process: builds every part once (one Redis client, one set of key names,
+    one error reporter, one :class:`Commands`) and hands each part what it needs.
+
+    Args:
+        config: the settings.
+        registry: the jobs this process may run.
+        redis: an existing client (default: connect to ``config.redis_url``).
+        identity: the process identity (default: a new ``host:pid:hex``).
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        registry: Registry,
+        redis: Redis | None = None,
+        identity: str | None = None,
+    ) -> None:
+        self.config = config
+        self.registry = registry
+        self.identity = identity or make_identity()
+        self.keys = Keys(config.namespace)
+        pool_size = config.concurrency + 8
+        self.redis = redis if redis is not None else connect(config, max_connections=pool_size)
+        self.report = ErrorReporter(config.error_handlers)
+        self.commands = Commands(self.redis, self.keys)
+        self.fetch = ReliableFetch(config, self.commands, self.identity)
+        self.stats = Stats(self.keys)
+        self.work = WorkState()
+        self.acks = DeferredAcks()
+        self.job_retry = JobRetry(config, self.keys)
+        self.processor = Processor(
+            config, registry, self.job_retry, self.stats, self.report, ack=self.acks
+        )
+        self.pause_watcher = PauseWatcher(self.keys, self.redis, on_change=self._paused)
+        self.manager = Manager(
+            config,
+            self.fetch,
+            self.processor,
+            self.acks,
+            self.work,
+            self.report,
+            paused=self.pause_watcher.paused,
+        )
+        self.events: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self.heartbeat = Heartbeat(
+            config,
+            self.redis,
+            self.keys,
+            self.identity,
+            self.work,
+            self.stats,
+            self.events.put,
+            renew=self.fetch.write_leases,
+        )
+        self.poller = Poller(config, self.commands, self.report)
+        self.recovery = OrphanRecovery(
+            config,
+            self.commands,
+            self.fetch,
+            self.job_retry,
+            KeyRescue(config, self.commands),
+            self.report,
+            self.identity,
+        )
+        self._stop_threads = threading.Event()
+        self._deadline: float | None = None
+
+    def _paused(self, names: frozenset[str]) -> None:
+        """The paused queues changed: push back jobs of those not started yet."""
+        self.manager.release(names)
+
+    def run(self) -> int:
+        """Run until TERM/INT; returns the exit code (0 after a clean shutdown)."""
+        self._install_signal_handlers()
+        log.info(
+            "rfetch %s starting: identity=%s concurrency=%d queues=%s jobs=%d",
+            __version__,
+            self.identity,
+            self.config.concurrency,
+            ",".join(f"{q.name}:{q.weight}" for q in self.config.queues),
+            len(self.registry),
+        )
+        # Beat once before fetching, so no private list exists without a known identity,
+        # and read the paused queues so none is fetched from in the first moments.
+        self.heartbeat.beat()
+        try:
+            self.pause_watcher.refresh()
+        except REDIS_DOWN as exc:
+            log.error("could not read the paused queues yet: %s", exc)
+        self.manager.start()
+        for target, name in (
+            (self.heartbeat.run, "heartbeat"),
+            (self.poller.run, "poller"),
+            (self.recovery.run, "recovery"),
+            (self.pause_watcher.run, "pause-watcher"),
+        ):
+            threading.Thread(
+                target=target, args=(self._stop_threads,), name=f"rfetch-{name}", daemon=True
+            ).start()
+        self._update_title()
+        while True:
+            try:
+                event = self.events.get(timeout=self._wait_slice())
+            except queue.Empty:
+                event = None
+            if event is not None:
+                self._handle(event)
+            self._update_title()
+            if self._deadline is not None and (
+                self.manager.busy() == 0 or time.monotonic() >= self._deadline
+            ):
+                return self._shutdown()
+
+    def _wait_slice(self) -> float:
+        if self._deadline is None:
+            return 1.0
+        return 0.05
+
+    def _handle(self, event: str) -> None:
+        if event == "TSTP":
+            if not self.manager.quiet:
+                log.info("quiet: no new jobs will be fetched")
+                self.manager.quiet_down()
+        elif event in ("TERM", "INT"):
+            if self._deadline is None:
+                log.info(
+                    "shutting down: waiting up to %.1f s for %d running job(s)",
+                    self.config.shutdown_timeout,
+                    self.manager.busy(),
+                )
+                self.manager.quiet_down()
+                self._deadline = time.monotonic() + self.config.shutdown_timeout
+            else:
+                log.info("second %s: stopping now", event)
+                self._deadline = time.monotonic()
+        elif event == "TTIN":
+            self._dump_threads()
+        else:
+            log.warning("ignored signal %s", event)
+
+    def _shutdown(self) -> int:
+        busy = self.manager.busy()
+        if busy:
+            log.info("%d job(s) still running at the deadline; pushing them back", busy)
+        pushed = self.manager.finish()
+        self._stop_threads.set()
+        self.heartbeat.clear()
+        log.info("stopped (%d job(s) pushed back)", pushed)
+        return 0
+
+    def _install_signal_handlers(self) -> None:
+        for name in HANDLED_SIGNALS:
+            signal.signal(getattr(signal, f"SIG{name}"), self._on_signal)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        # SimpleQueue.put is reentrant: safe in a signal handler.
+        self.events.put(signal.Signals(signum).name[3:])
+
+    def _update_title(self) -> None:
+        state = ""
+        if self._deadline is not None:
+            state = " stopping"
+        elif self.manager.quiet:
+            state = " quiet"
+        tag = f" {self.config.tag}" if self.config.tag else ""
+        set_title(
+            f"rfetch {__version__}{tag} [{self.manager.busy()} of "
+            f"{self.config.concurrency} busy]{state}"
+        )
+
+    def _dump_threads(self) -> None:
+        names = {t.ident: t.name for t in threading.enumerate()}
+        for ident, frame in sys._current_frames().items():
+            stack = "".join(traceback.format_stack(frame))
+            log.info("thread %s (%x):\n%s", names.get(ident, "?"), ident, stack)

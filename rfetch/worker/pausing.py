@@ -1,0 +1,79 @@
+"""Queue pausing, worker side: which queues this process must not take jobs from.
+
+The admin side (``rfetch.api``) adds a queue to the ``paused`` set and publishes on
+``rfetch:pause``. Each worker keeps the set in memory, re-reads it whenever a message
+arrives and whenever its subscription is (re)established, so a pause takes effect within
+milliseconds and costs an idle worker no command at all (a subscribed connection only
+listens: the idle-cost budget).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+
+from redis import Redis
+
+from rfetch.store.connection import REDIS_DOWN
+from rfetch.store.keys import Keys
+
+log = logging.getLogger("rfetch.pausing")
+
+
+class PauseWatcher:
+    """Keeps the set of paused queues up to date.
+
+    Args:
+        keys: key names of the namespace.
+        redis: the client (one pooled connection is used for the subscription).
+        on_change: called with the new set of paused queue names when it changes.
+    """
+
+    def __init__(
+        self,
+        keys: Keys,
+        redis: Redis,
+        on_change: Callable[[frozenset[str]], None] | None = None,
+    ) -> None:
+        self.keys = keys
+        self.redis = redis
+        self.on_change = on_change
+        self._paused: frozenset[str] = frozenset()
+
+    def paused(self) -> frozenset[str]:
+        """Queue names paused now (as last read; no round trip)."""
+        return self._paused
+
+    def refresh(self) -> frozenset[str]:
+        """Read the ``paused`` set from Redis (one SMEMBERS)."""
+        names = frozenset(
+            m.decode() if isinstance(m, bytes) else str(m)
+            for m in self.redis.smembers(self.keys.paused)
+        )
+        if names != self._paused:
+            self._paused = names
+            log.info("paused queues: %s", ", ".join(sorted(names)) or "none")
+            if self.on_change is not None:
+                self.on_change(names)
+        return names
+
+    def run(self, stop: threading.Event) -> None:
+        """Listen for pause announcements until ``stop`` is set; reconnect on errors."""
+        while not stop.is_set():
+            pubsub = self.redis.pubsub()  # type: ignore[no-untyped-call]
+            try:
+                pubsub.subscribe(self.keys.pause_channel)
+                while not stop.is_set():
+                    message = pubsub.get_message(timeout=1.0)
+                    if message is not None and message["type"] in ("subscribe", "message"):
+                        self.refresh()
+            except REDIS_DOWN:
+                stop.wait(1.0)
+            except Exception:
+                log.exception("pause watcher failed")
+                stop.wait(1.0)
+            finally:
+                with contextlib.suppress(Exception):  # closing a broken connection may raise
+                    pubsub.close()

@@ -1,0 +1,222 @@
+"""Failures: Sidekiq 7's retry backoff, the retry set, the dead set and death handlers.
+
+Each outcome is written by one conditional Lua call that also acknowledges the job
+(``settle.lua``), so a failed job is in the private list or in the retry/dead set, never in
+both and never in neither. Hooks and death handlers run after that write, once.
+
+:meth:`JobRetry.kill` is the one way a job reaches the dead set from a worker: retries
+exhausted, an invalid payload, and orphan recovery's poison pills all go through it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import random
+import time
+import traceback
+import zlib
+from typing import Any
+
+from rfetch.config import Config
+from rfetch.job import Job
+from rfetch.payload import Payload, dumps
+from rfetch.store.keys import Keys
+from rfetch.worker.unit import UnitOfWork
+
+log = logging.getLogger("rfetch.retry")
+
+ERROR_MESSAGE_LIMIT = 10_000
+"""Characters of ``error_message`` kept (Sidekiq 7 truncates at 10,000)."""
+
+
+def backoff_seconds(count: int, rng: random.Random | None = None) -> float:
+    """Sidekiq 6.2.2-7.x delay before retry number ``count`` (0-based), in seconds:
+    ``count**4 + 15 + rand(10) * (count + 1)``."""
+    jitter = (rng or random).randrange(10)
+    return float(count**4 + 15 + jitter * (count + 1))
+
+
+def max_attempts(retry: Any, default_max: int) -> int:
+    """Retries allowed by the payload's ``retry`` field: True -> ``default_max``, an int -> it,
+    False / missing / other -> 0."""
+    if retry is True:
+        return default_max
+    if isinstance(retry, int) and not isinstance(retry, bool):
+        return max(retry, 0)
+    return 0
+
+
+def error_class_name(exc: BaseException) -> str:
+    """``module.Class`` of an exception; builtins by bare name (``ValueError``)."""
+    cls = type(exc)
+    if cls.__module__ == "builtins":
+        return cls.__qualname__
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def compress_backtrace(exc: BaseException, limit: int) -> str:
+    """Sidekiq's ``error_backtrace``: base64 of zlib-deflated JSON of the lines, innermost
+    first, in Ruby's ``file:line:in `method'`` form."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    lines = [f"{f.filename}:{f.lineno}:in `{f.name}'" for f in reversed(frames)][:limit]
+    return base64.b64encode(zlib.compress(json.dumps(lines).encode())).decode("ascii")
+
+
+def decompress_backtrace(text: str) -> list[str]:
+    """Inverse of :func:`compress_backtrace` (also reads Sidekiq's own)."""
+    lines: list[str] = json.loads(zlib.decompress(base64.b64decode(text)))
+    return lines
+
+
+class JobRetry:
+    """Decides and writes what happens to a failed job (Sidekiq's ``JobRetry``).
+
+    Args:
+        config: ``max_retries``, dead set limits (``dead_timeout`` seconds,
+            ``dead_max_jobs``), ``death_handlers``.
+        keys: key names of the namespace (the retry and dead sets).
+        rng: random source for the backoff jitter.
+    """
+
+    def __init__(self, config: Config, keys: Keys, rng: random.Random | None = None) -> None:
+        self.config = config
+        self.keys = keys
+        self.rng = rng or random.Random()
+
+    def bury_invalid(self, unit: UnitOfWork, exc: Exception) -> str:
+        """Put an unparseable payload in the dead set exactly as fetched (Sidekiq's rule);
+        no death handler runs (there is no job to give them)."""
+        log.error("invalid job in queue %s sent to the dead set: %s", unit.queue, exc)
+        return self.kill(unit, None, exc)
+
+    def kill(
+        self,
+        unit: UnitOfWork,
+        job: Payload | None,
+        exc: BaseException,
+        instance: Job | None = None,
+    ) -> str:
+        """Send a job to the dead set (the morgue), or discard it if its payload says
+        ``"dead": false``, atomically with its removal from the private list; then, if this
+        call removed it, run the class's ``retries_exhausted`` and the death handlers
+        (Sidekiq's ``retries_exhausted`` / ``death_handlers``).
+
+        Args:
+            unit: the job, in a private list (this process's, or a dead process's for a
+                poison pill).
+            job: its parsed payload, as it should be stored (with the error fields); None
+                for an invalid payload, stored exactly as fetched.
+            exc: why it dies, for the hooks.
+            instance: the job object, for ``retries_exhausted``; None when unknown.
+
+        Returns:
+            ``"dead"``, ``"discarded"`` or ``"lost-ownership"`` (no longer in the private
+            list: nothing was written and no hook ran).
+        """
+        now = time.time()
+        if job is not None and job.get("dead") is False:
+            owned = unit.acknowledge()
+            outcome = "discarded"
+        else:
+            owned = unit.settle(
+                self.keys.dead,
+                now,
+                unit.raw if job is None else dumps(job, 2**62),  # invalid: the exact bytes
+                trim_before=now - self.config.dead_timeout,
+                cap=self.config.dead_max_jobs,
+            )
+            outcome = "dead"
+        if not owned:
+            return "lost-ownership"
+        if instance is not None and job is not None:
+            try:
+                instance.retries_exhausted(job, exc)
+            except Exception as hook_exc:
+                log.error("retries_exhausted of %s raised %r", job["class"], hook_exc)
+        if job is not None:
+            self._run_death_handlers(job, exc)
+        return outcome
+
+    def fail(self, unit: UnitOfWork, job: Payload, instance: Job | None, exc: BaseException) -> str:
+        """Record a failure: retry set, dead set, or dropped.
+
+        Args:
+            unit: the fetched job.
+            job: its parsed payload (changed in place with Sidekiq's error fields).
+            instance: the job object, for ``retry_in`` / ``retries_exhausted``; None when the
+                class is unknown.
+            exc: what the job raised.
+
+        Returns:
+            ``"retry"``, ``"dead"``, ``"discarded"`` or ``"lost-ownership"`` (the job had
+            been pushed back meanwhile and nothing was written).
+        """
+        now = time.time()
+        if job.get("retry") is None:
+            # Sidekiq's job_retry.rb: a payload without "retry" takes the job class's option
+            # (a raw producer that leaves it out must not lose the class's retries).
+            job["retry"] = instance.retry if instance is not None else True
+        if job.get("retry_queue"):
+            job["queue"] = job["retry_queue"]
+        job["error_message"] = str(exc)[:ERROR_MESSAGE_LIMIT]
+        job["error_class"] = error_class_name(exc)
+        if "retry_count" in job and isinstance(job["retry_count"], int):
+            job["retried_at"] = now
+            job["retry_count"] += 1
+        else:
+            job["failed_at"] = now
+            job["retry_count"] = 0
+        count: int = job["retry_count"]
+        backtrace = job.get("backtrace")
+        if backtrace:
+            limit = self.config.backtrace_lines_default if backtrace is True else int(backtrace)
+            job["error_backtrace"] = compress_backtrace(exc, limit)
+
+        if job.get("retry") is False:
+            # No retry set and no dead set; death handlers still run (Sidekiq's job_retry.rb).
+            if unit.acknowledge():
+                self._run_death_handlers(job, exc)
+            return "discarded"
+
+        decision = self._retry_in(instance, count, exc, job)
+        if decision == "discard":
+            unit.acknowledge()
+            log.info("job %s jid=%s discarded by retry_in", job["class"], job["jid"])
+            return "discarded"
+        if decision != "kill" and count < max_attempts(job.get("retry"), self.config.max_retries):
+            delay = backoff_seconds(count, self.rng) if decision is None else float(decision)
+            skip = instance is not None and instance.key_on_failure == "skip"
+            written = unit.settle(
+                self.keys.retry,
+                now + delay,
+                dumps(job, 2**62),
+                outcome="skip" if skip else "retry",
+            )
+            return "retry" if written else "lost-ownership"
+        return self.kill(unit, job, exc, instance)
+
+    def _retry_in(
+        self, instance: Job | None, count: int, exc: BaseException, job: Payload
+    ) -> float | str | None:
+        if instance is None:
+            return None
+        try:
+            decision = instance.retry_in(count, exc, job)
+        except Exception as hook_exc:  # Sidekiq falls back to the default on a broken hook
+            log.error("retry_in of %s raised %r; using the default backoff", job["class"], hook_exc)
+            return None
+        if decision is None or decision in ("discard", "kill"):
+            return decision
+        if isinstance(decision, (int, float)) and not isinstance(decision, bool):
+            return float(decision)
+        log.error("retry_in of %s returned %r; using the default backoff", job["class"], decision)
+        return None
+
+    def _run_death_handlers(self, job: Payload, exc: BaseException) -> None:
+        for handler in self.config.death_handlers:
+            try:
+                handler(job, exc)
+            except Exception as handler_exc:
+                log.error("death handler %r raised %r", handler, handler_exc)
