@@ -134,11 +134,13 @@ class Launcher:
     def run(self) -> int:
         """Run until TERM/INT; returns the exit code (0 after a clean shutdown)."""
         self._install_signal_handlers()
+        pool = self.manager.pool
         log.info(
-            "rfetch %s starting: identity=%s concurrency=%d queues=%s jobs=%d",
+            "rfetch %s starting: identity=%s concurrency=%d%s queues=%s jobs=%d",
             __version__,
             self.identity,
             self.config.concurrency,
+            f" async_concurrency={pool.size}" if pool is not None else "",
             ",".join(f"{q.name}:{q.weight}" for q in self.config.queues),
             len(self.registry),
         )
@@ -225,10 +227,9 @@ class Launcher:
         elif self.manager.quiet:
             state = " quiet"
         tag = f" {self.config.tag}" if self.config.tag else ""
-        set_title(
-            f"rfetch {__version__}{tag} [{self.manager.busy()} of "
-            f"{self.config.concurrency} busy]{state}"
-        )
+        pool = self.manager.pool
+        slots = self.config.concurrency + (pool.size if pool is not None else 0)
+        set_title(f"rfetch {__version__}{tag} [{self.manager.busy()} of {slots} busy]{state}")
 
     def _dump_threads(self) -> None:
         names = {t.ident: t.name for t in threading.enumerate()}

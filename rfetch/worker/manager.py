@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection
 from rfetch.config import Config
 from rfetch.store.connection import REDIS_DOWN
 from rfetch.worker.acks import ACK_MAX_DELAY, DeferredAcks
+from rfetch.worker.event_loop import AsyncPool
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.processor import Processor
 from rfetch.worker.reporting import ErrorReporter
@@ -30,6 +31,9 @@ from rfetch.worker.unit import UnitOfWork
 from rfetch.worker.work_state import WorkState
 
 log = logging.getLogger("rfetch.manager")
+
+CANCEL_WAIT = 2.0
+"""Seconds the stop waits for cancelled async jobs to unwind before pushing them back."""
 
 
 class Manager:
@@ -43,6 +47,11 @@ class Manager:
         work: busy threads and quiet flag, shared with the heartbeat and metrics.
         report: the error reporter, for internal errors.
         paused: returns the names of queues not to fetch from now (queue pausing).
+
+    When the processor's registry has async job classes, the manager also runs an
+    :class:`AsyncPool` (one event-loop thread, ``config.async_concurrency`` jobs at once)
+    and hands it the async jobs it fetches; the process then holds at most ``concurrency``
+    (if any class is sync) ``+ async_concurrency + prefetch`` jobs.
     """
 
     def __init__(
@@ -62,7 +71,15 @@ class Manager:
         self.work = work
         self.report = report
         self.paused = paused
-        self.capacity = config.concurrency + config.prefetch_count
+        registry = processor.registry
+        self.pool = (
+            AsyncPool(config, processor, registry, work, report, on_done=self._async_done)
+            if registry.has_async
+            else None
+        )
+        self.threads = config.concurrency if registry.has_sync else 0
+        loop_slots = self.pool.size if self.pool is not None else 0
+        self.capacity = self.threads + loop_slots + config.prefetch_count
         self.min_batch = max(1, self.capacity // 4)
         self._handoff: queue.SimpleQueue[UnitOfWork | None] = queue.SimpleQueue()
         self._cond = threading.Condition()
@@ -74,7 +91,9 @@ class Manager:
     # -- lifecycle ---------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the processor threads and the fetcher."""
+        """Start the processor threads, the event loop (async jobs) and the fetcher."""
+        if self.pool is not None:
+            self.pool.start()
         for index in range(self.config.concurrency):
             thread = threading.Thread(
                 target=self._process_loop, name=f"rfetch-processor-{index}", daemon=True
@@ -93,18 +112,20 @@ class Manager:
 
     def quiet_down(self) -> None:
         """Stop fetching; push back jobs fetched but not started. Running jobs go on."""
+        self.work.go_quiet()
+        # Outside the lock: the loop thread takes it when a job ends.
+        waiting = self.pool.take_waiting() if self.pool is not None else []
         with self._cond:
-            self.work.go_quiet()
             self.acks.close()
-            waiting = []
             while True:
                 try:
-                    unit = self._handoff.get_nowait()
+                    item = self._handoff.get_nowait()
                 except queue.Empty:
                     break
-                if unit is not None:
-                    waiting.append(unit)
-                    self._held.pop(id(unit), None)
+                if item is not None:
+                    waiting.append(item)
+            for unit in waiting:
+                self._held.pop(id(unit), None)
             self._cond.notify_all()
         if waiting:
             self._requeue(waiting, "quiet")
@@ -133,7 +154,7 @@ class Manager:
             self._requeue(released, "queue paused")
 
     def busy(self) -> int:
-        """Threads running a job now."""
+        """Jobs running now (threads and async jobs)."""
         return self.work.busy()
 
     def finish(self) -> int:
@@ -150,6 +171,11 @@ class Manager:
             self._fetcher.join(self.config.block_timeout + self.config.network_timeout)
         for _ in self._threads:
             self._handoff.put(None)
+        if self.pool is not None:
+            cancelled = self.pool.cancel(CANCEL_WAIT)
+            if cancelled:
+                log.info("cancelled %d async job(s) still running", cancelled)
+            self.pool.stop()
         try:
             return self.fetch.requeue_unheld((), "shutdown")
         except REDIS_DOWN as exc:
@@ -197,11 +223,30 @@ class Manager:
         with self._cond:
             while not self.work.quiet:
                 room = self.capacity - len(self._held)
-                starving = self._handoff.empty()
+                starving = self._starving()
                 if (room > 0 and (starving or room >= self.min_batch)) or self.acks.due():
                     return room, self.acks.take(), self._sweep_needed, list(self._held.values())
                 self._cond.wait(ACK_MAX_DELAY)
         return None
+
+    def _starving(self) -> bool:
+        """Whether a runner is about to have nothing to run: the threads' hand-off is empty
+        (when threads run jobs), or the event loop has no job at all. Otherwise the fetcher
+        waits for room for ``min_batch`` jobs, so a busy loop fetches in batches."""
+        if self.threads and self._handoff.empty():
+            return True
+        return self.pool is not None and self.pool.idle()
+
+    def _async_done(self, unit: UnitOfWork, internal_error: bool) -> None:
+        """An async job ended (called in the loop thread): free its slot."""
+        with self._cond:
+            self._held.pop(id(unit), None)
+            if internal_error:
+                self._sweep_needed = True
+            if self.capacity - len(self._held) >= self.min_batch or self._starving() or (
+                self.work.quiet
+            ):
+                self._cond.notify_all()
 
     def _fetch_loop(self) -> None:
         self.acks.deferring(True)
@@ -272,12 +317,18 @@ class Manager:
     def _hand_off(self, units: list[UnitOfWork]) -> None:
         paused = self.paused()
         late = [u for u in units if u.queue in paused]  # a BLMOVE racing a pause
+        pool = self.pool
+        on_loop = [u for u in units if u.queue not in paused and pool and pool.accepts(u)]
+        looped = {id(u) for u in on_loop}
         with self._cond:
             if not self.work.quiet:
                 for unit in units:
                     if unit.queue not in paused:
                         self._held[id(unit)] = unit
-                        self._handoff.put(unit)
+                        if id(unit) not in looped:
+                            self._handoff.put(unit)
+                if on_loop and pool is not None:
+                    pool.submit(on_loop)
                 if late:
                     self._requeue(late, "queue paused")
                 return
