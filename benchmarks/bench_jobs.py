@@ -43,8 +43,9 @@ class Stamp(rfetch.Job):
 
 @functools.cache
 def _async_redis() -> aioredis.Redis:
-    """One asyncio client per worker process (its one event loop thread uses it)."""
-    return aioredis.Redis.from_url(os.environ["REDIS_URL"])
+    """One asyncio client per worker process (its one event loop thread uses it), with a
+    connection for each job that may run at once (redis-py's default pool has 100)."""
+    return aioredis.Redis.from_url(os.environ["REDIS_URL"], max_connections=10_000)
 
 
 class AsyncWait(rfetch.Job):

@@ -38,6 +38,7 @@ async def stamp(ctx: dict[str, Any], n: int) -> None:
 class WorkerSettings:
     functions = [noop, sleepio, stamp, wait100]
     redis_settings = RedisSettings.from_dsn(os.environ["REDIS_URL"])
+    redis_settings.max_connections = 10_000  # redis-py's default pool has 100
     queue_name = queues_from_env()[0]
     max_jobs = int(os.environ.get("BENCH_CONCURRENCY", "10"))
     poll_delay = 0.01

@@ -81,7 +81,9 @@ class Launcher:
         self.registry = registry
         self.identity = identity or make_identity()
         self.keys = Keys(config.namespace)
-        pool_size = config.concurrency + 8
+        # Threads, the worker's own threads, and the event loop's executor threads (a
+        # failure's retry of an async job); connections open only when used.
+        pool_size = config.concurrency + 8 + (config.async_concurrency if registry.has_async else 0)
         self.redis = redis if redis is not None else connect(config, max_connections=pool_size)
         self.report = ErrorReporter(config.error_handlers)
         self.commands = Commands(self.redis, self.keys)
