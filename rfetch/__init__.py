@@ -24,7 +24,8 @@ from rfetch.errors import (
     RfetchError,
     UnknownJob,
 )
-from rfetch.job import Job, JobFunction, job
+from rfetch.job import Job
+from rfetch.job_function import JobFunction, job
 from rfetch.version import __version__
 
 __all__ = [

@@ -1,151 +1,18 @@
-"""The Job base class, job options and the ``@rfetch.job`` decorator."""
+"""The Job base class and its options."""
 
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import inspect
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import (
-    Any,
-    ClassVar,
-    Generic,
-    Literal,
-    ParamSpec,
-    Protocol,
-    TypeVar,
-    cast,
-    overload,
-)
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Literal, cast
 
-from rfetch.client import DEFAULT, Client, check_options
 from rfetch.errors import ConfigError
-
-P = ParamSpec("P")
-R = TypeVar("R")
+from rfetch.job_setter import HasPerform, JobSetter, P
 
 RetryDecision = float | int | Literal["discard", "kill"] | None
 """What ``retry_in`` returns: seconds until the retry, ``"discard"`` (drop the job),
 ``"kill"`` (straight to the dead set), or None for Sidekiq's default backoff."""
-
-
-def to_epoch(when: dt.datetime | float | int) -> float:
-    """A run time as float epoch seconds.
-
-    Args:
-        when: an aware datetime, a naive datetime (taken as local time, as
-            ``datetime.timestamp`` does), or epoch seconds.
-
-    Raises:
-        ConfigError: anything else.
-    """
-    if isinstance(when, dt.datetime):
-        return when.timestamp()
-    if isinstance(when, (int, float)) and not isinstance(when, bool):
-        return float(when)
-    raise ConfigError(f"a run time must be a datetime or epoch seconds, got {when!r}")
-
-
-def to_seconds(interval: dt.timedelta | float | int) -> float:
-    """An interval as float seconds.
-
-    Raises:
-        ConfigError: anything but a timedelta or a number.
-    """
-    if isinstance(interval, dt.timedelta):
-        return interval.total_seconds()
-    if isinstance(interval, (int, float)) and not isinstance(interval, bool):
-        return float(interval)
-    raise ConfigError(f"an interval must be a timedelta or seconds, got {interval!r}")
-
-
-class _Performs(Protocol[P]):
-    """What the typed push methods read ``perform``'s parameters from."""
-
-    def perform(self, *args: P.args, **kwargs: P.kwargs) -> object: ...
-
-
-class JobSetter(Generic[P]):
-    """A job class with options overridden for the next pushes (``Job.set(...)``).
-
-    Typed from the job's ``perform`` (ParamSpec ``P``), so a type checker flags a wrong
-    argument at the call site of ``perform_async``, ``perform_in`` and ``perform_at``.
-    """
-
-    def __init__(
-        self, job_class: type[Job], options: Mapping[str, Any], client: Client | None = None
-    ) -> None:
-        check_options(options)
-        self.job_class = job_class
-        self.options = dict(options)
-        self.client = client
-
-    def set(self, **options: Any) -> JobSetter[P]:
-        """More options on top of these."""
-        return JobSetter(self.job_class, {**self.options, **options}, self.client)
-
-    def _client(self) -> Client:
-        return self.client if self.client is not None else DEFAULT.get()
-
-    def _options(self, args: Sequence[Any] | None = None) -> dict[str, Any]:
-        options = {**self.job_class.default_options(), **self.options}
-        if args is not None and "key" not in options:
-            key = self.job_class.key_of(args)
-            if key is not None:
-                options["key"] = key
-        if args is not None and "tenant" not in options:
-            tenant = self.job_class.tenant_of(args)
-            if tenant is not None:
-                options["tenant"] = tenant
-        return options
-
-    def perform_async(self, *args: P.args, **kwargs: P.kwargs) -> str | None:
-        """Enqueue now; the jid (24 hex), or None if client middleware dropped the push or a
-        unique job's lock is held (unique jobs).
-
-        Keyword arguments are bound to ``perform``'s parameters and sent as the positional
-        list Sidekiq's ``args`` is.
-
-        Raises:
-            ArgsNotSerializable, PayloadTooLarge: nothing is written.
-            ConfigError: a bad option (e.g. an ordering key that is not a string).
-            TypeError: keyword arguments that do not fit ``perform``'s parameters.
-        """
-        values = self.job_class.positional_args(args, kwargs)
-        return self._client().push(self.job_class.job_name(), values, self._options(values))
-
-    def perform_in(
-        self, interval: dt.timedelta | float, /, *args: P.args, **kwargs: P.kwargs
-    ) -> str | None:
-        """Enqueue to run after ``interval`` (seconds or timedelta); as perform_async."""
-        return self.perform_at(time.time() + to_seconds(interval), *args, **kwargs)
-
-    def perform_at(
-        self, when: dt.datetime | float, /, *args: P.args, **kwargs: P.kwargs
-    ) -> str | None:
-        """Enqueue to run at ``when`` (datetime or epoch seconds); a past time runs now."""
-        values = self.job_class.positional_args(args, kwargs)
-        return self._client().push(
-            self.job_class.job_name(), values, self._options(values), at=to_epoch(when)
-        )
-
-    def perform_bulk(
-        self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000
-    ) -> list[str]:
-        """Enqueue one job per argument list, ``batch_size`` per round trip; their jids."""
-        arg_lists = list(args_list)
-        options = self._options()
-        keyed = ("key" not in self.options and self.job_class.has_ordering_key()) or (
-            "tenant" not in self.options and self.job_class.has_tenant()
-        )
-        return self._client().push_bulk(
-            self.job_class.job_name(),
-            arg_lists,
-            options,
-            batch_size=batch_size,
-            options_for=self._options if keyed else None,
-        )
 
 
 class Job:
@@ -337,7 +204,7 @@ class Job:
         return options
 
     @classmethod
-    def set(cls: type[_Performs[P]], **options: Any) -> JobSetter[P]:
+    def set(cls: type[HasPerform[P]], **options: Any) -> JobSetter[P]:
         """Override options for one push: ``SendWelcome.set(queue="critical").perform_async(7)``.
 
         ``client=`` picks a Client other than the process-wide default.
@@ -349,13 +216,13 @@ class Job:
         return JobSetter(cast("type[Job]", cls), options, client)
 
     @classmethod
-    def perform_async(cls: type[_Performs[P]], *args: P.args, **kwargs: P.kwargs) -> str | None:
+    def perform_async(cls: type[HasPerform[P]], *args: P.args, **kwargs: P.kwargs) -> str | None:
         """Enqueue now; returns the jid (24 hex characters). See JobSetter.perform_async."""
         return JobSetter[P](cast("type[Job]", cls), {}).perform_async(*args, **kwargs)
 
     @classmethod
     def perform_in(
-        cls: type[_Performs[P]],
+        cls: type[HasPerform[P]],
         interval: dt.timedelta | float,
         /,
         *args: P.args,
@@ -366,7 +233,7 @@ class Job:
 
     @classmethod
     def perform_at(
-        cls: type[_Performs[P]],
+        cls: type[HasPerform[P]],
         when: dt.datetime | float,
         /,
         *args: P.args,
@@ -379,104 +246,3 @@ class Job:
     def perform_bulk(cls, args_list: Iterable[Sequence[Any]], batch_size: int = 1000) -> list[str]:
         """Enqueue many jobs, pipelined ``batch_size`` (default 1,000) per round trip."""
         return JobSetter[Any](cls, {}).perform_bulk(args_list, batch_size)
-
-
-class JobFunction(Generic[P, R]):
-    """A plain function made into a job by ``@rfetch.job``; calling it runs it inline.
-
-    Its push methods are typed from the function's signature (ParamSpec ``P``).
-    """
-
-    def __init__(self, func: Callable[P, R], job_class: type[Job]) -> None:
-        functools.update_wrapper(self, func)
-        self.func = func
-        self.job_class = job_class
-
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        return self.func(*args, **kwargs)
-
-    def set(self, **options: Any) -> JobSetter[P]:
-        """Override options for one push."""
-        client = options.pop("client", None)
-        return JobSetter(self.job_class, options, client)
-
-    def perform_async(self, *args: P.args, **kwargs: P.kwargs) -> str | None:
-        """Enqueue now; returns the jid."""
-        return self.set().perform_async(*args, **kwargs)
-
-    def perform_in(
-        self, interval: dt.timedelta | float, /, *args: P.args, **kwargs: P.kwargs
-    ) -> str | None:
-        """Enqueue to run after ``interval``."""
-        return self.set().perform_in(interval, *args, **kwargs)
-
-    def perform_at(
-        self, when: dt.datetime | float, /, *args: P.args, **kwargs: P.kwargs
-    ) -> str | None:
-        """Enqueue to run at ``when``."""
-        return self.set().perform_at(when, *args, **kwargs)
-
-    def perform_bulk(self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000) -> list[str]:
-        """Enqueue many jobs."""
-        return self.job_class.perform_bulk(args_list, batch_size)
-
-
-@overload
-def job(func: Callable[P, R], /) -> JobFunction[P, R]: ...
-
-
-@overload
-def job(
-    func: None = None, /, **options: Any
-) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
-
-
-def job(
-    func: Callable[P, R] | None = None, /, **options: Any
-) -> JobFunction[P, R] | Callable[[Callable[P, R]], JobFunction[P, R]]:
-    """Make a plain function a job: ``@rfetch.job`` or ``@rfetch.job(queue="mail", retry=3)``.
-
-    The job is registered as ``module.function_name`` unless ``name=`` is given.
-
-    Raises:
-        ConfigError: an unknown option.
-    """
-    name = options.pop("name", None)
-    check_options(options)
-    per_push = {"key", "tenant", "unique_key"} & set(options)
-    if per_push:
-        raise ConfigError(
-            f"{sorted(per_push)} differ per job: pass them with .set(...) at push time"
-        )
-
-    def wrap(fn: Callable[P, R]) -> JobFunction[P, R]:
-        async def perform_awaited(self: Job, *args: Any) -> None:
-            await fn(*args)  # type: ignore[call-arg,misc]
-
-        def perform_called(self: Job, *args: Any) -> None:
-            fn(*args)  # type: ignore[call-arg]
-
-        perform: Callable[..., object] = (
-            perform_awaited if inspect.iscoroutinefunction(fn) else perform_called
-        )
-        # Job.positional_args binds keyword arguments against the function's own
-        # parameters, behind the ``self`` every method has.
-        own = inspect.signature(fn)
-        self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        perform.__signature__ = own.replace(  # type: ignore[attr-defined]
-            parameters=[self_param, *own.parameters.values()]
-        )
-        attrs: dict[str, Any] = {
-            "perform": perform,
-            "__module__": fn.__module__,
-            "__qualname__": fn.__qualname__,
-            "__doc__": fn.__doc__,
-            "name": name,
-        }
-        attrs.update(options)
-        job_class = type(fn.__name__, (Job,), attrs)
-        return JobFunction(fn, job_class)
-
-    if func is not None:
-        return wrap(func)
-    return wrap
