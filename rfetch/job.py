@@ -246,3 +246,42 @@ class Job:
     def perform_bulk(cls, args_list: Iterable[Sequence[Any]], batch_size: int = 1000) -> list[str]:
         """Enqueue many jobs, pipelined ``batch_size`` (default 1,000) per round trip."""
         return JobSetter[Any](cls, {}).perform_bulk(args_list, batch_size)
+
+    # -- from asyncio code (redis.asyncio; the same checks, middleware and push buffer) ----
+
+    @classmethod
+    async def aperform_async(
+        cls: type[HasPerform[P]], *args: P.args, **kwargs: P.kwargs
+    ) -> str | None:
+        """``await SendWelcome.aperform_async(42)``: :meth:`perform_async` for asyncio code."""
+        return await JobSetter[P](cast("type[Job]", cls), {}).aperform_async(*args, **kwargs)
+
+    @classmethod
+    async def aperform_in(
+        cls: type[HasPerform[P]],
+        interval: dt.timedelta | float,
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> str | None:
+        """:meth:`perform_in` for asyncio code."""
+        setter = JobSetter[P](cast("type[Job]", cls), {})
+        return await setter.aperform_in(interval, *args, **kwargs)
+
+    @classmethod
+    async def aperform_at(
+        cls: type[HasPerform[P]],
+        when: dt.datetime | float,
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> str | None:
+        """:meth:`perform_at` for asyncio code."""
+        return await JobSetter[P](cast("type[Job]", cls), {}).aperform_at(when, *args, **kwargs)
+
+    @classmethod
+    async def aperform_bulk(
+        cls, args_list: Iterable[Sequence[Any]], batch_size: int = 1000
+    ) -> list[str]:
+        """:meth:`perform_bulk` for asyncio code."""
+        return await JobSetter[Any](cls, {}).aperform_bulk(args_list, batch_size)

@@ -8,10 +8,10 @@ import inspect
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
-from rfetch.client import check_options
 from rfetch.errors import ConfigError
 from rfetch.job import Job
 from rfetch.job_setter import JobSetter
+from rfetch.options import check_options
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -55,6 +55,28 @@ class JobFunction(Generic[P, R]):
     def perform_bulk(self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000) -> list[str]:
         """Enqueue many jobs."""
         return self.job_class.perform_bulk(args_list, batch_size)
+
+    async def aperform_async(self, *args: P.args, **kwargs: P.kwargs) -> str | None:
+        """:meth:`perform_async` for asyncio code."""
+        return await self.set().aperform_async(*args, **kwargs)
+
+    async def aperform_in(
+        self, interval: dt.timedelta | float, /, *args: P.args, **kwargs: P.kwargs
+    ) -> str | None:
+        """:meth:`perform_in` for asyncio code."""
+        return await self.set().aperform_in(interval, *args, **kwargs)
+
+    async def aperform_at(
+        self, when: dt.datetime | float, /, *args: P.args, **kwargs: P.kwargs
+    ) -> str | None:
+        """:meth:`perform_at` for asyncio code."""
+        return await self.set().aperform_at(when, *args, **kwargs)
+
+    async def aperform_bulk(
+        self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000
+    ) -> list[str]:
+        """:meth:`perform_bulk` for asyncio code."""
+        return await self.job_class.aperform_bulk(args_list, batch_size)
 
 
 @overload

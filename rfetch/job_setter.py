@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol
 
-from rfetch.client import DEFAULT, Client, check_options
+from rfetch.client import DEFAULT, Client
 from rfetch.errors import ConfigError
+from rfetch.options import check_options
 
 if TYPE_CHECKING:
     from rfetch.job import Job
@@ -121,15 +122,49 @@ class JobSetter(Generic[P]):
         self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000
     ) -> list[str]:
         """Enqueue one job per argument list, ``batch_size`` per round trip; their jids."""
-        arg_lists = list(args_list)
-        options = self._options()
+        return self._client().push_bulk(*self._bulk(args_list), batch_size=batch_size,
+                                        options_for=self._options_for())
+
+    async def aperform_async(self, *args: P.args, **kwargs: P.kwargs) -> str | None:
+        """:meth:`perform_async` from asyncio code, through ``redis.asyncio`` (the client's
+        ``aio`` face: same checks, middleware, sink and push buffer)."""
+        values = self.job_class.positional_args(args, kwargs)
+        return await self._client().aio.push(
+            self.job_class.job_name(), values, self._options(values)
+        )
+
+    async def aperform_in(
+        self, interval: dt.timedelta | float, /, *args: P.args, **kwargs: P.kwargs
+    ) -> str | None:
+        """:meth:`perform_in` from asyncio code."""
+        return await self.aperform_at(time.time() + to_seconds(interval), *args, **kwargs)
+
+    async def aperform_at(
+        self, when: dt.datetime | float, /, *args: P.args, **kwargs: P.kwargs
+    ) -> str | None:
+        """:meth:`perform_at` from asyncio code."""
+        values = self.job_class.positional_args(args, kwargs)
+        return await self._client().aio.push(
+            self.job_class.job_name(), values, self._options(values), at=to_epoch(when)
+        )
+
+    async def aperform_bulk(
+        self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000
+    ) -> list[str]:
+        """:meth:`perform_bulk` from asyncio code."""
+        return await self._client().aio.push_bulk(
+            *self._bulk(args_list), batch_size=batch_size, options_for=self._options_for()
+        )
+
+    def _bulk(
+        self, args_list: Iterable[Sequence[Any]]
+    ) -> tuple[str, list[Sequence[Any]], dict[str, Any]]:
+        """The class name, argument lists and class-level options of a bulk push."""
+        return self.job_class.job_name(), list(args_list), self._options()
+
+    def _options_for(self) -> Callable[[Sequence[Any]], dict[str, Any]] | None:
+        """Per-job options when the class computes an ordering key or a tenant."""
         keyed = ("key" not in self.options and self.job_class.has_ordering_key()) or (
             "tenant" not in self.options and self.job_class.has_tenant()
         )
-        return self._client().push_bulk(
-            self.job_class.job_name(),
-            arg_lists,
-            options,
-            batch_size=batch_size,
-            options_for=self._options if keyed else None,
-        )
+        return self._options if keyed else None

@@ -282,6 +282,14 @@ class InlineRunner:
             self.runner.run(payload)
         return [True] * len(jobs)
 
+    async def awrite(self, jobs: Sequence[BufferedJob], send: Send) -> list[bool]:
+        """The same for ``aperform_async``: async jobs are awaited in the caller's loop."""
+        for job in jobs:
+            payload = _read(job)
+            self.performed.append(payload)
+            await self.runner.arun(payload)
+        return [True] * len(jobs)
+
 
 def _selected(payload: Payload, job_class: type[Job] | None, queue: str | None) -> bool:
     if job_class is not None and payload["class"] != job_class.job_name():
