@@ -1,4 +1,4 @@
-"""A FastAPI application that pushes jobs and serves rfetch's web UI.
+"""A FastAPI application that pushes jobs with the asyncio client and serves rfetch's web UI.
 
 Run it (the factory reads ``REDIS_URL`` when the server starts, not at import)::
 
@@ -38,10 +38,9 @@ def create(config: rfetch.Config | None = None, client: rfetch.Client | None = N
     app = FastAPI(title="signups")
 
     @app.post("/signups")
-    def signup(body: Signup) -> dict[str, str | None]:
-        # A plain ``def``: FastAPI runs it in its thread pool, so the Redis round trip of
-        # the push does not hold the event loop.
-        jid = SendWelcome.set(client=client).perform_async(body.user_id, body.email)
+    async def signup(body: Signup) -> dict[str, str | None]:
+        # The asyncio client: the push awaits Redis (redis.asyncio) on the app's loop.
+        jid = await SendWelcome.set(client=client).aperform_async(body.user_id, body.email)
         return {"jid": jid}
 
     # The web UI is a WSGI app; a2wsgi serves it under the mount (its root_path becomes
