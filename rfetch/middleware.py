@@ -27,9 +27,10 @@ waiting for the rest of the chain on the loop, so it holds a thread while the jo
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from rfetch.job import Job
 
 Payload = dict[str, Any]
+T = TypeVar("T")
 
 
 class ClientMiddleware(Protocol):
@@ -98,11 +100,31 @@ def run_server_chain(
             async def rest() -> None:
                 step(index + 1)
 
-            asyncio.run(middleware(job, payload, queue, rest))
+            run_coroutine(lambda: middleware(job, payload, queue, rest))
         else:
             middleware(job, payload, queue, lambda: step(index + 1))
 
     step(0)
+
+
+def run_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
+    """Run the coroutine ``factory()`` makes to its end, from sync code: with
+    ``asyncio.run``, or, when this thread already runs an event loop (a test using
+    Playwright's sync API, a notebook), on a fresh loop in a thread of its own.
+
+    Raises:
+        Exception: whatever the coroutine raises.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_awaited(factory))
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rfetch-run") as pool:
+        return pool.submit(asyncio.run, _awaited(factory)).result()
+
+
+async def _awaited(factory: Callable[[], Awaitable[T]]) -> T:
+    return await factory()
 
 
 async def run_server_chain_async(

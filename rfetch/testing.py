@@ -34,7 +34,6 @@ scheduled jobs (``perform_in``/``perform_at``) are kept with their ``at`` time a
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from collections.abc import Awaitable, Iterator, Sequence
@@ -45,7 +44,7 @@ from rfetch.client import DEFAULT, Client
 from rfetch.config import Config
 from rfetch.errors import UnknownJob
 from rfetch.job import Job
-from rfetch.middleware import run_server_chain, run_server_chain_async
+from rfetch.middleware import run_coroutine, run_server_chain, run_server_chain_async
 from rfetch.payload import Payload, Routing
 from rfetch.push_buffer import BufferedJob
 from rfetch.sink import Send
@@ -85,9 +84,9 @@ class JobRunner:
     instance with its ``jid``, through ``config.server_middleware``, ``perform(*args)``.
 
     An async job (``async def perform``) goes through the async form of the chain
-    (:func:`rfetch.middleware.run_server_chain_async`): :meth:`run` runs it with
-    ``asyncio.run`` (so the caller must not be inside a running event loop), :meth:`arun`
-    awaits it.
+    (:func:`rfetch.middleware.run_server_chain_async`): :meth:`run` runs it to its end on a
+    fresh event loop (:func:`rfetch.middleware.run_coroutine`), :meth:`arun` awaits it in
+    the caller's loop.
 
     Args:
         config: the server middleware to run the job through.
@@ -105,7 +104,7 @@ class JobRunner:
         """
         instance, values = self._instance(payload, args)
         if instance.is_async:
-            asyncio.run(self._chain_async(instance, payload, values))
+            run_coroutine(lambda: self._chain_async(instance, payload, values))
             return
         chain = self.config.server_middleware
         run_server_chain(chain, instance, payload, payload["queue"],

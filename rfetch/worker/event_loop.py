@@ -112,6 +112,9 @@ class AsyncPool:
         manager to push back (quiet, a paused queue). Empty when the loop does not answer
         within ``CALL_TIMEOUT``: those jobs then start later, or are pushed back at stop."""
 
+        if self._thread is None:
+            return []
+
         def take() -> list[UnitOfWork]:
             keep = [u for u in self._waiting if queues is not None and u.queue not in queues]
             taken = [u for u in self._waiting if queues is None or u.queue in queues]
@@ -124,6 +127,8 @@ class AsyncPool:
         """Cancel every async job still running and wait up to ``timeout`` seconds for them
         to end (TERM past the shutdown timeout); none starts after this. Returns how many
         were cancelled. They stay in the private lists, for the manager to push back."""
+        if self._thread is None:
+            return 0
 
         async def cancel_all() -> int:
             self._cancelling = True
@@ -144,7 +149,7 @@ class AsyncPool:
 
     def stop(self) -> None:
         """Stop the loop (after :meth:`cancel`)."""
-        if not self._loop.is_closed():
+        if self._thread is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self._loop.stop)
 
     # -- in the loop thread --------------------------------------------------------------

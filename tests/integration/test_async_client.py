@@ -15,6 +15,7 @@ import rfetch
 from rfetch import testing
 from rfetch.config import Config
 from rfetch.payload import Payload
+from tests.support.aio import run_async
 from tests.support.redis_server import RedisServer
 
 EVENTS: list[Any] = []
@@ -61,7 +62,7 @@ def test_the_same_payloads_as_the_sync_client(r: redis.Redis) -> None:
             await notify.aperform_async(3),
         ]
 
-    first, second, third = asyncio.run(push())
+    first, second, third = run_async(push())
     sync_jid = Welcome.perform_async(42, template="hi")
     [a, b] = jobs(r, "queue:mail")
     assert a["jid"] == first and b["jid"] == sync_jid
@@ -82,7 +83,7 @@ def test_scheduled_bulk_keyed_and_unique(r: redis.Redis) -> None:
         unique = [await Welcome.set(unique_for=60).aperform_async(5) for _ in range(2)]
         return later, at, bulk, keyed, unique
 
-    later, at, bulk, keyed, unique = asyncio.run(push())
+    later, at, bulk, keyed, unique = run_async(push())
     scores = dict(r.zrange("schedule", 0, -1, withscores=True))
     assert sorted(json.loads(raw)["jid"] for raw in scores) == sorted([later, at])
     assert 4_000_000_000.0 in scores.values()
@@ -108,7 +109,7 @@ def test_checks_and_middleware_apply(config: Config, r: redis.Redis) -> None:
             await Welcome.set(client=client).aperform_async(object())  # type: ignore[arg-type]
         return [await Welcome.set(client=client).aperform_async(n) for n in (0, 1)]
 
-    dropped, kept = asyncio.run(push())
+    dropped, kept = run_async(push())
     assert dropped is None
     assert [(j["jid"], j["tags"]) for j in jobs(r, "queue:mail")] == [(kept, ["async"])]
 
@@ -122,13 +123,13 @@ def test_pushes_while_redis_is_down_are_buffered_and_delivered_in_order(
     async def push(values: range) -> list[str | None]:
         return [await Welcome.set(client=client).aperform_async(n) for n in values]
 
-    asyncio.run(push(range(0, 2)))
+    run_async(push(range(0, 2)))
     own_redis.stop()
-    buffered = asyncio.run(push(range(2, 12)))
+    buffered = run_async(push(range(2, 12)))
     assert all(isinstance(jid, str) for jid in buffered)
     assert client.pending() == 10
     own_redis.start()
-    asyncio.run(push(range(12, 14)))  # goes after the buffered ones
+    run_async(push(range(12, 14)))  # goes after the buffered ones
     assert client.pending() == 0
     queued = jobs(own_redis.client(), "queue:mail")
     assert [j["args"][0] for j in queued] == list(range(14))
@@ -136,7 +137,7 @@ def test_pushes_while_redis_is_down_are_buffered_and_delivered_in_order(
 
 def test_each_event_loop_gets_its_own_connection(r: redis.Redis) -> None:
     for n in range(3):  # a fresh loop each time, as a test suite running each test in one
-        asyncio.run(Welcome.aperform_async(n))
+        run_async(Welcome.aperform_async(n))
     assert r.llen("queue:mail") == 3
 
 
@@ -150,6 +151,6 @@ def test_fake_and_inline_modes_take_async_pushes(r: redis.Redis) -> None:
         with testing.inline():
             await ByPost.aperform_async(3)  # an async job, awaited in this loop
 
-    asyncio.run(scenario())
+    run_async(scenario())
     assert EVENTS == [("welcome", 1), ("notify", 2), ("post", 3)]
     assert r.dbsize() == 0  # nothing reached Redis

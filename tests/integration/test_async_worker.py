@@ -162,3 +162,23 @@ def test_term_pushes_back_sleeping_async_jobs_and_loses_nothing(
     # Pushed back as fetched: a new worker runs them.
     for raw in r.lrange("queue:default", 0, -1):
         assert "error_class" not in json.loads(raw)
+
+
+def test_quiet_pushes_back_async_jobs_waiting_for_a_slot(
+    workers: list[WorkerProcess], redis_server: RedisServer, record: Record, tmp_path: Path,
+    client: Client, r: redis.Redis,
+) -> None:
+    jids = [push(client, "async_jobs.Waits", 60) for _ in range(6)]
+    proc = start(workers, redis_server, record, tmp_path, "--async-concurrency", "2",
+                 "--prefetch", "10", "-t", "1")
+    wait_for(lambda: len(record.jids("start")) == 2, 20, "two jobs started")
+    running = set(record.jids("start"))
+    proc.signal(signal.SIGTSTP)
+    wait_for(lambda: r.llen("queue:default") == 4, 10,
+             lambda: f"the 4 waiting jobs pushed back:\n{proc.log()}")
+    back = {json.loads(raw)["jid"] for raw in r.lrange("queue:default", 0, -1)}
+    assert back == set(jids) - running
+    assert len(record.jids("start")) == 2  # quiet: nothing more starts
+    proc.signal(signal.SIGTERM)
+    assert proc.wait(15) == 0
+    assert {json.loads(raw)["jid"] for raw in r.lrange("queue:default", 0, -1)} == set(jids)

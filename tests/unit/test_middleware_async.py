@@ -98,3 +98,14 @@ def test_an_async_middleware_wraps_a_sync_job() -> None:
     chain: list[Any] = [Both(), coroutine_mw]
     run_server_chain(chain, rfetch.Job(), {}, "q", lambda: EVENTS.append("perform"))
     assert EVENTS == ["both:sync", "coroutine>", "perform", "coroutine<"]
+
+
+def test_an_async_middleware_around_a_sync_job_inside_a_running_loop() -> None:
+    """Sync code called from a running loop (a notebook, Playwright's sync API) still runs
+    an async middleware: on a fresh loop in a thread of its own."""
+
+    async def inside_a_loop() -> None:
+        run_server_chain([coroutine_mw], rfetch.Job(), {}, "q", lambda: EVENTS.append("perform"))
+
+    run_in_loop_thread(inside_a_loop)
+    assert EVENTS == ["coroutine>", "perform", "coroutine<"]

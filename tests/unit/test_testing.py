@@ -14,6 +14,7 @@ from rfetch import testing
 from rfetch.client import DEFAULT
 from rfetch.config import Config
 from rfetch.payload import Payload
+from tests.support.aio import run_async
 
 events: list[tuple[str, Any]] = []
 
@@ -226,5 +227,5 @@ def test_adrain_awaits_async_jobs_in_the_running_loop() -> None:
         return await queues.adrain()
 
     with testing.fake() as queues:
-        assert asyncio.run(scenario(queues)) == 2
+        assert run_async(scenario(queues)) == 2
     assert [e[0] for e in events] == ["awaited", "welcome"]
