@@ -1,5 +1,5 @@
 """rfetch's benchmark jobs: the same three kinds as every peer's (``benchmarks/peers/base.py``),
-so completion and start times are recorded the same way for every framework (issue #4)."""
+so completion and start times are recorded the same way for every framework."""
 
 from __future__ import annotations
 
@@ -62,4 +62,15 @@ class ThreadWait(rfetch.Job):
 
     def perform(self, n: int) -> None:
         time.sleep(0.1)
+        _redis().incr("bench:done")
+
+
+class Cpu(rfetch.Job):
+    """About 5 ms of pure-Python CPU work (by this thread's CPU clock, so the same work on
+    any machine and under any load), then INCR bench:done: holds the GIL throughout."""
+
+    def perform(self, n: int) -> None:
+        start = time.thread_time()
+        while time.thread_time() - start < 0.005:
+            sum(range(200))
         _redis().incr("bench:done")

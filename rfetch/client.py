@@ -109,7 +109,7 @@ class Client:
             "jid": jid or options.get("jid") or new_jid(),
             "created_at": now,
         }
-        for name in ("dead", "backtrace", "retry_queue"):
+        for name in ("dead", "backtrace", "retry_queue", "timeout"):
             if options.get(name) is not None:
                 payload[name] = options[name]
         if options.get("tags"):

@@ -32,7 +32,9 @@ from typing import Any
 
 DONE = "bench:done"
 STARTED = "bench:started"
-KINDS = ("noop", "sleep", "stamp", "wait100", "wait100-thread")
+KINDS = ("noop", "sleep", "stamp", "cpu", "wait100", "wait100-thread")
+"""``cpu`` (5 ms of pure Python, ``benchmarks/swarm.py``) and ``wait100`` / ``wait100-thread``
+(``benchmarks/async_sleep.py``) exist for rfetch (``wait100`` for arq too)."""
 RESULT_PREFIX = "BENCH-RESULT "
 REPO = Path(__file__).resolve().parents[2]
 

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
 from rfetch.config import Config
-from rfetch.errors import InvalidJob, UnknownJob
+from rfetch.errors import InvalidJob, JobCancelled, UnknownJob
 from rfetch.job import Job
+from rfetch.limits import JobControl, timeout_of
 from rfetch.logs import JobLog
 from rfetch.middleware import run_server_chain, run_server_chain_async
 from rfetch.payload import Payload, Routing, loads
@@ -20,6 +22,8 @@ from rfetch.worker.registry import Registry
 from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.retry import JobRetry
 from rfetch.worker.unit import UnitOfWork
+from rfetch.worker.work_state import Execution as WatchedExecution
+from rfetch.worker.work_state import WorkState
 
 log = logging.getLogger("rfetch.job")
 
@@ -28,10 +32,10 @@ COALESCE_MAX = 1000
 
 
 @dataclass
-class Execution:
+class JobRun:
     """One execution of a fetched job: the job, its coalesced followers, its class (None
     for a name this worker does not know), its start (``time.perf_counter``) and, once
-    made, its instance."""
+    made, its instance and its time limit and cancel flag."""
 
     unit: UnitOfWork
     job: Payload
@@ -39,6 +43,12 @@ class Execution:
     cls: type[Job] | None
     started: float
     instance: Job | None = None
+    control: JobControl | None = None
+
+    def owned(self) -> bool:
+        """Whether this execution still owns its outcome (acknowledge it or record its
+        failure): False when the timekeeper's hard path recorded it first."""
+        return self.control is None or self.control.finish()
 
     def instantiate(self) -> Job:
         """A new instance of the class, with its jid (part of the execution: whatever it
@@ -67,6 +77,13 @@ class Processor:
     Sidekiq's ``Processor#process``: parse, look up the class, server middleware, perform,
     then acknowledge (success) or hand the failure to :class:`JobRetry`.
 
+    Each execution gets a :class:`~rfetch.limits.JobControl` (its time limit, from the
+    payload's ``timeout`` or ``config.job_timeout``, and its cancel flag), registered in
+    ``work`` for the timekeeper under its thread's id (an async job's: its task's slot). A
+    job raising ``rfetch.JobCancelled`` is recorded as cancelled (never retried); a job
+    whose outcome the timekeeper already recorded (the hard path) is left alone when it
+    comes back.
+
     Args:
         config: server middleware.
         registry: the job classes this worker may run.
@@ -76,6 +93,8 @@ class Processor:
         ack: acknowledges a finished job (default :meth:`UnitOfWork.acknowledge`, at once;
             a worker passes its :class:`rfetch.worker.acks.DeferredAcks`, which rides on
             the next fetch).
+        work: where executions are registered for the timekeeper (None: nobody watches
+            time limits or cancellations, as in tests that run the processor alone).
     """
 
     def __init__(
@@ -86,8 +105,10 @@ class Processor:
         stats: Stats,
         report: ErrorReporter,
         ack: Callable[[UnitOfWork], object] = UnitOfWork.acknowledge,
+        work: WorkState | None = None,
     ) -> None:
         self.config = config
+        self.work = work
         self.registry = registry
         self.job_retry = job_retry
         self.stats = stats
@@ -166,13 +187,13 @@ class Processor:
 
     def _start(
         self, unit: UnitOfWork, job: Payload, followers: list[tuple[UnitOfWork, Payload]]
-    ) -> Execution:
+    ) -> JobRun:
         """Log the start and look the class up (an unknown one fails the execution)."""
         name = job["class"]
         self.job_log.event("start", name, job["jid"], unit.queue, None)
-        return Execution(unit, job, followers, self.registry.get(name), time.perf_counter())
+        return JobRun(unit, job, followers, self.registry.get(name), time.perf_counter())
 
-    def _arguments(self, execution: Execution) -> list[Any]:
+    def _arguments(self, execution: JobRun) -> list[Any]:
         """``perform``'s arguments: the job's own, or a coalesced key's in score order
         (``score``, default ``created_at``; stable): the list of argument lists
         (``coalesce=True``) or the newest one's (``coalesce="last"``)."""
@@ -186,8 +207,19 @@ class Processor:
             return list(ordered[-1]["args"])
         return [[p["args"] for p in ordered]]
 
-    def _perform(self, execution: Execution) -> None:
+    def _control(self, run: JobRun, instance: Job, slot: int) -> None:
+        """The execution's deadline and cancel flag, set on the job and registered for the
+        timekeeper under ``slot`` (the thread id, or an async job's slot)."""
+        control = JobControl(
+            timeout_of(run.job, self.config.job_timeout), self.config.job_timeout_grace
+        )
+        instance.control = run.control = control
+        if self.work is not None:
+            self.work.watch(slot, WatchedExecution(run.unit, run.job, instance, control))
+
+    def _perform(self, execution: JobRun) -> None:
         instance = execution.instantiate()
+        self._control(execution, instance, threading.get_ident())
         args = self._arguments(execution)
         chain = self.config.server_middleware
         if not chain:
@@ -196,8 +228,9 @@ class Processor:
         queue = execution.unit.queue
         run_server_chain(chain, instance, execution.job, queue, lambda: instance.perform(*args))
 
-    async def _aperform(self, execution: Execution) -> None:
+    async def _aperform(self, execution: JobRun) -> None:
         instance = execution.instantiate()
+        self._control(execution, instance, id(asyncio.current_task()))
         args = self._arguments(execution)
 
         async def perform() -> None:
@@ -212,7 +245,9 @@ class Processor:
             return
         await run_server_chain_async(chain, instance, execution.job, execution.unit.queue, perform)
 
-    def _failed(self, execution: Execution, exc: BaseException) -> None:
+    def _failed(self, execution: JobRun, exc: BaseException) -> None:
+        if not execution.owned():
+            return  # the timekeeper recorded it (hard time limit or cancel)
         unit, job = execution.unit, execution.job
         name, jid = job["class"], job["jid"]
         elapsed = execution.elapsed_ms()
@@ -228,9 +263,15 @@ class Processor:
             # Back to the head of the key's list, still behind the failed holder: they
             # coalesce again when it is retried (the key stays blocked).
             unit.fetch.requeue([f for f, _ in execution.followers])
+        if isinstance(exc, JobCancelled):
+            control = execution.control
+            self.job_retry.cancel(unit, job, exc, control is not None and control.cancel_to_dead)
+            return
         self.job_retry.fail(unit, job, execution.instance, exc)
 
-    def _finished(self, execution: Execution) -> None:
+    def _finished(self, execution: JobRun) -> None:
+        if not execution.owned():
+            return  # the timekeeper recorded it (hard time limit or cancel)
         unit, job = execution.unit, execution.job
         elapsed = execution.elapsed_ms()
         for follower, _ in execution.followers:
