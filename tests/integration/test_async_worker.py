@@ -182,3 +182,16 @@ def test_quiet_pushes_back_async_jobs_waiting_for_a_slot(
     proc.signal(signal.SIGTERM)
     assert proc.wait(15) == 0
     assert {json.loads(raw)["jid"] for raw in r.lrange("queue:default", 0, -1)} == set(jids)
+
+
+def test_an_async_job_sees_its_time_limit(
+    workers: list[WorkerProcess], redis_server: RedisServer, record: Record, tmp_path: Path,
+    client: Client, r: redis.Redis,
+) -> None:
+    jid = client.push("async_jobs.Limited", [], {"timeout": 0.3})  # as Limited.perform_async
+    start(workers, redis_server, record, tmp_path)
+    wait_for(lambda: r.zcard("retry") == 1, 20, "the job in the retry set")
+    [failed] = [json.loads(raw) for raw in r.zrange("retry", 0, -1)]
+    assert failed["jid"] == jid
+    assert failed["error_class"].endswith("JobTimeout")
+    assert record.jids("done") == []

@@ -44,3 +44,17 @@ class CancelsItself(rfetch.Job):
 async def waits_fn(seconds: float) -> None:
     await asyncio.sleep(seconds)
     record("done", "fn")
+
+
+class Limited(rfetch.Job):
+    """Waits past its time limit (pushed with ``timeout``), checking it as a long job does
+    at a safe point."""
+
+    retry = 3
+
+    async def perform(self) -> None:
+        record("start", self.jid)
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            self.check_cancelled()
+        record("done", self.jid)
