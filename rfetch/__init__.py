@@ -15,6 +15,7 @@ Public API::
 from rfetch.client import Client, configure
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import (
+    ArgsMismatch,
     ArgsNotSerializable,
     BufferFull,
     ConfigError,
@@ -25,12 +26,15 @@ from rfetch.errors import (
     PayloadTooLarge,
     RfetchError,
     UnknownJob,
+    UnrunnableJobWarning,
 )
 from rfetch.job import Job
 from rfetch.job_function import JobFunction, job
+from rfetch.periodic import is_leader
 from rfetch.version import __version__
 
 __all__ = [
+    "ArgsMismatch",
     "ArgsNotSerializable",
     "BufferFull",
     "Client",
@@ -46,7 +50,9 @@ __all__ = [
     "QueueSpec",
     "RfetchError",
     "UnknownJob",
+    "UnrunnableJobWarning",
     "__version__",
     "configure",
+    "is_leader",
     "job",
 ]

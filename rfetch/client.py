@@ -144,6 +144,8 @@ class Client:
         args: Sequence[Any],
         options: Mapping[str, Any] | None = None,
         at: float | None = None,
+        *,
+        buffer: bool = True,
     ) -> str | None:
         """Push one job; return its jid, or None if client middleware stopped the push or a
         unique job's lock is held (nothing is written then).
@@ -153,16 +155,21 @@ class Client:
             args: JSON-native arguments.
             options: job options.
             at: run time (float epoch seconds); None or a past time runs now.
+            buffer: while Redis is unreachable, keep the job in the reliable-push buffer
+                and return its jid (default); False raises instead, so the caller knows
+                the job is not in Redis (``rfetch enqueue``).
 
         Raises:
             ArgsNotSerializable, PayloadTooLarge, ConfigError: nothing is written.
-            redis.exceptions.ConnectionError: Redis cannot be reached.
+            BufferFull: Redis is unreachable and the buffer is full.
+            redis.exceptions.ConnectionError, TimeoutError, OSError: Redis cannot be
+                reached and ``buffer`` is False.
         """
         payload = self.prepare(class_name, args, options, at)
         if payload is None:
             return None
         jid: str = payload["jid"]
-        written = self._write(self.serialized([payload]))
+        written = self._write(self.serialized([payload]), buffer=buffer)
         return jid if written is None or written[0] else None
 
     def prepare(
@@ -272,16 +279,18 @@ class Client:
 
         return AsyncClient(self)
 
-    def _write(self, jobs: Sequence[BufferedJob]) -> list[bool] | None:
+    def _write(self, jobs: Sequence[BufferedJob], *, buffer: bool = True) -> list[bool] | None:
         """Push serialised jobs (see :meth:`Delivery.write`): per job whether written, or
         None when buffered.
 
         Raises:
             BufferFull: Redis is unreachable and the buffer cannot take them all.
+            redis.exceptions.ConnectionError, TimeoutError, OSError: Redis is unreachable
+                and ``buffer`` is False.
         """
         if self.sink is not None:
-            return self.sink.write(jobs, self.delivery.write)
-        return self.delivery.write(jobs)
+            return self.sink.write(jobs, lambda held: self.delivery.write(held, buffer=buffer))
+        return self.delivery.write(jobs, buffer=buffer)
 
 
 def kept(payloads: Sequence[Payload], written: Sequence[bool] | None) -> list[str]:

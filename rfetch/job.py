@@ -7,6 +7,7 @@ import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Literal, cast
 
+from rfetch.arity import Arity, raw_perform
 from rfetch.errors import ConfigError
 from rfetch.job_setter import HasPerform, JobSetter, P
 from rfetch.limits import JobControl
@@ -59,6 +60,12 @@ class Job:
     safe point. A job still running ``job_timeout_grace`` seconds later is stopped by the
     worker (docs/guarantees.md, "Time limits").
 
+    Periodic jobs (docs/periodic.md): ``cron`` (5 fields, 6 with seconds first, or a macro
+    such as ``"@hourly"``) makes every ``rfetch worker`` that imports the class register it
+    as a periodic schedule, named after the job, pushed without arguments at every tick
+    by the leader; ``cron_tz`` is its IANA time zone (default UTC). A bad value stops the
+    worker's start with a ConfigError naming the schedule.
+
     A worker sets ``jid`` and ``control`` on the instance before calling ``perform``.
     """
 
@@ -73,11 +80,14 @@ class Job:
     coalesce: ClassVar[bool | Literal["last"] | None] = None
     key_on_failure: ClassVar[Literal["block", "skip"]] = "block"
     timeout: ClassVar[float | None] = None
+    cron: ClassVar[str | None] = None
+    cron_tz: ClassVar[str | None] = None
 
     is_async: ClassVar[bool] = False
     """Set when the class is defined: whether ``perform`` is ``async def``."""
 
     jid: str = ""
+    _arity: ClassVar[Arity | None] = None
     control: JobControl | None = None
     """The running execution's deadline and cancel flag; None outside a worker."""
 
@@ -224,6 +234,20 @@ class Job:
         """Called once when the job has no retries left (Sidekiq's
         ``sidekiq_retries_exhausted``), right after it was written to the dead set (or
         discarded), so a job pushed back meanwhile never triggers it."""
+
+    @classmethod
+    def check_args(cls, args: Sequence[Any]) -> None:
+        """Check that ``perform(*args)`` fits ``perform``'s signature (:mod:`rfetch.arity`).
+
+        Raises:
+            ArgsMismatch: too few or too many arguments, or ``perform`` has a keyword-only
+                parameter without a default.
+        """
+        arity: Arity | None = cls.__dict__.get("_arity")
+        if arity is None or arity.raw is not raw_perform(cls):  # read once per perform
+            arity = Arity.of(cls, cls.perform)
+            cls._arity = arity
+        arity.check(cls.job_name(), args)
 
     @classmethod
     def job_name(cls) -> str:

@@ -95,11 +95,14 @@ def job(
     """Make a plain function a job: ``@rfetch.job`` or ``@rfetch.job(queue="mail", retry=3)``.
 
     The job is registered as ``module.function_name`` unless ``name=`` is given.
+    ``cron=`` (and ``cron_tz=``) makes it a periodic job, pushed without arguments at every
+    tick (see :class:`rfetch.Job`); the expression is checked when a worker starts.
 
     Raises:
         ConfigError: an unknown option.
     """
     name = options.pop("name", None)
+    periodic: dict[str, Any] = {k: options.pop(k) for k in ("cron", "cron_tz") if k in options}
     check_options(options)
     per_push = {"key", "tenant", "unique_key"} & set(options)
     if per_push:
@@ -132,6 +135,7 @@ def job(
             "name": name,
         }
         attrs.update(options)
+        attrs.update(periodic)
         job_class = type(fn.__name__, (Job,), attrs)
         return JobFunction(fn, job_class)
 

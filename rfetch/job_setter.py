@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol
 
 from rfetch.client import DEFAULT, Client
-from rfetch.errors import ConfigError
+from rfetch.errors import ConfigError, UnrunnableJobWarning
 from rfetch.options import check_options
 
 if TYPE_CHECKING:
@@ -88,6 +89,32 @@ class JobSetter(Generic[P]):
                 options["tenant"] = tenant
         return options
 
+    def _checked(self, args: list[Any], options: Mapping[str, Any]) -> list[Any]:
+        """``args`` once they fit ``perform`` (a coalescing job's ``perform(batch)`` takes
+        the list of its jobs' argument lists, so its pushes are not checked); warns
+        (UnrunnableJobWarning) when the job's name starts with ``__main__.``."""
+        if options.get("coalesce") is not True:
+            self.job_class.check_args(args)
+        name = self.job_class.job_name()
+        if name.startswith("__main__."):
+            warnings.warn(
+                f"job {name!r} is defined in the script being run (__main__), so no worker "
+                "can register that name (a worker imports the module under its own name): "
+                "define the job in a module the script imports, or give the class a name "
+                f"(name = {name.split('.', 1)[1]!r})",
+                UnrunnableJobWarning,
+                stacklevel=4,
+            )
+        return args
+
+    def _push_args(
+        self, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> tuple[str, list[Any], dict[str, Any]]:
+        """The class name, checked positional arguments and options of one push."""
+        values = self.job_class.positional_args(args, kwargs)
+        options = self._options(values)
+        return self.job_class.job_name(), self._checked(values, options), options
+
     def perform_async(self, *args: P.args, **kwargs: P.kwargs) -> str | None:
         """Enqueue now; the jid (24 hex), or None if client middleware dropped the push or a
         unique job's lock is held (unique jobs).
@@ -96,12 +123,12 @@ class JobSetter(Generic[P]):
         list Sidekiq's ``args`` is.
 
         Raises:
+            ArgsMismatch: the arguments do not fit ``perform``; nothing is written.
             ArgsNotSerializable, PayloadTooLarge: nothing is written.
             ConfigError: a bad option (e.g. an ordering key that is not a string).
             TypeError: keyword arguments that do not fit ``perform``'s parameters.
         """
-        values = self.job_class.positional_args(args, kwargs)
-        return self._client().push(self.job_class.job_name(), values, self._options(values))
+        return self._client().push(*self._push_args(args, kwargs))
 
     def perform_in(
         self, interval: dt.timedelta | float, /, *args: P.args, **kwargs: P.kwargs
@@ -112,11 +139,12 @@ class JobSetter(Generic[P]):
     def perform_at(
         self, when: dt.datetime | float, /, *args: P.args, **kwargs: P.kwargs
     ) -> str | None:
-        """Enqueue to run at ``when`` (datetime or epoch seconds); a past time runs now."""
-        values = self.job_class.positional_args(args, kwargs)
-        return self._client().push(
-            self.job_class.job_name(), values, self._options(values), at=to_epoch(when)
-        )
+        """Enqueue to run at ``when`` (datetime or epoch seconds); a past time runs now.
+
+        Raises:
+            ArgsMismatch: as :meth:`perform_async`.
+        """
+        return self._client().push(*self._push_args(args, kwargs), at=to_epoch(when))
 
     def perform_bulk(
         self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000
@@ -128,10 +156,7 @@ class JobSetter(Generic[P]):
     async def aperform_async(self, *args: P.args, **kwargs: P.kwargs) -> str | None:
         """:meth:`perform_async` from asyncio code, through ``redis.asyncio`` (the client's
         ``aio`` face: same checks, middleware, sink and push buffer)."""
-        values = self.job_class.positional_args(args, kwargs)
-        return await self._client().aio.push(
-            self.job_class.job_name(), values, self._options(values)
-        )
+        return await self._client().aio.push(*self._push_args(args, kwargs))
 
     async def aperform_in(
         self, interval: dt.timedelta | float, /, *args: P.args, **kwargs: P.kwargs
@@ -143,10 +168,7 @@ class JobSetter(Generic[P]):
         self, when: dt.datetime | float, /, *args: P.args, **kwargs: P.kwargs
     ) -> str | None:
         """:meth:`perform_at` from asyncio code."""
-        values = self.job_class.positional_args(args, kwargs)
-        return await self._client().aio.push(
-            self.job_class.job_name(), values, self._options(values), at=to_epoch(when)
-        )
+        return await self._client().aio.push(*self._push_args(args, kwargs), at=to_epoch(when))
 
     async def aperform_bulk(
         self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000
@@ -159,8 +181,17 @@ class JobSetter(Generic[P]):
     def _bulk(
         self, args_list: Iterable[Sequence[Any]]
     ) -> tuple[str, list[Sequence[Any]], dict[str, Any]]:
-        """The class name, argument lists and class-level options of a bulk push."""
-        return self.job_class.job_name(), list(args_list), self._options()
+        """The class name, argument lists and class-level options of a bulk push.
+
+        Raises:
+            ArgsMismatch: an argument list does not fit ``perform``; nothing is written.
+        """
+        arg_lists = list(args_list)
+        options = self._options()
+        for args in arg_lists:
+            if isinstance(args, (list, tuple)):  # push_bulk names any other item itself
+                self._checked(list(args), options)
+        return self.job_class.job_name(), arg_lists, options
 
     def _options_for(self) -> Callable[[Sequence[Any]], dict[str, Any]] | None:
         """Per-job options when the class computes an ordering key or a tenant."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import threading
 import time
@@ -14,6 +15,7 @@ from rfetch.config import Config
 from rfetch.errors import InvalidJob, JobCancelled, UnknownJob
 from rfetch.job import Job
 from rfetch.limits import JobControl, timeout_of
+from rfetch.log_context import JobContext
 from rfetch.logs import JobLog
 from rfetch.middleware import run_server_chain, run_server_chain_async
 from rfetch.payload import Payload, Routing, loads
@@ -95,6 +97,8 @@ class Processor:
             the next fetch).
         work: where executions are registered for the timekeeper (None: nobody watches
             time limits or cancellations, as in tests that run the processor alone).
+        job_context: where the running job is marked for the application's log records
+            (the one the log handler filters with; default: a context of its own).
     """
 
     def __init__(
@@ -106,6 +110,7 @@ class Processor:
         report: ErrorReporter,
         ack: Callable[[UnitOfWork], object] = UnitOfWork.acknowledge,
         work: WorkState | None = None,
+        job_context: JobContext | None = None,
     ) -> None:
         self.config = config
         self.work = work
@@ -115,15 +120,21 @@ class Processor:
         self.report = report
         self.ack = ack
         self.job_log = JobLog(log)
+        self.job_context = job_context or JobContext()
 
     def process(self, unit: UnitOfWork) -> None:
         """Run one job to its end: acknowledged, in the retry/dead set, or discarded.
 
-        Never raises for a job's own failure; the worker thread goes on.
+        Never raises for a job's own failure; the worker thread goes on. The job is marked
+        as running (:class:`JobContext`) in a copy of the thread's context, dropped at the
+        end, so no record logged after it carries its jid.
 
         Args:
             unit: the fetched job.
         """
+        contextvars.copy_context().run(self._process, unit)
+
+    def _process(self, unit: UnitOfWork) -> None:
         try:
             job = loads(unit.raw)
         except InvalidJob as exc:
@@ -190,6 +201,7 @@ class Processor:
     ) -> JobRun:
         """Log the start and look the class up (an unknown one fails the execution)."""
         name = job["class"]
+        self.job_context.enter(name, job["jid"], unit.queue)  # an async job: in its task
         self.job_log.event("start", name, job["jid"], unit.queue, None)
         return JobRun(unit, job, followers, self.registry.get(name), time.perf_counter())
 
@@ -255,6 +267,7 @@ class Processor:
             "fail: %s: %s",
             type(exc).__name__,
             exc,
+            exc_info=exc,  # with the traceback, as Sidekiq's default error handler logs
             extra={"job_class": name, "jid": jid, "queue": unit.queue, "elapsed_ms": elapsed},
         )
         self.stats.record(name, True, elapsed)
