@@ -16,10 +16,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from redis import Redis
+from redis.exceptions import RedisError
 
 from rfetch.config import Config
-from rfetch.delivery import BULK_BATCH, Delivery
-from rfetch.errors import ConfigError
+from rfetch.delivery import Delivery
+from rfetch.errors import BufferFull, BulkPushError, ConfigError
 from rfetch.middleware import run_client_chain
 from rfetch.payload import Payload, check_args, dumps, new_jid, new_jids
 from rfetch.push_buffer import BufferedJob, PushBuffer
@@ -258,13 +259,22 @@ class Client:
         args_list: Iterable[Sequence[Any]],
         options: Mapping[str, Any] | None = None,
         at: float | None = None,
-        batch_size: int = BULK_BATCH,
+        batch_size: int | None = None,
         options_for: Callable[[Sequence[Any]], Mapping[str, Any]] | None = None,
     ) -> list[str]:
-        """Push many jobs of one class, ``batch_size`` per round trip (one LPUSH each).
+        """Push many jobs of one class, all or none: one atomic Redis call (``push.lua``)
+        writes them all, or raises having written none, so a retry of the whole call never
+        doubles a job (Sidekiq's push_bulk writes 1,000 per MULTI/EXEC, which Redis does
+        not roll back).
 
         Every payload is built and checked before anything is written, so bad arguments in
         any job write nothing at all.
+
+        Args:
+            batch_size: None (default): the whole call is one atomic write. A number: at
+                most that many jobs per atomic write, so Redis never runs one step of more
+                (for very large calls); a failure then raises :class:`BulkPushError`
+                naming exactly the jobs written.
 
         Returns:
             The jids pushed (jobs dropped by client middleware, and unique jobs whose lock
@@ -273,6 +283,13 @@ class Client:
         Raises:
             ArgsNotSerializable, PayloadTooLarge, ConfigError: nothing is written.
             ConfigError: ``jid`` given as a bulk option (it must be unique per job).
+            redis.exceptions.ResponseError: Redis refused the write (a key rfetch writes
+                holds another type, out of memory, READONLY); nothing is written.
+            BulkPushError: with a ``batch_size``, a batch after the first was refused (by
+                Redis, or a full buffer): the earlier batches are written or buffered
+                (``exc.jids``), no other job is.
+            BufferFull: Redis is unreachable and the push buffer cannot take the jobs;
+                none was accepted.
 
         ``options_for(args)``, when given, supplies each job's options instead of
         ``options`` (a class-level ``ordering_key`` differs per job); they are checked too.
@@ -280,12 +297,14 @@ class Client:
         options = dict(options or {})
         if "jid" in options:
             raise ConfigError("jid cannot be given to push_bulk: each job needs its own")
+        if batch_size is not None and batch_size < 1:
+            raise ConfigError(f"batch_size must be a positive number of jobs, got {batch_size}")
         check_options(options)
         arg_lists = list(args_list)
         jids = new_jids(len(arg_lists))
         now = time.time()
-        payloads = []
-        for args, jid in zip(arg_lists, jids, strict=True):
+        payloads: list[tuple[int, Payload]] = []  # (index in arg_lists, payload)
+        for index, (args, jid) in enumerate(zip(arg_lists, jids, strict=True)):
             if not isinstance(args, (list, tuple)):
                 raise ConfigError(
                     f"push_bulk takes a list of argument lists; got an item {args!r}"
@@ -298,14 +317,26 @@ class Client:
                 self.build(class_name, args, own, at, now=now, jid=jid, checked=checked)
             )
             if payload is not None:
-                payloads.append(payload)
-        items = [self._serialize(p) for p in payloads]
-        queues = [p["queue"] for p in payloads]
+                payloads.append((index, payload))
+        items = [self._serialize(p) for _, p in payloads]
+        queues = [p["queue"] for _, p in payloads]
+        size = batch_size or max(len(items), 1)
         jids_out: list[str] = []
-        for start in range(0, len(items), batch_size):
-            end = start + batch_size
-            written = self._write(items[start:end], queues[start:end])
-            for index, payload in enumerate(payloads[start:end]):
+        for start in range(0, len(items), size):
+            end = start + size
+            try:
+                written = self._write(items[start:end], queues[start:end])
+            except (RedisError, BufferFull) as exc:
+                if start == 0:
+                    raise
+                handled = payloads[start][0]
+                raise BulkPushError(
+                    f"push_bulk wrote {len(jids_out)} job(s) (args_list[:{handled}]) and then "
+                    f"Redis refused a batch: {exc}; args_list[{handled}:] was not written",
+                    jids_out,
+                    handled,
+                ) from exc
+            for index, (_, payload) in enumerate(payloads[start:end]):
                 if written is None or written[index]:
                     jids_out.append(payload["jid"])
         return jids_out

@@ -1,13 +1,13 @@
 """Delivery of pushed jobs to Redis, with Sidekiq Pro's reliable push.
 
-:class:`Delivery` writes serialised jobs in one MULTI/EXEC round trip (Sidekiq's
-``raw_push``): plain jobs by LPUSH onto ``queue:<q>`` (and SADD to ``queues``) or ZADD to
-``schedule``; jobs with an ordering key, a unique lock or a tenant through ``push.lua``, in
-push order. When Redis cannot be reached, the jobs are kept in a buffer
-(:mod:`rfetch.push_buffer`: memory, or a durable SQLite spool) and the push still returns its
-jid. Buffered jobs are delivered in order before any newer push, by a background thread with
-backoff, and at interpreter exit. A full buffer raises BufferFull; nothing is dropped
-silently.
+:class:`Delivery` writes serialised jobs in one ``push.lua`` call, all or none (Sidekiq's
+``raw_push``, which is a MULTI/EXEC that writes the jobs before a failing command): plain
+jobs by LPUSH onto ``queue:<q>`` (and SADD to ``queues``) or ZADD to ``schedule``; jobs with
+an ordering key, a unique lock or a tenant through the gate, in push order. When Redis
+cannot be reached, the jobs are kept in a buffer (:mod:`rfetch.push_buffer`: memory, or a
+durable SQLite spool) and the push still returns its jid. Buffered jobs are delivered in
+order before any newer push, by a background thread with backoff, and at interpreter exit.
+A full buffer raises BufferFull; nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from rfetch.payload import Routing, may_be_gated
 from rfetch.push_buffer import BufferedJob, MemoryBuffer, PushBuffer, SpoolBuffer
 from rfetch.store.commands import Commands
 from rfetch.store.connection import REDIS_DOWN
+from rfetch.store.replies import Outgoing
 
 log = logging.getLogger("rfetch.client")
 
@@ -130,52 +131,25 @@ class Delivery:
             log.info("delivered %d buffered job(s)", len(batch))
 
     def _send(self, jobs: Sequence[BufferedJob]) -> list[bool]:
-        """One MULTI/EXEC round trip, as Sidekiq's raw_push; per job, whether written."""
-        if any(may_be_gated(job.text) for job in jobs):
-            return self._send_in_order(jobs)
-        by_queue: dict[str, list[str]] = {}
-        scheduled: dict[str, float] = {}
-        for job in jobs:
-            if job.at is None:
-                by_queue.setdefault(job.queue, []).append(job.text)
-            else:
-                scheduled[job.text] = job.at
-        pipe = self.redis.pipeline(transaction=True)
-        for queue, texts in by_queue.items():
-            pipe.sadd(self.keys.queues, queue)
-            pipe.lpush(self.keys.queue(queue), *texts)
-        if scheduled:
-            pipe.zadd(self.keys.schedule, scheduled)
-        pipe.execute()
-        return [True] * len(jobs)
+        """One ``push.lua`` call, all or none (Sidekiq's raw_push, made atomic): per job,
+        whether written (False: a unique job's lock was held).
 
-    def _send_in_order(self, jobs: Sequence[BufferedJob]) -> list[bool]:
-        """One MULTI/EXEC round trip, one step per job in push order: jobs with an ordering
-        key, a unique lock or a tenant through ``push.lua``, the others as plain pushes."""
-        pipe = self.redis.pipeline(transaction=True)
-        steps: list[int] = []  # replies per job: 2 plain push, 1 script, 0 plain schedule
+        Raises:
+            redis.exceptions.ResponseError: a key on the jobs' way holds another type, or
+                Redis refuses writes; nothing was written.
+        """
+        outgoing = []
+        now = time.time()
         for job in jobs:
-            routing = Routing.parse(job.text)
-            if routing is not None and routing.gated:
-                window_ms = 1
-                if routing.unique_until is not None:
-                    window_ms = max(1, int((routing.unique_until - time.time()) * 1000))
-                self.commands.push(pipe, job.queue, job.text, job.at, routing, window_ms)
-                steps.append(1)
-            elif job.at is None:
-                pipe.sadd(self.keys.queues, job.queue)
-                pipe.lpush(self.keys.queue(job.queue), job.text)
-                steps.append(2)
-            else:
-                pipe.zadd(self.keys.schedule, {job.text: job.at})
-                steps.append(0)
-        replies = pipe.execute()
-        written: list[bool] = []
-        position = 0
-        for count in steps:
-            written.append(count != 1 or bool(replies[position]))
-            position += max(count, 1)
-        return written
+            routing = Routing.parse(job.text) if may_be_gated(job.text) else None
+            if routing is None or not routing.gated:
+                outgoing.append(Outgoing(job.queue, job.text, job.at))
+                continue
+            window_ms = 1
+            if routing.unique_until is not None:
+                window_ms = max(1, int((routing.unique_until - now) * 1000))
+            outgoing.append(Outgoing(job.queue, job.text, job.at, routing, window_ms))
+        return self.commands.push(outgoing)
 
     def _start_retrier(self) -> None:
         if self._retrier is not None and self._retrier.is_alive():

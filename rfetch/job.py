@@ -97,9 +97,11 @@ class JobSetter:
         )
 
     def perform_bulk(
-        self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000
+        self, args_list: Iterable[Sequence[Any]], batch_size: int | None = None
     ) -> list[str]:
-        """Enqueue one job per argument list, ``batch_size`` per round trip; their jids."""
+        """Enqueue one job per argument list, all or none (see
+        :meth:`rfetch.client.Client.push_bulk`; ``batch_size`` bounds one atomic write);
+        their jids."""
         arg_lists = list(args_list)
         options = self._options()
         keyed = ("key" not in self.options and self.job_class.has_ordering_key()) or (
@@ -266,8 +268,12 @@ class Job:
         return JobSetter(cls, {}).perform_at(when, *args)
 
     @classmethod
-    def perform_bulk(cls, args_list: Iterable[Sequence[Any]], batch_size: int = 1000) -> list[str]:
-        """Enqueue many jobs, pipelined ``batch_size`` (default 1,000) per round trip."""
+    def perform_bulk(
+        cls, args_list: Iterable[Sequence[Any]], batch_size: int | None = None
+    ) -> list[str]:
+        """Enqueue many jobs in one atomic write: all are written, or none and it raises
+        (``batch_size``: at most that many per atomic write, see
+        :meth:`rfetch.client.Client.push_bulk`)."""
         return JobSetter(cls, {}).perform_bulk(args_list, batch_size)
 
 
@@ -302,8 +308,10 @@ class JobFunction(Generic[P, R]):
         """Enqueue to run at ``when``."""
         return self.job_class.perform_at(when, *args)
 
-    def perform_bulk(self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000) -> list[str]:
-        """Enqueue many jobs."""
+    def perform_bulk(
+        self, args_list: Iterable[Sequence[Any]], batch_size: int | None = None
+    ) -> list[str]:
+        """Enqueue many jobs, all or none (see :meth:`Job.perform_bulk`)."""
         return self.job_class.perform_bulk(args_list, batch_size)
 
 

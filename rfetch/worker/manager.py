@@ -67,6 +67,8 @@ class Manager:
         self._handoff: queue.SimpleQueue[UnitOfWork | None] = queue.SimpleQueue()
         self._cond = threading.Condition()
         self._held: dict[int, UnitOfWork] = {}
+        self._stuck: dict[int, UnitOfWork] = {}
+        """Jobs rfetch failed on and could not push back: left in the private lists."""
         self._sweep_needed = False
         self._threads: list[threading.Thread] = []
         self._fetcher: threading.Thread | None = None
@@ -170,12 +172,15 @@ class Manager:
                 return
             self.work.begin(ident, unit)
             try:
-                self.processor.process(unit)
-            except BaseException as exc:  # an rfetch bug: keep the thread, sweep the job
-                log.exception("internal error while processing a job; it will be pushed back")
-                self.report(exc, {"context": "processor"})
-                with self._cond:
-                    self._sweep_needed = True
+                try:
+                    placed = self.processor.process(unit)
+                except BaseException as exc:  # a bug past the processor's own guard
+                    placed = self.processor.rfetch_failed(unit, exc)
+                if not placed:
+                    with self._cond:
+                        # Redis refused to push it back: not swept back to its queue either
+                        # (it would run again at once, in a loop); pushed back at shutdown.
+                        self._stuck[id(unit)] = unit
             finally:
                 self.work.end(ident)
                 with self._cond:
@@ -199,7 +204,8 @@ class Manager:
                 room = self.capacity - len(self._held)
                 starving = self._handoff.empty()
                 if (room > 0 and (starving or room >= self.min_batch)) or self.acks.due():
-                    return room, self.acks.take(), self._sweep_needed, list(self._held.values())
+                    held = [*self._held.values(), *self._stuck.values()]
+                    return room, self.acks.take(), self._sweep_needed, held
                 self._cond.wait(ACK_MAX_DELAY)
         return None
 
@@ -217,7 +223,7 @@ class Manager:
             try:
                 if sweep:
                     # Finished jobs whose acks are still pending are not strays.
-                    self.fetch.requeue_unheld([*held, *acks], "a reply lost to a connection error")
+                    self.fetch.requeue_unheld([*held, *acks], "moved by a fetch that failed")
                     with self._cond:
                         self._sweep_needed = False
                 paused = self.paused()
@@ -243,6 +249,8 @@ class Manager:
                 continue
             except Exception as exc:
                 self.acks.put_back(acks)
+                with self._cond:  # a script error may come after it moved jobs: sweep them
+                    self._sweep_needed = True
                 log.exception("fetch failed")
                 self.report(exc, {"context": "fetch"})
                 self.work.sleep(1.0)

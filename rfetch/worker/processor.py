@@ -59,14 +59,39 @@ class Processor:
         self.ack = ack
         self.job_log = JobLog(log)
 
-    def process(self, unit: UnitOfWork) -> None:
+    def process(self, unit: UnitOfWork) -> bool:
         """Run one job to its end: acknowledged, in the retry/dead set, or discarded.
 
-        Never raises for a job's own failure; the worker thread goes on.
+        Never raises for a job's own failure; the worker thread goes on. When rfetch itself
+        fails on the job (recording its failure raises, Redis refuses a write), see
+        :meth:`rfetch_failed`.
 
         Args:
             unit: the fetched job.
+
+        Returns:
+            True, or False when rfetch failed on the job and Redis refused to push it back
+            or bury it: it stays in its private list.
         """
+        try:
+            self._process(unit)
+        except Exception as exc:
+            return self.rfetch_failed(unit, exc)
+        return True
+
+    def rfetch_failed(self, unit: UnitOfWork, exc: BaseException) -> bool:
+        """rfetch (not the job) raised while handling ``unit``: log and report it, then
+        push the job back counting such attempts, or at ``poison_max_recoveries`` send it
+        to the dead set with the error recorded (:meth:`JobRetry.rfetch_failed`), so it
+        runs a bounded number of times.
+
+        Returns:
+            True, or False when Redis refused both: the job stays in its private list.
+        """
+        self.report(exc, {"context": "processor"})
+        return self.job_retry.rfetch_failed(unit, exc) != "stuck"
+
+    def _process(self, unit: UnitOfWork) -> None:
         try:
             job = loads(unit.raw)
         except InvalidJob as exc:
@@ -116,8 +141,12 @@ class Processor:
         for follower, _ in followers:
             follower.acknowledge()
         self.ack(unit)  # a keyed job's release rides on the ack (fetch.lua or finish.lua)
-        self.stats.record(name, False, elapsed)
-        job_log.event("done", name, jid, unit.queue, elapsed)
+        try:  # the job is done and acknowledged: nothing here may send it back
+            self.stats.record(name, False, elapsed)
+            job_log.event("done", name, jid, unit.queue, elapsed)
+        except Exception as exc:
+            log.exception("recording the success of jid=%s failed", jid)
+            self.report(exc, {"context": "processor", "queue": unit.queue, "jid": jid})
 
     def _take_followers(self, unit: UnitOfWork) -> list[tuple[UnitOfWork, Payload]]:
         """Move the key's waiting jobs into the private list (``coalesce.lua``) and parse
