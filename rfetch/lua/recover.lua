@@ -1,8 +1,9 @@
 -- recover.lua: push one job of a dead process back to its public queue, counting
--- recoveries per jid to catch poison pills (Sidekiq Pro 5.2).
+-- recoveries per jid to catch poison pills (Sidekiq Pro 5.2). A live worker pushes back the
+-- same way, counted with the same counter, a job on which rfetch itself failed.
 -- Called by rfetch.store.commands.Commands.recover only.
 --
--- KEYS[1]: the dead process's private list "queue:sq|<identity>|<q>".
+-- KEYS[1]: the private list "queue:sq|<identity>|<q>" (of a dead process, or the caller's).
 -- KEYS[2]: recovery counter of the job's jid "rfetch:recoveries:<jid>".
 -- KEYS[3..9]: the seven gate keys of <q> (lib/gate.lua's G; KEYS[3] is the public queue
 --          "queue:<q>", KEYS[4] the "queues" set).

@@ -339,12 +339,28 @@ class Commands:
             if job.queue not in blocks:
                 blocks[job.queue] = len(blocks) + 1
                 keys += self.gate_keys(job.queue)
-        args: list[str | int] = [len(blocks), *blocks, len(jobs)]
+        args: list[str | int] = [len(blocks), *blocks, 0]
+        records = 0
+        run: list[str] = []  # the open run of plain jobs to run now, all of run_queue
+        run_queue = ""
         for job in jobs:
-            at = "" if job.at is None else repr(job.at)
             routing = job.routing
+            if routing is None and job.at is None:
+                if run and run_queue != job.queue:
+                    args += ["p", blocks[run_queue], len(run), *run]
+                    records += 1
+                    run = []
+                run_queue = job.queue
+                run.append(job.text)
+                continue
+            if run:
+                args += ["p", blocks[run_queue], len(run), *run]
+                records += 1
+                run = []
+            records += 1
+            at = "" if job.at is None else repr(job.at)
             if routing is None:
-                args += ["p", blocks[job.queue], job.text, at]
+                args += ["s", blocks[job.queue], job.text, at]
                 continue
             key_index = lock_index = 0
             if routing.ordering_key is not None:
@@ -355,8 +371,15 @@ class Commands:
                 lock_index = len(keys)
             args += ["g", blocks[job.queue], job.text, at, routing.jid, key_index]
             args += [routing.ordering_key or "", lock_index, job.window_ms, routing.tenant or ""]
-        replies = self.scripts.push(keys=keys, args=args, client=self.redis)
-        return [bool(flag) for flag in replies]
+        if run:
+            args += ["p", blocks[run_queue], len(run), *run]
+            records += 1
+        args[len(blocks) + 1] = records
+        refused = self.scripts.push(keys=keys, args=args, client=self.redis)
+        written = [True] * len(jobs)
+        for position in refused:
+            written[int(position) - 1] = False
+        return written
 
     # -- admin API -----------------------------------------------------------------------
 

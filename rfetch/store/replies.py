@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from rfetch.payload import Routing
 
@@ -70,9 +70,8 @@ class DueReply:
     left: list[str]
 
 
-@dataclass(frozen=True)
-class Outgoing:
-    """One job for ``push.lua``.
+class Outgoing(NamedTuple):
+    """One job for ``push.lua`` (a tuple: a bulk push builds one per job).
 
     Attributes:
         queue: its queue name.
