@@ -69,7 +69,8 @@ class Manager:
         self._held: dict[int, UnitOfWork] = {}
         self._stuck: dict[int, UnitOfWork] = {}
         """Jobs rfetch failed on and could not push back: left in the private lists."""
-        self._sweep_needed = False
+        self._sweep: str | None = None
+        """Why stray jobs may sit in the private lists (pushed back by the fetcher)."""
         self._threads: list[threading.Thread] = []
         self._fetcher: threading.Thread | None = None
 
@@ -173,14 +174,18 @@ class Manager:
             self.work.begin(ident, unit)
             try:
                 try:
-                    placed = self.processor.process(unit)
+                    handled = self.processor.process(unit)
                 except BaseException as exc:  # a bug past the processor's own guard
-                    placed = self.processor.rfetch_failed(unit, exc)
-                if not placed:
+                    handled = self.processor.rfetch_failed(unit, exc)
+                if handled != "done":
                     with self._cond:
-                        # Redis refused to push it back: not swept back to its queue either
-                        # (it would run again at once, in a loop); pushed back at shutdown.
-                        self._stuck[id(unit)] = unit
+                        if handled == "stuck":
+                            # Redis refused to push it back: not swept back to its queue
+                            # either (it would run again at once, in a loop); pushed back at
+                            # shutdown.
+                            self._stuck[id(unit)] = unit
+                        # jobs it had taken (coalescing) go back
+                        self._sweep = "taken by a job rfetch failed on"
             finally:
                 self.work.end(ident)
                 with self._cond:
@@ -194,7 +199,9 @@ class Manager:
                     ):
                         self._cond.notify_all()
 
-    def _next_request(self) -> tuple[int, list[UnitOfWork], bool, list[UnitOfWork]] | None:
+    def _next_request(
+        self,
+    ) -> tuple[int, list[UnitOfWork], str | None, list[UnitOfWork]] | None:
         """Wait until there is room for a batch (or threads starve, or acks are due).
 
         Returns (room, acks, sweep, held), or None when quiet.
@@ -205,7 +212,7 @@ class Manager:
                 starving = self._handoff.empty()
                 if (room > 0 and (starving or room >= self.min_batch)) or self.acks.due():
                     held = [*self._held.values(), *self._stuck.values()]
-                    return room, self.acks.take(), self._sweep_needed, held
+                    return room, self.acks.take(), self._sweep, held
                 self._cond.wait(ACK_MAX_DELAY)
         return None
 
@@ -223,9 +230,9 @@ class Manager:
             try:
                 if sweep:
                     # Finished jobs whose acks are still pending are not strays.
-                    self.fetch.requeue_unheld([*held, *acks], "moved by a fetch that failed")
+                    self.fetch.requeue_unheld([*held, *acks], sweep)
                     with self._cond:
-                        self._sweep_needed = False
+                        self._sweep = None
                 paused = self.paused()
                 if idle and not acks and room > 0 and not self.fetch.broken and (
                     len(self.config.queues) == 1 or not self.fetch.any_waiting(paused)
@@ -240,7 +247,7 @@ class Manager:
             except REDIS_DOWN as exc:
                 self.acks.put_back(acks)
                 with self._cond:
-                    self._sweep_needed = True
+                    self._sweep = "a reply lost to a connection error"
                 if down_since is None:
                     down_since = time.monotonic()
                     log.error("Redis unreachable, fetch paused, retrying: %s", exc)
@@ -249,8 +256,8 @@ class Manager:
                 continue
             except Exception as exc:
                 self.acks.put_back(acks)
-                with self._cond:  # a script error may come after it moved jobs: sweep them
-                    self._sweep_needed = True
+                with self._cond:  # a script error may come after it moved jobs
+                    self._sweep = "moved by a fetch that failed"
                 log.exception("fetch failed")
                 self.report(exc, {"context": "fetch"})
                 self.work.sleep(1.0)

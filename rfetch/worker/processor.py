@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from rfetch.config import Config
 from rfetch.errors import InvalidJob, UnknownJob
@@ -20,6 +20,9 @@ from rfetch.worker.retry import JobRetry
 from rfetch.worker.unit import UnitOfWork
 
 log = logging.getLogger("rfetch.job")
+
+Handled = Literal["done", "rfetch-failed", "stuck"]
+"""How :meth:`Processor.process` left a job (see there)."""
 
 COALESCE_MAX = 1000
 """Waiting jobs of a key merged into one execution at most; the rest form the next one."""
@@ -59,7 +62,7 @@ class Processor:
         self.ack = ack
         self.job_log = JobLog(log)
 
-    def process(self, unit: UnitOfWork) -> bool:
+    def process(self, unit: UnitOfWork) -> Handled:
         """Run one job to its end: acknowledged, in the retry/dead set, or discarded.
 
         Never raises for a job's own failure; the worker thread goes on. When rfetch itself
@@ -70,26 +73,29 @@ class Processor:
             unit: the fetched job.
 
         Returns:
-            True, or False when rfetch failed on the job and Redis refused to push it back
-            or bury it: it stays in its private list.
+            ``"done"``; or, when rfetch failed on the job, ``"rfetch-failed"`` (pushed back
+            or buried) or ``"stuck"`` (Redis refused that too: it stays in its private list).
         """
         try:
             self._process(unit)
         except Exception as exc:
             return self.rfetch_failed(unit, exc)
-        return True
+        return "done"
 
-    def rfetch_failed(self, unit: UnitOfWork, exc: BaseException) -> bool:
-        """rfetch (not the job) raised while handling ``unit``: log and report it, then
-        push the job back counting such attempts, or at ``poison_max_recoveries`` send it
-        to the dead set with the error recorded (:meth:`JobRetry.rfetch_failed`), so it
-        runs a bounded number of times.
+    def rfetch_failed(self, unit: UnitOfWork, exc: BaseException) -> Handled:
+        """rfetch (not the job) raised while handling ``unit``: report it, then push the
+        job back counting such attempts, or at ``poison_max_recoveries`` send it to the dead
+        set with the error recorded (:meth:`JobRetry.rfetch_failed`), so it runs a bounded
+        number of times.
 
         Returns:
-            True, or False when Redis refused both: the job stays in its private list.
+            ``"rfetch-failed"``, or ``"stuck"`` when Redis refused both: the job stays in
+            its private list.
         """
         self.report(exc, {"context": "processor"})
-        return self.job_retry.rfetch_failed(unit, exc) != "stuck"
+        if self.job_retry.rfetch_failed(unit, exc) == "stuck":
+            return "stuck"
+        return "rfetch-failed"
 
     def _process(self, unit: UnitOfWork) -> None:
         try:
