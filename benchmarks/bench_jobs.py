@@ -1,5 +1,5 @@
 """rfetch's benchmark jobs: the same three kinds as every peer's (``benchmarks/peers/base.py``),
-so completion and start times are recorded the same way for every framework (issue #4)."""
+so completion and start times are recorded the same way for every framework."""
 
 from __future__ import annotations
 
@@ -37,3 +37,14 @@ class Stamp(rfetch.Job):
 
     def perform(self, n: int) -> None:
         _redis().rpush("bench:started", repr(time.time()))
+
+
+class Cpu(rfetch.Job):
+    """About 5 ms of pure-Python CPU work (by this thread's CPU clock, so the same work on
+    any machine and under any load), then INCR bench:done: holds the GIL throughout."""
+
+    def perform(self, n: int) -> None:
+        start = time.thread_time()
+        while time.thread_time() - start < 0.005:
+            sum(range(200))
+        _redis().incr("bench:done")

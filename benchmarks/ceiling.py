@@ -7,7 +7,7 @@ Every framework's no-op job does one ``INCRBY bench:done 1`` through redis-py
 just that, N times in all, against a fresh private redis-server, in the peers' virtualenv
 (the same redis-py and hiredis the Python frameworks run with). No Python framework can
 drain N no-op jobs at -c C faster than this on the same machine: it is the job's own round
-trip and the GIL hand-offs around it, with nothing fetched. Issue #4's notes compare each
+trip and the GIL hand-offs around it, with nothing fetched. The performance notes compare each
 framework's steady jobs/s with this figure.
 """
 

@@ -1,4 +1,4 @@
-"""rfetch against every installed peer, side by side, in one run (issue #4).
+"""rfetch against every installed peer, side by side, in one run (performance).
 
     benchmarks/setup_peers.sh                    # once: the peers' virtualenv
     python -m benchmarks.compare [--jobs 20000] [--runs 3] [--only rfetch,sidekiq,...]

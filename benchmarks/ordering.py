@@ -1,5 +1,5 @@
-"""Evidence for issue #5: order per key under chaos, fairness across tenants, and the
-throughput cost of ordered and fair modes. Starts its own redis-server and real
+"""Evidence for ordering keys and fair tenants: order per key under chaos, fairness across
+tenants, and the throughput cost of ordered and fair modes. Starts its own redis-server and real
 ``rfetch worker`` processes; every figure is computed from the evidence files the jobs
 write (``tests/jobs/chaos_jobs.py``, ``tests/jobs/ordered_jobs.py``), not from Redis.
 

@@ -1,4 +1,4 @@
-"""Profile rfetch's per-job path with py-spy (issue #4).
+"""Profile rfetch's per-job path with py-spy.
 
     python -m benchmarks.profile_rfetch [--jobs 80000] [-c 10] [--rate 100] [--top 25]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the peers' benchmark environment (issue #4): a separate virtualenv with the
+# Build the peers' benchmark environment: a separate virtualenv with the
 # frameworks rfetch is compared with, pinned to the versions of the issue's table, plus
 # rfetch itself (editable) and py-spy. None of these are rfetch dependencies.
 #

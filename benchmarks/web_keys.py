@@ -1,5 +1,5 @@
 """Time to render the web UI's Keys & tenants page with many held keys and a large retry
-set (issues #5 and #6).
+set (ordering keys, fair tenants and the web UI).
 
     python -m benchmarks.web_keys [--keys 100000] [--tenants 1000] [--retries 100000] [--runs 7]
 

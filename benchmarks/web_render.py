@@ -1,4 +1,4 @@
-"""Time to render the web UI's retries page with a large retry set (issue #6).
+"""Time to render the web UI's retries page with a large retry set (web UI).
 
     python -m benchmarks.web_render [--retries 100000] [--runs 7] [--no-http]
 

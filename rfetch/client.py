@@ -31,7 +31,7 @@ from rfetch.store.keys import Keys
 JOB_OPTIONS = frozenset(
     {
         "queue", "retry", "dead", "backtrace", "retry_queue", "tags", "jid",
-        "key", "unique_for", "unique_key", "tenant", "coalesce", "score",
+        "key", "unique_for", "unique_key", "tenant", "coalesce", "score", "timeout",
     }
 )
 """Options that travel in the payload (Sidekiq's names, and rfetch's ``key`` (ordering key,
@@ -58,6 +58,13 @@ def check_options(options: Mapping[str, Any]) -> None:
     if isinstance(retry, int) and not isinstance(retry, bool) and retry < 0:
         raise ConfigError(f"retry must not be negative, got {retry}")
     _check_ordering_options(options)
+    timeout = options.get("timeout")
+    if timeout is not None and (
+        not isinstance(timeout, (int, float))
+        or isinstance(timeout, bool)
+        or not 0 < timeout < float("inf")
+    ):
+        raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
     tags = options.get("tags")
     if tags is not None and (
         not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags)
@@ -197,7 +204,7 @@ class Client:
             "jid": jid or options.get("jid") or new_jid(),
             "created_at": now,
         }
-        for name in ("dead", "backtrace", "retry_queue"):
+        for name in ("dead", "backtrace", "retry_queue", "timeout"):
             if options.get(name) is not None:
                 payload[name] = options[name]
         if options.get("tags"):

@@ -119,6 +119,18 @@ class Config:
             CPU, worker processes of a host spread over the CPUs), ``"none"`` (the
             kernel's placement) or a CPU list such as ``"2"`` or ``"0-3"``; see
             :mod:`rfetch.affinity`.
+        processes: ``rfetch worker --processes``: worker processes forked and supervised
+            by one parent (Sidekiq Enterprise's swarm, :mod:`rfetch.swarm`); 1 runs one
+            worker process with no supervisor.
+        max_memory: megabytes of resident memory (RSS) past which a supervised child is
+            recycled (quiet, TERM, a fresh child); None for no limit.
+        max_jobs: jobs after which a supervised child is recycled the same way; None for
+            no limit.
+        job_timeout: seconds a job may run when it sets no ``timeout`` of its own; None for
+            no limit (docs/guarantees.md, "Time limits").
+        job_timeout_grace: seconds a job may go on past its deadline, or past a cancel
+            request, before the worker stops it for real (records it as failed, then
+            retires the process).
     """
 
     redis_url: str = DEFAULT_REDIS_URL
@@ -154,6 +166,11 @@ class Config:
     push_spool: str | None = None
     push_exit_timeout: float = 10.0
     cpu_affinity: str = "auto"
+    processes: int = 1
+    max_memory: int | None = None
+    max_jobs: int | None = None
+    job_timeout: float | None = None
+    job_timeout_grace: float = 5.0
 
     def __post_init__(self) -> None:
         self.validate()
@@ -190,9 +207,24 @@ class Config:
         if not 0 < self.block_timeout < self.network_timeout:
             raise ConfigError("block_timeout must be positive and below network_timeout")
         check_cpu_affinity(self.cpu_affinity)
+        self._validate_limits()
         if self.namespace is not None and (not self.namespace or ":" in self.namespace):
             raise ConfigError(
                 f"namespace must be a non-empty name without ':', got {self.namespace!r}"
+            )
+
+    def _validate_limits(self) -> None:
+        if self.processes < 1:
+            raise ConfigError(f"processes must be 1 or more, got {self.processes}")
+        for name in ("max_memory", "max_jobs"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"{name} must be 1 or more (or unset), got {value}")
+        if self.job_timeout is not None and not self.job_timeout > 0:
+            raise ConfigError(f"job_timeout must be positive (or unset), got {self.job_timeout}")
+        if not self.job_timeout_grace >= 0:
+            raise ConfigError(
+                f"job_timeout_grace must not be negative, got {self.job_timeout_grace}"
             )
 
     @property
@@ -261,6 +293,11 @@ _SCALAR_FIELDS: dict[str, str] = {
     "push_spool": "str",
     "push_exit_timeout": "float",
     "cpu_affinity": "str",
+    "processes": "int",
+    "max_memory": "int",
+    "max_jobs": "int",
+    "job_timeout": "float",
+    "job_timeout_grace": "float",
 }
 
 

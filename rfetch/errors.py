@@ -61,3 +61,31 @@ class BulkPushError(RfetchError):
         super().__init__(message)
         self.jids = jids
         self.written = written
+
+
+class JobTimeout(RfetchError):
+    """A job ran past its time limit (the job option ``timeout``, else the worker's
+    ``--job-timeout``).
+
+    Raised inside the job by ``self.check_cancelled()`` once ``self.deadline`` has passed
+    (the cooperative path), and recorded by the worker as the error of a job still running
+    ``timeout + job_timeout_grace`` seconds after it started (the hard path, see
+    docs/guarantees.md). Either way the job fails the normal way: retry set, then dead set,
+    with ``error_class`` ``rfetch.JobTimeout``.
+    """
+
+
+class JobCancelled(RfetchError):
+    """The job was cancelled (``rfetch.api.cancel``, ``rfetch cancel JID``, the web UI).
+
+    Raised inside the job by ``self.check_cancelled()`` once a cancel was requested (the
+    cooperative path), and recorded by the worker as the error of a cancelled job still
+    running ``job_timeout_grace`` seconds after the request (the hard path). A cancelled job
+    is never retried: it goes to the dead set only if the cancel asked for it, and the death
+    handlers see this exception. ``error_class`` is ``rfetch.JobCancelled``.
+    """
+
+
+# Recorded as ``error_class`` (``module.Class``): the public names, not rfetch.errors.
+JobTimeout.__module__ = "rfetch"
+JobCancelled.__module__ = "rfetch"

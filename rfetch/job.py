@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Generic, Literal, ParamSpec, TypeVar
 
 from rfetch.client import DEFAULT, Client, check_options
 from rfetch.errors import ConfigError
+from rfetch.limits import JobControl
 
 RetryDecision = float | int | Literal["discard", "kill"] | None
 """What ``retry_in`` returns: seconds until the retry, ``"discard"`` (drop the job),
@@ -145,7 +146,14 @@ class Job:
     score order (``score=``, default enqueue time); ``coalesce = "last"``: only the newest
     one's ``perform(*args)`` runs.
 
-    A worker sets ``jid`` on the instance before calling ``perform``.
+    ``timeout`` (seconds; per push ``set(timeout=...)``; default the worker's
+    ``--job-timeout``) is the job's time limit: ``self.deadline`` says when it runs out and
+    ``self.check_cancelled()`` raises :class:`rfetch.JobTimeout` past it, or
+    :class:`rfetch.JobCancelled` once the job was cancelled, so a long job can stop at a
+    safe point. A job still running ``job_timeout_grace`` seconds later is stopped by the
+    worker (docs/guarantees.md, "Time limits").
+
+    A worker sets ``jid`` and ``control`` on the instance before calling ``perform``.
     """
 
     queue: ClassVar[str] = "default"
@@ -158,16 +166,44 @@ class Job:
     unique_for: ClassVar[float | None] = None
     coalesce: ClassVar[bool | Literal["last"] | None] = None
     key_on_failure: ClassVar[Literal["block", "skip"]] = "block"
+    timeout: ClassVar[float | None] = None
 
     jid: str = ""
+    control: JobControl | None = None
+    """The running execution's deadline and cancel flag; None outside a worker."""
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Check ``key_on_failure`` when the class is defined (ordering keys).
+    @property
+    def deadline(self) -> float | None:
+        """When this execution's time limit runs out, in monotonic seconds
+        (``time.monotonic()``, not epoch), or None when it has no limit or runs outside a
+        worker."""
+        return self.control.deadline if self.control is not None else None
+
+    def check_cancelled(self) -> None:
+        """Return if the job may go on; call it at safe points of a long job.
 
         Raises:
-            ConfigError: a value other than ``"block"`` or ``"skip"``.
+            rfetch.JobCancelled: the job was cancelled (``rfetch cancel``); it is not
+                retried.
+            rfetch.JobTimeout: ``self.deadline`` has passed; the job fails and is retried
+                like any failure.
+        """
+        if self.control is not None:
+            self.control.check()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Check ``key_on_failure`` and ``timeout`` when the class is defined.
+
+        Raises:
+            ConfigError: a ``key_on_failure`` other than ``"block"`` or ``"skip"``, or a
+                ``timeout`` that is not a positive number of seconds.
         """
         super().__init_subclass__(**kwargs)
+        if cls.timeout is not None:
+            try:
+                check_options({"timeout": cls.timeout})
+            except ConfigError as exc:
+                raise ConfigError(f"{cls.__qualname__}.{exc}") from None
         if cls.key_on_failure not in ("block", "skip"):
             raise ConfigError(
                 f'{cls.__qualname__}.key_on_failure must be "block" or "skip", '
@@ -234,7 +270,9 @@ class Job:
     def default_options(cls) -> dict[str, Any]:
         """The class-level options, as payload fields."""
         options: dict[str, Any] = {"queue": cls.queue, "retry": cls.retry}
-        for option in ("dead", "backtrace", "retry_queue", "tags", "unique_for", "coalesce"):
+        for option in (
+            "dead", "backtrace", "retry_queue", "tags", "unique_for", "coalesce", "timeout"
+        ):
             value = getattr(cls, option)
             if value is not None:
                 options[option] = value

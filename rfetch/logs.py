@@ -304,3 +304,15 @@ def setup_logging(verbose: bool, json_logs: bool) -> LogWriter:
     root.propagate = False
     writer.start()
     return writer
+
+
+def setup_direct_logging(verbose: bool, json_logs: bool) -> None:
+    """Like :func:`setup_logging`, but written by the logging thread itself, with no writer
+    thread: for a swarm's parent, which must have no other thread when it forks (each child
+    then calls :func:`setup_logging` for itself)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if json_logs else TextFormatter())
+    root = logging.getLogger("rfetch")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    root.propagate = False

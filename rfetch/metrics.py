@@ -31,6 +31,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 
+from rfetch.errors import JobCancelled, JobTimeout
 from rfetch.stats import BUCKETS_MS
 
 if TYPE_CHECKING:
@@ -208,6 +209,13 @@ class WorkerMetrics:
             "rfetch_worker_jobs_failed", "Executions of this process that raised.", labels,
             registry=self.registry,
         )
+        self.stopped = Counter(
+            "rfetch_worker_jobs_stopped",
+            "Jobs of this process stopped by a time limit or a cancel, by how: reason "
+            "timeout or cancel, path cooperative (the job raised) or hard (recorded by the "
+            "timekeeper, the process then retires).",
+            ["class", "queue", "reason", "path"], registry=self.registry,
+        )
         self.duration = Histogram(
             "rfetch_worker_job_duration_seconds", "Run time of this process's jobs.", labels,
             buckets=DURATION_BUCKETS, registry=self.registry,
@@ -230,6 +238,18 @@ class WorkerMetrics:
         finally:
             self.processed.labels(*labels).inc()
             self.duration.labels(*labels).observe(time.perf_counter() - started)
+
+    def error_handler(self, exc: BaseException, context: dict[str, Any]) -> None:
+        """Error handler (``config.error_handlers``): counts the jobs stopped by a time
+        limit or a cancel, cooperatively (reported by the processor) or the hard way
+        (reported by the timekeeper, whose context carries ``hard``)."""
+        if not isinstance(exc, (JobTimeout, JobCancelled)):
+            return
+        job = context.get("job")
+        name = str(job.get("class") or "?") if isinstance(job, dict) else "?"
+        reason = "timeout" if isinstance(exc, JobTimeout) else "cancel"
+        path = "hard" if context.get("hard") else "cooperative"
+        self.stopped.labels(name, str(context.get("queue") or "?"), reason, path).inc()
 
     def watch(self, state: Callable[[], tuple[int, int, bool]]) -> None:
         """Report ``state()`` = (busy threads, concurrency, quiet) on each scrape."""

@@ -68,6 +68,7 @@ class Stats:
         self.keys = keys
         self._lock = threading.Lock()
         self._now = Snapshot()
+        self._lifetime = 0
 
     def record(self, job_class: str, failed: bool, elapsed_ms: float) -> None:
         """Count one execution (a failed one counts as processed too, as in Sidekiq).
@@ -79,6 +80,7 @@ class Stats:
         """
         bucket = bisect.bisect_left(BUCKETS_MS, elapsed_ms)
         with self._lock:
+            self._lifetime += 1
             snap = self._now
             snap.processed += 1
             counts = snap.classes.get(job_class)
@@ -89,6 +91,12 @@ class Stats:
             if failed:
                 snap.failed += 1
                 counts.failed += 1
+
+    @property
+    def lifetime(self) -> int:
+        """Jobs this process has run since it started (``--max-jobs``)."""
+        with self._lock:
+            return self._lifetime
 
     def take(self) -> Snapshot:
         """Counts since the last take, resetting them."""

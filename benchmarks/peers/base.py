@@ -32,7 +32,8 @@ from typing import Any
 
 DONE = "bench:done"
 STARTED = "bench:started"
-KINDS = ("noop", "sleep", "stamp")
+KINDS = ("noop", "sleep", "stamp", "cpu")
+"""``cpu`` (5 ms of pure Python) exists for rfetch only (``benchmarks/swarm.py``)."""
 RESULT_PREFIX = "BENCH-RESULT "
 REPO = Path(__file__).resolve().parents[2]
 

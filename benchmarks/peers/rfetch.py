@@ -1,7 +1,7 @@
 """rfetch: ``rfetch worker -c C`` (reliable fetch), ``perform_bulk`` for bulk enqueue.
 
 The ``rfetch-plain`` variant runs the same worker with hiredis (redis-py's C parser) and
-orjson hidden, to show what the optional ``speedups`` extra buys (issue #4). The
+orjson hidden, to show what the optional ``speedups`` extra buys. The
 ``rfetch-spread`` variant runs it with ``--cpu-affinity none`` (threads placed by the kernel
 on every CPU, as the other frameworks run), to show what the default one-CPU affinity buys.
 """
@@ -67,6 +67,7 @@ class RfetchClient(BenchClient):
         rfetch.configure(redis_url=url)
         self.jobs: dict[str, type[rfetch.Job]] = {
             "noop": bench_jobs.Noop, "sleep": bench_jobs.SleepIO, "stamp": bench_jobs.Stamp,
+            "cpu": bench_jobs.Cpu,
         }
 
     def bulk(self, kind: str, n: int, queue: str) -> None:

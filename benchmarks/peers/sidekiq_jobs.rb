@@ -1,4 +1,4 @@
-# Sidekiq's benchmark jobs (issue #4): the same three kinds as every peer's
+# Sidekiq's benchmark jobs: the same three kinds as every peer's
 # (benchmarks/peers/base.py). Run as `sidekiq -r ./sidekiq_jobs.rb -c 10`; Sidekiq reads
 # REDIS_URL from the environment.
 require "sidekiq"

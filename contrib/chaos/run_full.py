@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The full chaos tier of issue #3: 100,000 jobs, 4 worker processes, a SIGKILL of a random
-worker about every 2 s for the whole run (a replacement is started each time), and Redis
+"""The full chaos tier of the reliability work: 100,000 jobs, 4 worker processes, a SIGKILL of
+a random worker about every 2 s for the whole run (a replacement is started each time), and Redis
 SIGKILLed and restarted on the same port when half of the jobs are done.
 
 Prints the jobs lost (must be 0), the jobs run twice (and the bound: kills x jobs one

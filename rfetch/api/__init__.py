@@ -24,6 +24,7 @@ from redis import Redis
 from rfetch.config import Config
 from rfetch.store.connection import connect
 
+from .cancel import CancelResult, cancel
 from .context import Context, Found
 from .explain import Explanation, Location, explain
 from .groups import (
@@ -222,6 +223,27 @@ class Api:
         """Where the job is and why it is not running; see :func:`rfetch.api.explain.explain`."""
         return explain(self.ctx, jid, max_scan)
 
+    def cancel(
+        self,
+        jid: str,
+        dead: bool = False,
+        reason: str = "",
+        max_scan: int | None = DEFAULT_MAX_SCAN,
+    ) -> CancelResult:
+        """Cancel a job: delete it where it waits, cancel it where a worker holds it; see
+        :func:`rfetch.api.cancel.cancel`.
+
+        Args:
+            jid: the job id.
+            dead: put the cancelled job in the dead set instead of dropping it.
+            reason: shown in the error message and to the death handlers.
+            max_scan: most entries examined per list or set (None: no bound).
+
+        Raises:
+            ValueError: an empty jid.
+        """
+        return cancel(self.ctx, jid, dead, reason, max_scan)
+
     def check(
         self,
         max_latency: float | None = None,
@@ -238,6 +260,7 @@ __all__ = [
     "DEFAULT_MAX_SCAN",
     "ActionResult",
     "Api",
+    "CancelResult",
     "CheckResult",
     "ClassCounts",
     "ClassMetrics",

@@ -118,6 +118,20 @@ class ProcessInfo:
         return [str(v) for v in value] if isinstance(value, list) else []
 
     @property
+    def swarm(self) -> str | None:
+        """``host:pid`` of the swarm's parent (``rfetch worker --processes``) that runs this
+        process, or None for a worker on its own: processes with the same value are one
+        swarm."""
+        value = self.info.get("swarm")
+        return value if isinstance(value, str) else None
+
+    @property
+    def slot(self) -> int | None:
+        """Its slot (0-based) in its swarm, or None."""
+        value = self.info.get("slot")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
     def version(self) -> str | None:
         """rfetch (or Sidekiq) version."""
         value = self.info.get("version")
@@ -136,6 +150,8 @@ class ProcessInfo:
             "queues": self.queues,
             "labels": self.labels,
             "version": self.version,
+            "swarm": self.swarm,
+            "slot": self.slot,
             "busy": self.busy,
             "beat": self.beat,
             "quiet": self.quiet,
@@ -190,7 +206,8 @@ class ProcessSet:
             if not beat and not include_dead:
                 continue
             found.append(_process(identity, beat, work))
-        return found
+        # A swarm's processes side by side, by slot; then the others, as listed.
+        return sorted(found, key=lambda p: (p.swarm or p.identity, p.slot or 0))
 
     def get(self, identity: str) -> ProcessInfo | None:
         """One process by identity (alive or not), or None if unknown."""

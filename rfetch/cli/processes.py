@@ -67,7 +67,8 @@ def processes(
         echo_json([p.to_dict() for p in found])
         return
     table(
-        ["IDENTITY", "TAG", "STARTED (UTC)", "RSS_MB", "BUSY", "QUIET", "ALIVE", "QUEUES"],
+        ["IDENTITY", "TAG", "STARTED (UTC)", "RSS_MB", "BUSY", "QUIET", "ALIVE", "QUEUES",
+         "SWARM"],
         [
             (
                 p.identity,
@@ -78,6 +79,7 @@ def processes(
                 yes_no(p.quiet),
                 yes_no(p.alive),
                 ",".join(p.queues),
+                f"{p.swarm}#{p.slot}" if p.swarm else None,
             )
             for p in found
         ],

@@ -1,24 +1,56 @@
-"""``rfetch worker``: boot a worker process.
+"""``rfetch worker``: boot a worker process, or a swarm of them (``--processes``).
 
 The only module of the CLI that imports the worker's side (launcher, registry, CPU
-affinity, per-process metrics); every other command reads or steers through ``rfetch.api``.
+affinity, per-process metrics, the swarm); every other command reads or steers through
+``rfetch.api``.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import sys
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from rfetch import affinity
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError, RfetchError
-from rfetch.logs import setup_logging
+from rfetch.logs import setup_direct_logging, setup_logging
+from rfetch.swarm.channel import Supervision
+from rfetch.swarm.cpus import parse_processes
 
 from .app import main
 from .options import NAMESPACE_HELP, REDIS_URL_HELP
+
+if TYPE_CHECKING:
+    from rfetch.swarm.runtime import ChildSpec
+    from rfetch.worker.registry import Registry
+
+
+def _processes(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return parse_processes(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class _Boot:
+    """What every worker process of this command starts from (the parent's, in a swarm)."""
+
+    config: Config
+    registry: Registry
+    verbose: bool
+    json_logs: bool
+    sentry_dsn: str | None
+    metrics_port: int | None
+    metrics_bind: str
 
 
 def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
@@ -67,6 +99,19 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
               help="Serve this process's Prometheus metrics on PORT (needs the web extra).")
 @click.option("--metrics-bind", default="127.0.0.1", show_default=True, metavar="HOST",
               help="Address of the --metrics-port server (0.0.0.0: every interface).")
+@click.option("--processes", callback=_processes, default=None, metavar="N|auto",
+              help="Fork N worker processes under one supervising parent (a swarm; 'auto': "
+              "the CPUs this process may use). Not given (nor RFETCH_PROCESSES): one "
+              "process, no supervisor, except as PID 1.")
+@click.option("--max-memory", type=click.IntRange(min=1), default=None, metavar="MB",
+              help="Swarm: recycle a worker past this resident memory (quiet, TERM, new).")
+@click.option("--max-jobs", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Swarm: recycle a worker after this many jobs.")
+@click.option("--job-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="SECONDS", help="Time limit of jobs that set no timeout of their own.")
+@click.option("--job-timeout-grace", type=click.FloatRange(min=0), default=None,
+              metavar="SECONDS", help="How long a job may overrun its limit (or a cancel) "
+              "before it is recorded as failed and its process retires. [default: 5]")
 def worker(
     queues: tuple[str, ...],
     concurrency: int | None,
@@ -84,8 +129,13 @@ def worker(
     sentry_dsn: str | None,
     metrics_port: int | None,
     metrics_bind: str,
+    processes: int | None,
+    max_memory: int | None,
+    max_jobs: int | None,
+    job_timeout: float | None,
+    job_timeout_grace: float | None,
 ) -> None:
-    """Run a worker process.
+    """Run a worker process, or a swarm of them (--processes).
 
     Settings not given as options are read from RFETCH_<FIELD> environment variables
     (e.g. RFETCH_HEARTBEAT_INTERVAL, RFETCH_POLL_INTERVAL_AVERAGE; see docs/configuration.md).
@@ -94,12 +144,17 @@ def worker(
     Signals: TSTP = quiet (stop fetching, finish running jobs);
     TERM/INT = quiet, wait up to -t seconds, push unfinished jobs back, exit 0
     (a second TERM/INT stops at once); TTIN = log every thread's stack.
+    To a swarm's parent, the same for every worker, and USR2 = rolling restart.
     """
-    from rfetch.integrations import sentry
-    from rfetch.worker.launcher import Launcher
     from rfetch.worker.registry import Registry, configure_from, require
 
-    listener = setup_logging(verbose, json_logs)
+    # A swarm's parent forks: it must run no thread then (no log writer thread). As PID 1
+    # (a container) a worker always supervises itself, to reap zombies.
+    supervise = (
+        processes is not None or bool(os.environ.get("RFETCH_PROCESSES")) or os.getpid() == 1
+    )
+    if supervise:
+        setup_direct_logging(verbose, json_logs)
     try:
         config = Config.from_env(
             redis_url=redis_url,
@@ -112,17 +167,55 @@ def worker(
             labels=tuple(labels),
             prefetch=prefetch,
             cpu_affinity=cpu_affinity,
+            processes=processes,
+            max_memory=max_memory,
+            max_jobs=max_jobs,
+            job_timeout=job_timeout,
+            job_timeout_grace=job_timeout_grace,
         )
         modules = [require(target) for target in requires]
         configure_from(modules, config)
         registry = Registry.from_loaded()
-        # After -r: a client the application's own modules initialised is kept.
-        if sentry.install(config, dsn=sentry_dsn):
-            click.echo("reporting errors to Sentry", err=True)
     except RfetchError as exc:
         raise click.ClickException(str(exc)) from None
     if not requires:
         click.echo("warning: no -r given, so no job classes are registered", err=True)
+    boot = _Boot(config, registry, verbose, json_logs, sentry_dsn, metrics_port, metrics_bind)
+    if supervise:
+        sys.exit(_run_swarm(boot))
+    sys.exit(_run_process(boot))
+
+
+def _run_swarm(boot: _Boot) -> int:
+    """The swarm's parent: fork ``config.processes`` workers and supervise them."""
+    from rfetch.swarm.recover import ParentRecovery
+    from rfetch.swarm.runtime import run_swarm
+
+    swarm = f"{socket.gethostname()}:{os.getpid()}"
+
+    def child(spec: ChildSpec) -> int:
+        supervision = Supervision(spec.status, spec.parent_pid, spec.slot, swarm)
+        return _run_process(boot, spec.identity, supervision)
+
+    return run_swarm(boot.config, child, recover=ParentRecovery(boot.config))
+
+
+def _run_process(
+    boot: _Boot, identity: str | None = None, supervision: Supervision | None = None
+) -> int:
+    """One worker process (on its own, or a swarm's child after the fork); its exit code."""
+    from rfetch.integrations import sentry
+    from rfetch.worker.launcher import Launcher
+
+    config, registry = boot.config, boot.registry
+    listener = setup_logging(boot.verbose, boot.json_logs)
+    try:
+        # After -r: a client the application's own modules initialised is kept.
+        if sentry.install(config, dsn=boot.sentry_dsn) and supervision is None:
+            click.echo("reporting errors to Sentry", err=True)
+    except RfetchError as exc:
+        listener.stop()
+        raise click.ClickException(str(exc)) from None
     try:
         placement = affinity.apply(config.cpu_affinity)
     except RfetchError as exc:
@@ -130,9 +223,14 @@ def worker(
     logging.getLogger("rfetch.affinity").info(
         "cpu affinity: %s (%s)", affinity.format_cpus(placement.cpus) or "-", placement.how
     )
-    metrics = _worker_metrics(config) if metrics_port is not None else None
+    metrics = _worker_metrics(config) if boot.metrics_port is not None else None
+    # In a swarm, worker i serves its metrics on the port + i.
+    metrics_port = None if boot.metrics_port is None else boot.metrics_port + (
+        supervision.slot if supervision is not None else 0
+    )
+    metrics_bind = boot.metrics_bind
     try:
-        launcher = Launcher(config, registry)
+        launcher = Launcher(config, registry, identity=identity, supervision=supervision)
         if metrics is not None and metrics_port is not None:
             manager = launcher.manager
             metrics.watch(lambda: (manager.busy(), config.concurrency, manager.quiet))
@@ -142,10 +240,9 @@ def worker(
                 raise click.ClickException(
                     f"cannot serve metrics on {metrics_bind}:{metrics_port}: {exc}"
                 ) from None
-        code = launcher.run()
+        return launcher.run()
     finally:
         listener.stop()
-    sys.exit(code)
 
 
 def _worker_metrics(config: Config) -> Any:
@@ -158,4 +255,5 @@ def _worker_metrics(config: Config) -> Any:
         ) from None
     metrics = WorkerMetrics()
     config.server_middleware.append(metrics.middleware)
+    config.error_handlers.append(metrics.error_handler)
     return metrics

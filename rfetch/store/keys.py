@@ -66,6 +66,11 @@ class Keys:
         """Remote-control list of one process (``TSTP``, ``TERM``, ``TTIN``)."""
         return self._k(f"{identity}-signals")
 
+    def cancel(self, jid: str) -> str:
+        """Cancel mark of one job (string, JSON ``{reason, dead, at}``, 24 h TTL): every
+        worker holding or fetching the job cancels it (``rfetch.api.cancel``)."""
+        return self._k(f"cancel:{jid}")
+
     def private(self, identity: str, queue: str) -> str:
         """Private (processing) list of one process for one queue."""
         return self._k(f"{PRIVATE_PREFIX}{identity}|{queue}")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Response
 
-from .views import busy, classes, dashboard, explain, keys, queues, sets, system
+from .views import busy, cancel, classes, dashboard, explain, keys, queues, sets, system
 from .views.results import ACTION_LABELS
 
 View = Callable[..., Response]
@@ -31,6 +31,7 @@ ROUTES: tuple[tuple[str, str, str, View], ...] = (
     ("/keys", "keys", "GET", keys.keys),
     ("/keys", "keys_action", "POST", keys.keys_action),
     ("/explain", "explain", "GET", explain.explain),
+    ("/cancel", "cancel_action", "POST", cancel.cancel_action),
     ("/metrics", "metrics", "GET", system.metrics),
     ("/static/<name>", "static", "GET", system.static),
 )

@@ -17,7 +17,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from redis import Redis
@@ -59,6 +59,8 @@ class Heartbeat:
         on_signal: called with a signal name popped from the remote signal list.
         renew: queues on the pipeline the leases of running keyed jobs (ordering keys,
             ``ReliableFetch.write_leases``).
+        extra_info: more fields of ``info`` (a swarm's worker: ``swarm``, the parent's
+            ``host:pid``, and its ``slot``).
     """
 
     def __init__(
@@ -71,6 +73,7 @@ class Heartbeat:
         stats: Stats,
         on_signal: Callable[[str], None],
         renew: Callable[[Pipeline, list[UnitOfWork]], None] | None = None,
+        extra_info: Mapping[str, str | int] | None = None,
     ) -> None:
         self.config = config
         self.redis = redis
@@ -86,6 +89,7 @@ class Heartbeat:
         self._lock = threading.Lock()
         self._cleared = False
         self._work_written = False
+        self._extra_info = dict(extra_info or {})
         self._info = json.dumps(self.info())
         self._queues = json.dumps([q.name for q in config.queues])
 
@@ -104,6 +108,7 @@ class Heartbeat:
             "identity": self.identity,
             "version": __version__,
             "embedded": False,
+            **self._extra_info,
         }
 
     def beat(self) -> None:

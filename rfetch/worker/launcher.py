@@ -10,11 +10,17 @@ Signals (Sidekiq's):
 * TTIN: log every thread's stack.
 
 The same names popped from ``<identity>-signals`` by the heartbeat act the same way.
+
+When the timekeeper stopped a job the hard way (time limit or ignored cancel), the process
+retires: it says so on its status pipe (a swarm's parent forks the replacement at once),
+then shuts down as on TERM and exits ``EXIT_RETIRED`` (75). In a swarm it also reports its
+job count to the parent and stops as on TERM if the parent dies.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import signal
 import sys
@@ -30,6 +36,7 @@ from rfetch.stats import Stats
 from rfetch.store.commands import Commands
 from rfetch.store.connection import REDIS_DOWN, connect
 from rfetch.store.keys import Keys
+from rfetch.swarm.channel import EXIT_RETIRED, StatusWriter, Supervision
 from rfetch.version import __version__
 from rfetch.worker.acks import DeferredAcks
 from rfetch.worker.fetch import ReliableFetch
@@ -43,6 +50,7 @@ from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.rescue import KeyRescue
 from rfetch.worker.retry import JobRetry
 from rfetch.worker.scheduled import Poller
+from rfetch.worker.timekeeper import Timekeeper
 from rfetch.worker.work_state import WorkState
 
 log = logging.getLogger("rfetch.launcher")
@@ -68,6 +76,8 @@ class Launcher:
         registry: the jobs this process may run.
         redis: an existing client (default: connect to ``config.redis_url``).
         identity: the process identity (default: a new ``host:pid:hex``).
+        supervision: set in a swarm's child (``rfetch worker --processes``): its status
+            pipe, parent and slot; None for a worker on its own.
     """
 
     def __init__(
@@ -76,8 +86,11 @@ class Launcher:
         registry: Registry,
         redis: Redis | None = None,
         identity: str | None = None,
+        supervision: Supervision | None = None,
     ) -> None:
         self.config = config
+        self.supervision = supervision
+        self.status = supervision.status if supervision is not None else StatusWriter(None)
         self.registry = registry
         self.identity = identity or make_identity()
         self.keys = Keys(config.namespace)
@@ -91,7 +104,8 @@ class Launcher:
         self.acks = DeferredAcks()
         self.job_retry = JobRetry(config, self.keys)
         self.processor = Processor(
-            config, registry, self.job_retry, self.stats, self.report, ack=self.acks
+            config, registry, self.job_retry, self.stats, self.report, ack=self.acks,
+            work=self.work,
         )
         self.pause_watcher = PauseWatcher(self.keys, self.redis, on_change=self._paused)
         self.manager = Manager(
@@ -113,6 +127,14 @@ class Launcher:
             self.stats,
             self.events.put,
             renew=self.fetch.write_leases,
+            extra_info=(
+                {"swarm": supervision.swarm, "slot": supervision.slot}
+                if supervision is not None else None
+            ),
+        )
+        self.timekeeper = Timekeeper(
+            self.redis, self.keys, self.work, self.job_retry, self.stats, self.report,
+            retire=self._retire,
         )
         self.poller = Poller(config, self.commands, self.report)
         self.recovery = OrphanRecovery(
@@ -126,6 +148,8 @@ class Launcher:
         )
         self._stop_threads = threading.Event()
         self._deadline: float | None = None
+        self._exit_code = 0
+        self._retire_reason = ""
 
     def _paused(self, names: frozenset[str]) -> None:
         """The paused queues changed: push back jobs of those not started yet."""
@@ -155,11 +179,13 @@ class Launcher:
             (self.poller.run, "poller"),
             (self.recovery.run, "recovery"),
             (self.pause_watcher.run, "pause-watcher"),
+            (self.timekeeper.run, "timekeeper"),
         ):
             threading.Thread(
                 target=target, args=(self._stop_threads,), name=f"rfetch-{name}", daemon=True
             ).start()
         self._update_title()
+        self.status.ready()
         while True:
             try:
                 event = self.events.get(timeout=self._wait_slice())
@@ -167,6 +193,7 @@ class Launcher:
                 event = None
             if event is not None:
                 self._handle(event)
+            self._tell_supervisor()
             self._update_title()
             if self._deadline is not None and (
                 self.manager.busy() == 0 or time.monotonic() >= self._deadline
@@ -197,6 +224,8 @@ class Launcher:
                 self._deadline = time.monotonic()
         elif event == "TTIN":
             self._dump_threads()
+        elif event == "RETIRE":
+            self._retire_now()
         else:
             log.warning("ignored signal %s", event)
 
@@ -208,7 +237,36 @@ class Launcher:
         self._stop_threads.set()
         self.heartbeat.clear()
         log.info("stopped (%d job(s) pushed back)", pushed)
-        return 0
+        if self._exit_code == EXIT_RETIRED:
+            log.warning("retired (%s): exiting with %d to be replaced", self._retire_reason,
+                        EXIT_RETIRED)
+        return self._exit_code
+
+    def _retire(self, reason: str) -> None:
+        """Called by the timekeeper (its thread) after a job was stopped the hard way."""
+        self._retire_reason = reason
+        self.events.put("RETIRE")
+
+    def _retire_now(self) -> None:
+        """Leave so that a fresh process takes over: tell the supervisor (which forks the
+        replacement now), then shut down as on TERM; the exit code is ``EXIT_RETIRED``."""
+        if self._exit_code == EXIT_RETIRED:
+            return
+        self._exit_code = EXIT_RETIRED
+        self.status.retiring(self._retire_reason)
+        log.warning("retiring: %s", self._retire_reason)
+        if self._deadline is None:
+            self._handle("TERM")
+
+    def _tell_supervisor(self) -> None:
+        """Report the jobs run (``--max-jobs``), and stop if the supervisor has died."""
+        supervision = self.supervision
+        if supervision is None:
+            return
+        self.status.jobs(self.stats.lifetime)
+        if self._deadline is None and os.getppid() != supervision.parent_pid:
+            log.warning("the swarm's parent (pid %d) is gone: stopping", supervision.parent_pid)
+            self._handle("TERM")
 
     def _install_signal_handlers(self) -> None:
         for name in HANDLED_SIGNALS:

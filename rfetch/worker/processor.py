@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, Literal
 
 from rfetch.config import Config
-from rfetch.errors import InvalidJob, UnknownJob
+from rfetch.errors import InvalidJob, JobCancelled, UnknownJob
 from rfetch.job import Job
+from rfetch.limits import JobControl, timeout_of
 from rfetch.logs import JobLog
 from rfetch.middleware import run_server_chain
 from rfetch.payload import Payload, Routing, loads
@@ -18,6 +20,7 @@ from rfetch.worker.registry import Registry
 from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.retry import JobRetry
 from rfetch.worker.unit import UnitOfWork
+from rfetch.worker.work_state import Execution, WorkState
 
 log = logging.getLogger("rfetch.job")
 
@@ -34,8 +37,14 @@ class Processor:
     Sidekiq's ``Processor#process``: parse, look up the class, server middleware, perform,
     then acknowledge (success) or hand the failure to :class:`JobRetry`.
 
+    Each execution gets a :class:`~rfetch.limits.JobControl` (its time limit, from the
+    payload's ``timeout`` or ``config.job_timeout``, and its cancel flag), registered in
+    ``work`` for the timekeeper. A job raising ``rfetch.JobCancelled`` is recorded as
+    cancelled (never retried); a job whose outcome the timekeeper already recorded (the hard
+    path) is left alone when its thread comes back.
+
     Args:
-        config: server middleware.
+        config: server middleware, ``job_timeout`` and ``job_timeout_grace``.
         registry: the job classes this worker may run.
         job_retry: records failures.
         stats: processed/failed counters.
@@ -43,6 +52,8 @@ class Processor:
         ack: acknowledges a finished job (default :meth:`UnitOfWork.acknowledge`, at once;
             a worker passes its :class:`rfetch.worker.acks.DeferredAcks`, which rides on
             the next fetch).
+        work: where executions are registered for the timekeeper (None: nobody watches
+            time limits or cancellations, as in tests that run the processor alone).
     """
 
     def __init__(
@@ -53,8 +64,10 @@ class Processor:
         stats: Stats,
         report: ErrorReporter,
         ack: Callable[[UnitOfWork], object] = UnitOfWork.acknowledge,
+        work: WorkState | None = None,
     ) -> None:
         self.config = config
+        self.work = work
         self.registry = registry
         self.job_retry = job_retry
         self.stats = stats
@@ -113,6 +126,7 @@ class Processor:
         job_log.event("start", name, jid, unit.queue, None)
         started = time.perf_counter()
         instance: Job | None = None
+        control: JobControl | None = None
         try:
             cls = self.registry.get(name)
             if cls is None:
@@ -122,12 +136,15 @@ class Processor:
                 )
             instance = cls()
             instance.jid = jid
+            control = self._control(unit, job, instance)
             if coalesced:
                 last = routing is not None and routing.coalesce == "last"
                 self._perform_coalesced(instance, job, unit.queue, followers, last)
             else:
                 self._perform(instance, job, unit.queue)
         except BaseException as exc:  # a job's failure, whatever it raised, is a retry
+            if control is not None and not control.finish():
+                return  # the timekeeper recorded it (hard time limit or cancel)
             elapsed = round((time.perf_counter() - started) * 1000, 3)
             log.warning(
                 "fail: %s: %s",
@@ -141,8 +158,14 @@ class Processor:
                 # Back to the head of the key's list, still behind the failed holder: they
                 # coalesce again when it is retried (the key stays blocked).
                 unit.fetch.requeue([f for f, _ in followers])
+            if isinstance(exc, JobCancelled):
+                dead = control is not None and control.cancel_to_dead
+                self.job_retry.cancel(unit, job, exc, dead)
+                return
             self.job_retry.fail(unit, job, instance, exc)
             return
+        if control is not None and not control.finish():
+            return  # the timekeeper recorded it (hard time limit or cancel)
         elapsed = round((time.perf_counter() - started) * 1000, 3)
         for follower, _ in followers:
             follower.acknowledge()
@@ -153,6 +176,17 @@ class Processor:
         except Exception as exc:
             log.exception("recording the success of jid=%s failed", jid)
             self.report(exc, {"context": "processor", "queue": unit.queue, "jid": jid})
+
+    def _control(self, unit: UnitOfWork, job: Payload, instance: Job) -> JobControl:
+        """The execution's deadline and cancel flag, set on the job and registered for the
+        timekeeper."""
+        control = JobControl(
+            timeout_of(job, self.config.job_timeout), self.config.job_timeout_grace
+        )
+        instance.control = control
+        if self.work is not None:
+            self.work.watch(threading.get_ident(), Execution(unit, job, instance, control))
+        return control
 
     def _take_followers(self, unit: UnitOfWork) -> list[tuple[UnitOfWork, Payload]]:
         """Move the key's waiting jobs into the private list (``coalesce.lua``) and parse

@@ -294,6 +294,24 @@ class JobRetry:
             unit.fetch.redis.delete(self.keys.recoveries(counter))
         return outcome
 
+    def cancel(self, unit: UnitOfWork, job: Payload, exc: BaseException, dead: bool) -> str:
+        """Record a cancelled job (``rfetch.api.cancel``): never retried; the dead set if
+        ``dead`` was asked, else dropped; the death handlers run either way, with ``exc``
+        (an ``rfetch.JobCancelled``), and ``retries_exhausted`` does not.
+
+        Returns:
+            ``"dead"``, ``"discarded"`` or ``"lost-ownership"``.
+        """
+        job["error_message"] = str(exc)[:ERROR_MESSAGE_LIMIT]
+        job["error_class"] = error_class_name(exc)
+        job.setdefault("failed_at", time.time())
+        if dead:
+            return self.kill(unit, job, exc)
+        if not unit.acknowledge():
+            return "lost-ownership"
+        self._run_death_handlers(job, exc)
+        return "discarded"
+
     def _retry_in(
         self, instance: Job | None, count: int, exc: BaseException, job: Payload
     ) -> float | str | None:

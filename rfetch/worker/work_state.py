@@ -9,10 +9,29 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    from rfetch.job import Job
+    from rfetch.limits import JobControl
+    from rfetch.payload import Payload
     from rfetch.worker.unit import UnitOfWork
+
+
+class Execution(NamedTuple):
+    """A job being performed, as the timekeeper needs it (time limits, cancellation).
+
+    Attributes:
+        unit: the fetched job.
+        payload: its parsed payload.
+        instance: the job object (``retry_in``, ``retries_exhausted``).
+        control: its deadline and cancel flag.
+    """
+
+    unit: UnitOfWork
+    payload: Payload
+    instance: Job
+    control: JobControl
 
 
 class WorkState:
@@ -21,6 +40,7 @@ class WorkState:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._running: dict[int, tuple[UnitOfWork, float]] = {}
+        self._executions: dict[int, Execution] = {}
         self._quiet = threading.Event()
 
     def begin(self, thread_id: int, unit: UnitOfWork) -> None:
@@ -29,9 +49,28 @@ class WorkState:
             self._running[thread_id] = (unit, time.time())
 
     def end(self, thread_id: int) -> None:
-        """Note that thread ``thread_id`` finished its job."""
+        """Note that thread ``thread_id`` finished its job (or was abandoned before)."""
         with self._lock:
-            del self._running[thread_id]
+            self._running.pop(thread_id, None)
+            self._executions.pop(thread_id, None)
+
+    def watch(self, thread_id: int, execution: Execution) -> None:
+        """Note the execution thread ``thread_id`` is performing (once its class is known)."""
+        with self._lock:
+            if thread_id in self._running:
+                self._executions[thread_id] = execution
+
+    def executions(self) -> dict[int, Execution]:
+        """Thread id -> execution, for every thread performing a job."""
+        with self._lock:
+            return dict(self._executions)
+
+    def abandon(self, thread_id: int) -> None:
+        """Stop counting thread ``thread_id`` as busy: the hard path recorded its job, and
+        the thread, which cannot be stopped, ends with the process."""
+        with self._lock:
+            self._running.pop(thread_id, None)
+            self._executions.pop(thread_id, None)
 
     def running(self) -> dict[int, tuple[UnitOfWork, float]]:
         """Thread id -> (job, start time in float epoch seconds) for every busy thread."""

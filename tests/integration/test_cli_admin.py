@@ -81,7 +81,9 @@ def test_processes_list_quiet_stop_and_errors(rfetch: Any, r: redis.Redis) -> No
     header, row = lines(listed)
     assert header.split()[:2] == ["IDENTITY", "TAG"]
     assert row.split() == ["web-1:42:abc", "app", "2023-11-14", "22:13:20", "50.0", "2/5",
-                           "no", "yes", "default"]
+                           "no", "yes", "default", "-"]
+    r.hset("web-1:42:abc", "info", json.dumps({**info, "swarm": "web-1:40", "slot": 2}))
+    assert lines(rfetch("processes"))[1].split()[-1] == "web-1:40#2"  # a swarm's worker
 
     quiet = rfetch("processes", "--quiet", "web-1:42")  # a unique prefix is enough
     assert quiet.exit_code == 0 and "asked web-1:42:abc to go quiet" in quiet.stdout

@@ -350,7 +350,10 @@ class FakeLauncher:
 
     configs: list[Config] = []
 
-    def __init__(self, config: Config, registry: Registry) -> None:
+    def __init__(
+        self, config: Config, registry: Registry, identity: str | None = None,
+        supervision: object = None,
+    ) -> None:
         self.config = config
 
     def run(self) -> int:

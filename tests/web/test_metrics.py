@@ -182,6 +182,30 @@ def test_worker_metrics_middleware_counts_and_times() -> None:
     assert got[("rfetch_worker_quiet", ())] == 1
 
 
+def test_worker_metrics_count_jobs_stopped_by_time_limits_and_cancels() -> None:
+    import rfetch
+
+    metrics = WorkerMetrics()
+    job = {"class": "app.Mail", "jid": jid_of(1)}
+    metrics.error_handler(rfetch.JobTimeout("late"), {"job": job, "queue": "mail"})
+    metrics.error_handler(rfetch.JobTimeout("late"), {"job": job, "queue": "mail", "hard": True})
+    metrics.error_handler(rfetch.JobCancelled("x"), {"job": job, "queue": "mail", "hard": True})
+    metrics.error_handler(ValueError("other"), {"job": job, "queue": "mail"})
+    metrics.error_handler(rfetch.JobTimeout("no job"), {"context": "internal"})
+    from prometheus_client import generate_latest
+
+    got = samples(generate_latest(metrics.registry).decode())
+
+    def stopped(reason: str, path: str, cls: str = "app.Mail", queue: str = "mail") -> float:
+        labels = (("class", cls), ("path", path), ("queue", queue), ("reason", reason))
+        return got.get(("rfetch_worker_jobs_stopped_total", labels), 0)
+
+    assert stopped("timeout", "cooperative") == 1
+    assert stopped("timeout", "hard") == 1
+    assert stopped("cancel", "hard") == 1
+    assert stopped("timeout", "cooperative", "?", "?") == 1
+
+
 def test_worker_serves_its_metrics(redis_server: RedisServer, r: redis.Redis,
                                    tmp_path: Path) -> None:
     port = free_port()

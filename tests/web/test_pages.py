@@ -121,17 +121,17 @@ def test_queue_pages_page_and_filter(client: Client, r: redis.Redis) -> None:
         cls = "app.Even" if i % 2 == 0 else "app.Odd"
         r.lpush("queue:bulk", payload(jid_of(i), cls, [i, f"user-{i}"], "bulk"))
     body = text(client.get("/queues/bulk?limit=25&offset=25"))
-    rows = re.findall(r'name="jid" value="([0-9a-f]{24})"', body)
+    rows = re.findall(r'type="checkbox" name="jid" value="([0-9a-f]{24})"', body)
     assert rows == [jid_of(i) for i in range(25, 50)]
     assert "26\u201350" in body and "of 60" in body
     assert 'rel="next" href="/queues/bulk?offset=50&amp;limit=25"' in body
     assert 'rel="prev" href="/queues/bulk?offset=0&amp;limit=25"' in body
     newest = text(client.get("/queues/bulk?order=newest&limit=25"))
-    assert re.findall(r'name="jid" value="([0-9a-f]{24})"', newest)[0] == jid_of(59)
+    assert re.findall(r'type="checkbox" name="jid" value="([0-9a-f]{24})"', newest)[0] == jid_of(59)
     only_odd = text(client.get("/queues/bulk?class=Odd&limit=100"))
-    assert len(re.findall(r'name="jid" value=', only_odd)) == 30
+    assert len(re.findall(r'type="checkbox" name="jid" value=', only_odd)) == 30
     grep = text(client.get("/queues/bulk?grep=user-17"))
-    assert re.findall(r'name="jid" value="([0-9a-f]{24})"', grep) == [jid_of(17)]
+    assert re.findall(r'type="checkbox" name="jid" value="([0-9a-f]{24})"', grep) == [jid_of(17)]
     assert "Delete all matching" in grep
 
 

@@ -1,0 +1,157 @@
+"""``cancel(jid)``: stop a job wherever it is.
+
+First a cancel mark ``cancel:<jid>`` is written (kept :data:`~rfetch.limits.CANCEL_TTL`,
+24 h): every worker that holds the job now, or fetches a copy of it later, cancels it (its
+timekeeper looks up the marks of its running jobs once a second). Then the job is looked for
+as :func:`rfetch.api.explain.explain` does, and each copy found waiting (a queue, the
+scheduled or retry set) is deleted, or moved to the dead set when ``dead`` is asked. A jid
+found nowhere, or only in the dead set, is reported as such and its mark is removed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rfetch.errors import JobCancelled
+from rfetch.limits import CANCEL_TTL, cancel_mark
+
+from .context import Context
+from .explain import Location, explain
+from .queues import Queue
+from .records import JobRecord, dump_payload
+from .sets import JobSet
+
+CancelState = Literal["deleted", "cancelling", "marked", "dead", "not_found"]
+"""What a cancel did: ``deleted`` (it was waiting, and is gone or in the dead set),
+``cancelling`` (a worker holds it: it is cancelled there within about a second),
+``marked`` (waiting behind its ordering key, or moved while being looked for: the next
+worker to take it cancels it), ``dead`` (already in the dead set: nothing to do),
+``not_found`` (finished, deleted, or never seen)."""
+
+CANCELLED_CLASS = "rfetch.JobCancelled"
+
+
+@dataclass(frozen=True)
+class CancelResult:
+    """The answer of :func:`cancel`.
+
+    Attributes:
+        jid: the jid asked about.
+        state: see :data:`CancelState`.
+        places: where the job was found and what was done there, one line each.
+    """
+
+    jid: str
+    state: CancelState
+    places: list[str] = field(default_factory=list)
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the cancel took (or will take) effect."""
+        return self.state in ("deleted", "cancelling", "marked")
+
+    @property
+    def text(self) -> str:
+        """One line for people."""
+        if self.state == "not_found":
+            return (
+                f"jid {self.jid}: not found in running jobs, private lists, queues or the "
+                "scheduled, retry and dead sets: it finished, was deleted, or never existed"
+            )
+        if self.state == "dead":
+            return f"jid {self.jid}: already in the dead set; nothing to cancel"
+        return f"jid {self.jid}: " + "; ".join(self.places)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "jid": self.jid,
+            "state": self.state,
+            "cancelled": self.cancelled,
+            "places": self.places,
+            "text": self.text,
+        }
+
+
+def cancel(
+    ctx: Context,
+    jid: str,
+    dead: bool = False,
+    reason: str = "",
+    max_scan: int | None = 100_000,
+) -> CancelResult:
+    """Cancel job ``jid``: delete it where it waits, cancel it where it runs.
+
+    Args:
+        ctx: the API context.
+        jid: the job id.
+        dead: put the cancelled job in the dead set (``error_class``
+            ``rfetch.JobCancelled``) instead of dropping it.
+        reason: shown in the error message and to the death handlers.
+        max_scan: most entries examined per list or set (None: no bound).
+
+    Raises:
+        ValueError: an empty jid.
+    """
+    if not jid:
+        raise ValueError("a jid is needed")
+    now = time.time()
+    mark_key = ctx.keys.cancel(jid)
+    ctx.redis.set(mark_key, cancel_mark(reason, dead, now), ex=CANCEL_TTL)
+    places: list[str] = []
+    states: set[str] = set()
+    for location in explain(ctx, jid, max_scan, now).locations:
+        state, text = _cancel_at(ctx, location, dead, reason, now)
+        states.add(state)
+        if text:
+            places.append(text)
+    for state in ("cancelling", "marked", "deleted"):
+        if state in states:
+            return CancelResult(jid, state, places)  # type: ignore[arg-type]
+    ctx.redis.delete(mark_key)
+    return CancelResult(jid, "dead" if "dead" in states else "not_found", places)
+
+
+def _cancel_at(
+    ctx: Context, location: Location, dead: bool, reason: str, now: float
+) -> tuple[str, str]:
+    """Act on one place the job was found: (state, line)."""
+    record = location.job
+    if location.state in ("running", "held"):
+        what = "running" if location.state == "running" else "fetched, not started"
+        return "cancelling", f"{what} on {location.identity}: cancelled there within a second"
+    if location.state == "dead":
+        return "dead", ""
+    if record is None:
+        return "marked", f"{location.state}: its worker will cancel it"
+    if location.state == "queued" and location.queue is not None:
+        removed = Queue(ctx, location.queue).delete([record]).done > 0
+        where = f"queue {location.queue}"
+    elif location.state in ("scheduled", "retry"):
+        # Through the set's delete action, which also releases an ordering key it blocks.
+        name = "schedule" if location.state == "scheduled" else "retry"
+        jobs = JobSet(ctx, name, ctx.keys.schedule if name == "schedule" else ctx.keys.retry)
+        removed = jobs.delete([record]).done > 0
+        where = f"the {location.state} set"
+    else:  # waiting behind its ordering key: the worker that takes it cancels it
+        return "marked", f"{location.text}: cancelled when a worker takes it"
+    if not removed:  # taken meanwhile: the mark reaches it
+        return "marked", f"left {where} while being cancelled: its worker will cancel it"
+    if dead:
+        _bury(ctx, record, reason, now)
+        return "deleted", f"removed from {where} and put in the dead set"
+    return "deleted", f"deleted from {where}"
+
+
+def _bury(ctx: Context, record: JobRecord, reason: str, now: float) -> None:
+    """Add a cancelled job to the dead set with ``error_class`` ``rfetch.JobCancelled``."""
+    payload = dict(record.payload or {})
+    if not payload:
+        ctx.redis.zadd(ctx.keys.dead, {record.raw: now})
+        return
+    payload["error_class"] = CANCELLED_CLASS
+    payload["error_message"] = str(JobCancelled(f"cancelled: {reason}" if reason else "cancelled"))
+    payload.setdefault("failed_at", now)
+    ctx.redis.zadd(ctx.keys.dead, {dump_payload(payload): now})
