@@ -356,8 +356,10 @@ class ReliableFetch:
             count is reached: nothing changed, the caller sends it to the dead set).
 
         Raises:
-            redis.exceptions.RedisError: nothing changed (Redis unreachable, or refusing:
-                a key on the job's way holds another type).
+            redis.exceptions.ResponseError: Redis refused (a key on the job's way holds
+                another type, out of memory, READONLY); nothing changed.
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable (the
+                push-back may have happened; the job is then in its queue, not lost).
         """
         return self.commands.recover(
             unit.private_key,
