@@ -21,8 +21,8 @@
 -- job joins its tenant's list.
 -- Before a job is removed from the set, every key its move may write is checked
 -- (lib/guard.lua): a job with a key of another type on its way stays in the set (it is
--- looked at again at the next poll) and the jobs behind it go on; at most ARGV[1] such jobs
--- are passed over per call.
+-- looked at again at the next poll) and the jobs behind it go on; at most 10 x ARGV[1] such
+-- jobs are passed over per call.
 -- Returns {moved, {message, ...}}: the number of jobs moved, and a WRONGTYPE message for
 -- each job left in the set.
 -- #include guard
@@ -125,7 +125,7 @@ local function move(job)
   return true
 end
 
-while moved < limit and #left < limit do
+while moved < limit and #left < 10 * limit do
   local jobs = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', offset, limit - moved)
   if #jobs == 0 then break end
   for _, job in ipairs(jobs) do

@@ -299,3 +299,19 @@ def test_a_unique_push_refused_for_a_key_type_leaves_no_lock_behind(
     r.delete(KEYS.queue("q"))
     assert client.push("X", [1], {"queue": "q", "unique_for": 60}) is not None  # not "a duplicate"
     assert r.llen(KEYS.queue("q")) == 1
+
+
+# -- coalesce.lua: taking a key's waiting jobs ---------------------------------------------------
+
+
+def test_coalescing_into_a_private_list_of_another_type_takes_nothing(
+    commands: Commands, r: redis.Redis
+) -> None:
+    waiting = [job("b", ordering_key="k"), job("c", ordering_key="k")]
+    r.hset(KEYS.key_holders("q"), "k", "a")
+    r.lpush(KEYS.key_list("q", "k"), *waiting)
+    r.set(PRIVATE, "not a list")
+    before = snapshot(r)
+    message = refused(lambda: commands.coalesce(PRIVATE, "q", "k", "a", 10))
+    assert snapshot(r) == before  # every waiting job still in the key's list
+    assert "WRONGTYPE" in message
