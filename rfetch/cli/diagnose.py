@@ -9,6 +9,7 @@ import click
 
 from rfetch.config import Config
 from rfetch.errors import RfetchError
+from rfetch.formatting import safe_url
 
 from .app import main
 from .options import admin_api, connection_options
@@ -70,7 +71,7 @@ def check(
     try:
         result = api.check(max_latency, max_size, queue)
     except (RedisError, OSError) as exc:
-        click.echo(f"UNKNOWN cannot read Redis at {api.config.redis_url}: {exc}")
+        click.echo(f"UNKNOWN cannot read Redis at {safe_url(api.config.redis_url)}: {exc}")
         sys.exit(EXIT_UNREACHABLE)
     finally:
         api.redis.close()

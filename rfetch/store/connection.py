@@ -13,7 +13,9 @@ REDIS_DOWN = (ConnectionError, TimeoutError, OSError)
 """Errors that mean Redis could not be reached or did not answer."""
 
 
-def connect(config: Config, *, max_connections: int | None = None) -> Redis:
+def connect(
+    config: Config, *, max_connections: int | None = None, socket_timeout: float | None = None
+) -> Redis:
     """A Redis client for ``config.redis_url``, with no automatic command retries.
 
     redis-py retries a command after a connection error by default. rfetch turns that off:
@@ -24,10 +26,12 @@ def connect(config: Config, *, max_connections: int | None = None) -> Redis:
     Args:
         config: supplies the URL and ``network_timeout`` (seconds).
         max_connections: pool size; None for redis-py's default.
+        socket_timeout: seconds a command may take (default ``network_timeout``); longer
+            for a client that blocks on purpose (the followers' wait for a leader).
     """
     return Redis.from_url(
         config.redis_url,
-        socket_timeout=config.network_timeout,
+        socket_timeout=socket_timeout or config.network_timeout,
         socket_connect_timeout=config.network_timeout,
         retry=Retry(NoBackoff(), 0),
         max_connections=max_connections,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 import time
@@ -12,6 +13,7 @@ from rfetch.config import Config
 from rfetch.errors import InvalidJob, JobCancelled, UnknownJob
 from rfetch.job import Job
 from rfetch.limits import JobControl, timeout_of
+from rfetch.log_context import JobContext
 from rfetch.logs import JobLog
 from rfetch.middleware import run_server_chain
 from rfetch.payload import Payload, Routing, loads
@@ -54,6 +56,8 @@ class Processor:
             the next fetch).
         work: where executions are registered for the timekeeper (None: nobody watches
             time limits or cancellations, as in tests that run the processor alone).
+        job_context: where the running job is marked for the application's log records
+            (the one the log handler filters with; default: a context of its own).
     """
 
     def __init__(
@@ -65,6 +69,7 @@ class Processor:
         report: ErrorReporter,
         ack: Callable[[UnitOfWork], object] = UnitOfWork.acknowledge,
         work: WorkState | None = None,
+        job_context: JobContext | None = None,
     ) -> None:
         self.config = config
         self.work = work
@@ -74,12 +79,15 @@ class Processor:
         self.report = report
         self.ack = ack
         self.job_log = JobLog(log)
+        self.job_context = job_context or JobContext()
 
     def process(self, unit: UnitOfWork) -> Handled:
         """Run one job to its end: acknowledged, in the retry/dead set, or discarded.
 
-        Never raises for a job's own failure; the worker thread goes on. When rfetch itself
-        fails on the job (recording its failure raises, Redis refuses a write), see
+        Never raises for a job's own failure; the worker thread goes on. The job is marked
+        as running (:class:`JobContext`) in a copy of the thread's context, dropped at the
+        end, so no record logged after it carries its jid. When rfetch itself fails on the
+        job (recording its failure raises, Redis refuses a write), see
         :meth:`rfetch_failed`.
 
         Args:
@@ -89,6 +97,9 @@ class Processor:
             ``"done"``; or, when rfetch failed on the job, ``"rfetch-failed"`` (pushed back
             or buried) or ``"stuck"`` (Redis refused that too: it stays in its private list).
         """
+        return contextvars.copy_context().run(self._guarded, unit)
+
+    def _guarded(self, unit: UnitOfWork) -> Handled:
         try:
             self._process(unit)
         except Exception as exc:
@@ -122,6 +133,7 @@ class Processor:
         routing = unit.routing
         coalesced = routing is not None and routing.coalesced
         followers = self._take_followers(unit) if coalesced else []
+        self.job_context.enter(name, jid, unit.queue)
         job_log = self.job_log
         job_log.event("start", name, jid, unit.queue, None)
         started = time.perf_counter()
@@ -146,10 +158,12 @@ class Processor:
             if control is not None and not control.finish():
                 return  # the timekeeper recorded it (hard time limit or cancel)
             elapsed = round((time.perf_counter() - started) * 1000, 3)
+            # With the traceback, as Sidekiq's default error handler logs a failure.
             log.warning(
                 "fail: %s: %s",
                 type(exc).__name__,
                 exc,
+                exc_info=exc,
                 extra={"job_class": name, "jid": jid, "queue": unit.queue, "elapsed_ms": elapsed},
             )
             self.stats.record(name, True, elapsed)
