@@ -315,3 +315,26 @@ def test_coalescing_into_a_private_list_of_another_type_takes_nothing(
     message = refused(lambda: commands.coalesce(PRIVATE, "q", "k", "a", 10))
     assert snapshot(r) == before  # every waiting job still in the key's list
     assert "WRONGTYPE" in message
+
+
+# -- periodic_push.lua: a periodic schedule's tick ----------------------------------------------
+
+
+def test_a_tick_whose_queue_is_of_another_type_is_not_marked_pushed(
+    commands: Commands, r: redis.Redis
+) -> None:
+    seconds, _ = r.time()
+    tick = int(seconds) - 1
+    r.hset(KEYS.leader, "token", "tok")
+    r.set(KEYS.queue("q"), "not a list")
+    before = snapshot(r)
+    message = refused(
+        lambda: commands.periodic_push("tok", "nightly", tick, 60.0, 120, "q", "j", b"{}", False)
+    )
+    assert snapshot(r) == before  # no marker, cursor unmoved: the tick is tried again
+    assert "WRONGTYPE queue:q is a string" in message
+    r.delete(KEYS.queue("q"))
+    assert commands.periodic_push("tok", "nightly", tick, 60.0, 120, "q", "j", b"{}", False) == (
+        "pushed"
+    )
+    assert r.lrange(KEYS.queue("q"), 0, -1) == [b"{}"]
