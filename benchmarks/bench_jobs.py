@@ -4,6 +4,7 @@ so completion and start times are recorded the same way for every framework."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import time
 
@@ -47,4 +48,29 @@ class Cpu(rfetch.Job):
         start = time.thread_time()
         while time.thread_time() - start < 0.005:
             sum(range(200))
+        _redis().incr("bench:done")
+
+
+class SocketIO(rfetch.Job):
+    """I/O-bound: sleeps 2 ms and makes one Redis round trip (GET) before INCR bench:done;
+    the GIL is free for both waits. Used by ``benchmarks.affinity``."""
+
+    def perform(self, n: int) -> None:
+        time.sleep(0.002)
+        _redis().get("bench:none")
+        _redis().incr("bench:done")
+
+
+@functools.cache
+def _buffer() -> bytes:
+    return bytes(int(os.environ.get("BENCH_HASH_MB", "64")) * 1024 * 1024)
+
+
+class HashBuffer(rfetch.Job):
+    """CPU work that releases the GIL: SHA-256 of a ``BENCH_HASH_MB`` (64) MB buffer
+    (hashlib drops the GIL for inputs over 2 KiB), then INCR bench:done. Used by
+    ``benchmarks.affinity``."""
+
+    def perform(self, n: int) -> None:
+        hashlib.sha256(_buffer()).digest()
         _redis().incr("bench:done")

@@ -96,8 +96,13 @@ class Config:
         dead_max_jobs: cap of the dead set (Sidekiq: 10,000).
         dead_timeout: age after which dead jobs are trimmed (Sidekiq: 180 days).
         max_payload_bytes: largest JSON payload a client pushes (default 1 MiB).
-        prefetch: jobs a worker process may hold in its private lists beyond the ones
-            its threads are running; ``None`` means equal to ``concurrency``.
+        prefetch: the most jobs a worker process may hold in its private lists beyond the
+            ones its threads are running; ``None`` means equal to ``concurrency``. How many
+            it holds adapts to the jobs' run time (:mod:`rfetch.worker.prefetch`).
+        prefetch_horizon: seconds a job fetched ahead may expect to wait for a thread of its
+            process: fewer jobs are fetched ahead the longer jobs run, none while every
+            thread runs a job older than this, and a job that would wait longer behind
+            such threads goes back to its queue for another process (default 0.1).
         block_timeout: seconds a blocking fetch waits before looking at the other queues and
             at shutdown (1-2 s, as the issue asks).
         network_timeout: socket timeout for Redis commands other than blocking fetches.
@@ -161,6 +166,7 @@ class Config:
     dead_timeout: float = 180 * 24 * 3600
     max_payload_bytes: int = 1024 * 1024
     prefetch: int | None = None
+    prefetch_horizon: float = 0.1
     block_timeout: float = 2.0
     network_timeout: float = 5.0
     error_handlers: list[ErrorHandler] = field(default_factory=list)
@@ -217,6 +223,8 @@ class Config:
             raise ConfigError("push_buffer_size must be >= 1 and push_exit_timeout >= 0")
         if self.prefetch is not None and self.prefetch < 0:
             raise ConfigError("prefetch must not be negative")
+        if self.prefetch_horizon <= 0:
+            raise ConfigError("prefetch_horizon must be positive (seconds)")
         if not 0 < self.block_timeout < self.network_timeout:
             raise ConfigError("block_timeout must be positive and below network_timeout")
         check_cpu_affinity(self.cpu_affinity)
@@ -312,6 +320,7 @@ _SCALAR_FIELDS: dict[str, str] = {
     "dead_timeout": "float",
     "max_payload_bytes": "int",
     "prefetch": "int",
+    "prefetch_horizon": "float",
     "block_timeout": "float",
     "network_timeout": "float",
     "orphan_check_interval": "float",

@@ -32,8 +32,9 @@ from typing import Any
 
 DONE = "bench:done"
 STARTED = "bench:started"
-KINDS = ("noop", "sleep", "stamp", "cpu")
-"""``cpu`` (5 ms of pure Python) exists for rfetch only (``benchmarks/swarm.py``)."""
+KINDS = ("noop", "sleep", "stamp", "cpu", "io", "hash")
+"""``cpu`` (5 ms of pure Python), ``io`` and ``hash`` exist for rfetch only
+(``benchmarks/swarm.py``, ``benchmarks/affinity.py``)."""
 RESULT_PREFIX = "BENCH-RESULT "
 REPO = Path(__file__).resolve().parents[2]
 

@@ -84,7 +84,10 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
 @click.option("--strict/--no-strict", default=None,
               help="Force strict queue order (ignoring weights) or weighted random order.")
 @click.option("--prefetch", type=click.IntRange(min=0), default=None,
-              help="Jobs held beyond the running ones. [default: concurrency]")
+              help="Most jobs held beyond the running ones. [default: concurrency]")
+@click.option("--prefetch-horizon", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds a job fetched ahead may expect to wait for a thread; jobs "
+              "waiting behind longer-running ones go back to the queue. [default: 0.1]")
 @click.option("--label", "labels", multiple=True, help="Label shown in the heartbeat.")
 @click.option("--cpu-affinity", default=None, metavar="auto|none|CPUS",
               help="Run every thread on one CPU ('auto', the default: worker processes of a "
@@ -123,6 +126,7 @@ def worker(
     namespace: str | None,
     strict: bool | None,
     prefetch: int | None,
+    prefetch_horizon: float | None,
     labels: tuple[str, ...],
     cpu_affinity: str | None,
     verbose: bool,
@@ -168,6 +172,7 @@ def worker(
             tag=tag,
             labels=tuple(labels),
             prefetch=prefetch,
+            prefetch_horizon=prefetch_horizon,
             cpu_affinity=cpu_affinity,
             processes=processes,
             max_memory=max_memory,
