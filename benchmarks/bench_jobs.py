@@ -3,12 +3,14 @@ so completion and start times are recorded the same way for every framework."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import os
 import time
 
 import redis
+import redis.asyncio as aioredis
 
 import rfetch
 
@@ -38,6 +40,30 @@ class Stamp(rfetch.Job):
 
     def perform(self, n: int) -> None:
         _redis().rpush("bench:started", repr(time.time()))
+
+
+@functools.cache
+def _async_redis() -> aioredis.Redis:
+    """One asyncio client per worker process (its one event loop thread uses it), with a
+    connection for each job that may run at once (redis-py's default pool has 100)."""
+    return aioredis.Redis.from_url(os.environ["REDIS_URL"], max_connections=10_000)
+
+
+class AsyncWait(rfetch.Job):
+    """``await asyncio.sleep(0.1)`` (simulated network I/O), then INCR bench:done; an async
+    job, run on the worker's event loop (``python -m benchmarks.async_sleep``)."""
+
+    async def perform(self, n: int) -> None:
+        await asyncio.sleep(0.1)
+        await _async_redis().incr("bench:done")
+
+
+class ThreadWait(rfetch.Job):
+    """The same wait in a thread: ``time.sleep(0.1)``, then INCR bench:done."""
+
+    def perform(self, n: int) -> None:
+        time.sleep(0.1)
+        _redis().incr("bench:done")
 
 
 class Cpu(rfetch.Job):

@@ -77,6 +77,8 @@ class Config:
         redis_url: Redis URL (``redis://``, ``rediss://`` or ``unix://``).
         namespace: optional key prefix; every key becomes ``<namespace>:<key>``.
         concurrency: processor threads per worker process (Sidekiq 7 default: 5).
+        async_concurrency: async jobs (``async def perform``) a worker process runs at
+            once on its event loop thread, beside the threads (default 100).
         queues: queues to fetch from, with weights.
         strict: take queues in the listed order; when ``None``, strict exactly when no
             queue has a weight above 1 (Sidekiq's rule).
@@ -152,6 +154,7 @@ class Config:
     redis_url: str = DEFAULT_REDIS_URL
     namespace: str | None = None
     concurrency: int = 5
+    async_concurrency: int = 100
     queues: Sequence[QueueSpec] = (QueueSpec("default"),)
     strict: bool | None = None
     shutdown_timeout: float = 25.0
@@ -202,6 +205,10 @@ class Config:
         """
         if self.concurrency < 1:
             raise ConfigError(f"concurrency must be 1 or more, got {self.concurrency}")
+        if self.async_concurrency < 1:
+            raise ConfigError(
+                f"async_concurrency must be 1 or more, got {self.async_concurrency}"
+            )
         if not self.queues:
             raise ConfigError("at least one queue is needed")
         names = [q.name for q in self.queues]
@@ -308,6 +315,7 @@ def _check_redis_url(url: str) -> None:
 _SCALAR_FIELDS: dict[str, str] = {
     "namespace": "str",
     "concurrency": "int",
+    "async_concurrency": "int",
     "shutdown_timeout": "float",
     "tag": "str",
     "strict": "bool",

@@ -26,6 +26,7 @@ from rfetch.formatting import safe_url
 from rfetch.guard import ThreadGuard
 from rfetch.payload import Routing, may_be_gated
 from rfetch.push_buffer import BufferedJob, MemoryBuffer, PushBuffer, SpoolBuffer
+from rfetch.store.async_commands import AsyncCommands
 from rfetch.store.commands import Commands
 from rfetch.store.connection import REDIS_DOWN
 from rfetch.store.replies import Outgoing
@@ -33,7 +34,8 @@ from rfetch.store.replies import Outgoing
 log = logging.getLogger("rfetch.client")
 
 BULK_BATCH = 1000
-"""Jobs per round trip (Sidekiq's push_bulk default), also when draining the buffer."""
+"""Buffered jobs per ``push.lua`` call when the buffer is drained (Sidekiq's push_bulk
+batch)."""
 
 
 class Delivery:
@@ -110,10 +112,22 @@ class Delivery:
             except REDIS_DOWN as exc:
                 if not buffer:
                     raise
-                self._keep(jobs, exc)
+                self.keep(jobs, exc)
                 return None
 
-    def _keep(self, jobs: Sequence[BufferedJob], exc: Exception) -> None:
+    @property
+    def holding(self) -> bool:
+        """Whether the buffer may hold jobs not delivered yet (a newer push must then go
+        after them, through :meth:`write`)."""
+        return self._maybe_pending
+
+    def keep(self, jobs: Sequence[BufferedJob], exc: Exception) -> None:
+        """Buffer ``jobs``, which could not be written because of ``exc`` (Redis
+        unreachable), and deliver them in the background.
+
+        Raises:
+            BufferFull: the buffer cannot take them all; none of them was accepted.
+        """
         held = len(self.buffer)
         if held + len(jobs) > self.config.push_buffer_size:
             raise BufferFull(
@@ -149,18 +163,7 @@ class Delivery:
             redis.exceptions.ResponseError: a key on the jobs' way holds another type, or
                 Redis refuses writes; nothing was written.
         """
-        outgoing = []
-        now = time.time()
-        for job in jobs:
-            routing = Routing.parse(job.text) if may_be_gated(job.text) else None
-            if routing is None or not routing.gated:
-                outgoing.append(Outgoing(job.queue, job.text, job.at))
-                continue
-            window_ms = 1
-            if routing.unique_until is not None:
-                window_ms = max(1, int((routing.unique_until - now) * 1000))
-            outgoing.append(Outgoing(job.queue, job.text, job.at, routing, window_ms))
-        return self.commands.push(outgoing)
+        return self.commands.push(outgoing(jobs))
 
     def _start_retrier(self) -> None:
         if self._retrier is not None and self._retrier.is_alive():
@@ -222,3 +225,45 @@ class Delivery:
             safe_url(self.config.redis_url),
             where,
         )
+
+
+def outgoing(jobs: Sequence[BufferedJob]) -> list[Outgoing]:
+    """``jobs`` as ``push.lua`` takes them, for the sync and the asyncio write alike: each
+    with its routing when it goes through the gate (ordering key, unique lock or tenant)
+    and its unique lock's window in milliseconds."""
+    out = []
+    now = time.time()
+    for job in jobs:
+        routing = Routing.parse(job.text) if may_be_gated(job.text) else None
+        if routing is None or not routing.gated:
+            out.append(Outgoing(job.queue, job.text, job.at))
+            continue
+        window_ms = 1
+        if routing.unique_until is not None:
+            window_ms = max(1, int((routing.unique_until - now) * 1000))
+        out.append(Outgoing(job.queue, job.text, job.at, routing, window_ms))
+    return out
+
+
+class AsyncSender:
+    """:meth:`Delivery.write`'s round trip from asyncio code, on one event loop's client:
+    the same ``push.lua`` call, built by the same code (:func:`outgoing`,
+    :meth:`rfetch.store.commands.Commands.push_call`).
+
+    Args:
+        commands: ``push.lua`` on the asyncio client.
+    """
+
+    def __init__(self, commands: AsyncCommands) -> None:
+        self.commands = commands
+        self.keys = commands.keys
+
+    async def send(self, jobs: Sequence[BufferedJob]) -> list[bool]:
+        """Write ``jobs`` in one ``push.lua`` call, all or none; per job, whether written.
+
+        Raises:
+            redis.exceptions.ResponseError: a key on the jobs' way holds another type, or
+                Redis refuses writes; nothing was written.
+            redis.exceptions.ConnectionError / TimeoutError / OSError: Redis is unreachable.
+        """
+        return await self.commands.push(outgoing(jobs))

@@ -68,6 +68,7 @@ class RfetchClient(BenchClient):
         self.jobs: dict[str, type[rfetch.Job]] = {
             "noop": bench_jobs.Noop, "sleep": bench_jobs.SleepIO, "stamp": bench_jobs.Stamp,
             "cpu": bench_jobs.Cpu, "io": bench_jobs.SocketIO, "hash": bench_jobs.HashBuffer,
+            "wait100": bench_jobs.AsyncWait, "wait100-thread": bench_jobs.ThreadWait,
         }
 
     def bulk(self, kind: str, n: int, queue: str) -> None:

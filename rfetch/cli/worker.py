@@ -73,6 +73,9 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
 )
 @click.option("-c", "--concurrency", type=click.IntRange(min=1), default=None,
               help="Processor threads. [default: 5]")
+@click.option("--async-concurrency", type=click.IntRange(min=1), default=None,
+              help="Async jobs (async def perform) run at once on the event loop thread, "
+              "beside the threads. [default: 100]")
 @click.option("-r", "--require", "requires", multiple=True, metavar="MODULE_OR_FILE",
               help="Module path (myapp.jobs) or file (./jobs.py) defining the jobs; repeatable.")
 @click.option("-t", "--timeout", type=click.FloatRange(min=0), default=None,
@@ -119,6 +122,7 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
 def worker(
     queues: tuple[str, ...],
     concurrency: int | None,
+    async_concurrency: int | None,
     requires: tuple[str, ...],
     timeout: float | None,
     tag: str | None,
@@ -166,6 +170,7 @@ def worker(
             redis_url=redis_url,
             namespace=namespace,
             concurrency=concurrency,
+            async_concurrency=async_concurrency,
             queues=_queue_specs(queues),
             strict=strict,
             shutdown_timeout=timeout,

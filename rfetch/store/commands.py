@@ -42,6 +42,15 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def push_written(refused: Sequence[int | bytes | str], count: int) -> list[bool]:
+    """Per job of a ``push.lua`` call of ``count`` jobs, whether it was written, from the
+    script's reply: the 1-based positions of the jobs whose unique lock was held."""
+    written = [True] * count
+    for position in refused:
+        written[int(position) - 1] = False
+    return written
+
+
 class Commands:
     """Every Lua script, registered on one Redis client, behind one method each.
 
@@ -341,6 +350,14 @@ class Commands:
             redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable (the
                 call either wrote every job or none).
         """
+        keys, args = self.push_call(jobs)
+        return push_written(self.scripts.push(keys=keys, args=args, client=self.redis), len(jobs))
+
+    def push_call(self, jobs: Sequence[Outgoing]) -> tuple[list[str], list[str | int]]:
+        """``push.lua``'s KEYS and ARGV for ``jobs`` (see :meth:`push`), for this client and
+        for the asyncio one (:class:`rfetch.store.async_commands.AsyncCommands`): runs of
+        plain jobs to run now as one record each (one LPUSH per run), every other job as
+        its own record."""
         keys = [self.keys.schedule]
         blocks: dict[str, int] = {}
         for job in jobs:
@@ -383,11 +400,7 @@ class Commands:
             args += ["p", blocks[run_queue], len(run), *run]
             records += 1
         args[len(blocks) + 1] = records
-        refused = self.scripts.push(keys=keys, args=args, client=self.redis)
-        written = [True] * len(jobs)
-        for position in refused:
-            written[int(position) - 1] = False
-        return written
+        return keys, args
 
     # -- admin API -----------------------------------------------------------------------
 

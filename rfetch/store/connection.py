@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import redis.asyncio
 from redis import Redis
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError, TimeoutError
@@ -35,4 +36,16 @@ def connect(
         socket_connect_timeout=config.network_timeout,
         retry=Retry(NoBackoff(), 0),
         max_connections=max_connections,
+    )
+
+
+def connect_async(config: Config) -> redis.asyncio.Redis:
+    """An asyncio Redis client for ``config.redis_url`` (:func:`connect`'s settings: no
+    automatic retries, ``network_timeout``), for the async client. It belongs to the event
+    loop that first uses it."""
+    return redis.asyncio.Redis.from_url(
+        config.redis_url,
+        socket_timeout=config.network_timeout,
+        socket_connect_timeout=config.network_timeout,
+        retry=Retry(NoBackoff(), 0),
     )

@@ -56,15 +56,22 @@ class HandOff:
         """id(unit) -> (unit, ``time.monotonic()`` when its fetch was sent)."""
         self.started: dict[int, float] = {}
         """Thread id -> ``time.monotonic()`` when its job started."""
+        self.looped: set[int] = set()
+        """id(unit) of the held jobs handed to the event loop (async jobs), not to threads."""
 
     def waiting(self) -> int:
-        """Jobs held and not started."""
-        return len(self.held) - len(self.started)
+        """Jobs held for the threads and not started."""
+        return len(self.held) - len(self.looped) - len(self.started)
+
+    def release(self, unit: UnitOfWork) -> None:
+        """Forget a held job (it ended, or was taken back)."""
+        self.held.pop(id(unit), None)
+        self.looped.discard(id(unit))
 
     def thread_free(self) -> bool:
         """Whether a thread is idle with no job waiting for it."""
         with self.cond:
-            return len(self.held) == len(self.started) < self.concurrency
+            return len(self.held) - len(self.looped) == len(self.started) < self.concurrency
 
     def admit(
         self, units: list[UnitOfWork], sent_at: float, quiet: bool, paused: Collection[str]

@@ -35,16 +35,20 @@ from rfetch.config import Config
 from rfetch.guard import ThreadGuard
 from rfetch.store.connection import REDIS_DOWN
 from rfetch.worker.acks import ACK_MAX_DELAY, DeferredAcks
+from rfetch.worker.event_loop import AsyncPool
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.handoff import BlockingFetch, HandOff, Request
 from rfetch.worker.prefetch import PrefetchPolicy
-from rfetch.worker.processor import Processor
+from rfetch.worker.processor import Handled, Processor
 from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.stall import StallGuard
 from rfetch.worker.unit import UnitOfWork
 from rfetch.worker.work_state import WorkState
 
 log = logging.getLogger("rfetch.manager")
+
+CANCEL_WAIT = 2.0
+"""Seconds the stop waits for cancelled async jobs to unwind before pushing them back."""
 
 
 class Manager:
@@ -58,6 +62,12 @@ class Manager:
         work: busy threads and quiet flag, shared with the heartbeat and metrics.
         report: the error reporter, for internal errors.
         paused: returns the names of queues not to fetch from now (queue pausing).
+
+    When the processor's registry has async job classes, the manager also runs an
+    :class:`AsyncPool` (one event-loop thread, ``config.async_concurrency`` jobs at once)
+    and hands it the async jobs it fetches; the process then holds at most ``concurrency
+    + async_concurrency + prefetch`` jobs. The threads stay: an idle one runs the blocking
+    fetch, and hands an async job it gets to the loop.
     """
 
     def __init__(
@@ -82,6 +92,13 @@ class Manager:
         )
         self.stall = StallGuard(config, fetch)
         self.pool = HandOff(config.concurrency)
+        registry = processor.registry
+        self.aio = (
+            AsyncPool(config, processor, registry, work, report, on_done=self._async_done)
+            if registry.has_async
+            else None
+        )
+        self._loop_slots = self.aio.size if self.aio is not None else 0
         self._low_water = config.concurrency
         self._stuck: dict[int, UnitOfWork] = {}
         """Jobs rfetch failed on and could not push back: left in the private lists."""
@@ -94,7 +111,9 @@ class Manager:
     # -- lifecycle ---------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the processor threads and the fetcher."""
+        """Start the processor threads, the event loop (async jobs) and the fetcher."""
+        if self.aio is not None:
+            self.aio.start()
         for index in range(self.config.concurrency):
             thread = threading.Thread(
                 target=self._process_loop, name=f"rfetch-processor-{index}", daemon=True
@@ -113,10 +132,15 @@ class Manager:
 
     def quiet_down(self) -> None:
         """Stop fetching; push back jobs fetched but not started. Running jobs go on."""
+        self.work.go_quiet()
+        # Outside the lock: the loop thread takes it when a job ends.
+        looped = self.aio.take_waiting() if self.aio is not None else []
         with self.pool.cond:
-            self.work.go_quiet()
             self.acks.close()
             waiting = self.pool.take_waiting(lambda unit: True, quiet=True)
+            for unit in looped:
+                self.pool.release(unit)
+            waiting += looped
             self.pool.cond.notify_all()
         if waiting:
             self._requeue(waiting, "quiet")
@@ -125,14 +149,18 @@ class Manager:
         """Push back jobs fetched from queues that were just paused and not started yet."""
         if not paused:
             return
+        looped = self.aio.take_waiting(paused) if self.aio is not None else []
         with self.pool.cond:
             released = self.pool.take_waiting(lambda unit: unit.queue in paused, quiet=False)
+            for unit in looped:
+                self.pool.release(unit)
+            released += looped
             self.pool.cond.notify_all()
         if released:
             self._requeue(released, "queue paused")
 
     def busy(self) -> int:
-        """Threads running a job now."""
+        """Jobs running now (threads and async jobs)."""
         return self.work.busy()
 
     def finish(self) -> int:
@@ -149,6 +177,11 @@ class Manager:
             self._fetcher.join(self.config.block_timeout + self.config.network_timeout)
         for _ in self._threads:
             self.pool.queue.put(None)
+        if self.aio is not None:
+            cancelled = self.aio.cancel(CANCEL_WAIT)
+            if cancelled:
+                log.info("cancelled %d async job(s) still running", cancelled)
+            self.aio.stop()
         try:
             return self.fetch.requeue_unheld((), "shutdown")
         except REDIS_DOWN as exc:
@@ -189,14 +222,40 @@ class Manager:
             admitted, rejected = self.pool.admit(units, sent_at, self.work.quiet, self.paused())
             request.units = admitted
             request.done = True
-            if admitted:
+            looped, threaded = self._split(admitted)
+            if threaded:
                 self.pool.started[ident] = time.monotonic()
-            for unit in admitted[1:]:
+            for unit in threaded[1:]:
                 self.pool.queue.put(unit)
             self.pool.cond.notify_all()
+        if looped and self.aio is not None:
+            self.aio.submit(looped)
         if rejected:
             self._requeue(rejected, "fetched while going quiet or pausing")
-        return admitted[0] if admitted else None
+        return threaded[0] if threaded else None
+
+    def _split(self, units: list[UnitOfWork]) -> tuple[list[UnitOfWork], list[UnitOfWork]]:
+        """The async jobs (for the event loop) and the others (for the threads)."""
+        if self.aio is None:
+            return [], units
+        looped = [unit for unit in units if self.aio.accepts(unit)]
+        if not looped:
+            return [], units
+        ids = {id(unit) for unit in looped}
+        with self.pool.cond:
+            self.pool.looped |= ids
+        return looped, [unit for unit in units if id(unit) not in ids]
+
+    def _async_done(self, unit: UnitOfWork, handled: Handled) -> None:
+        """An async job ended (called in the loop thread): free its slot; after rfetch
+        failed on it, as for a thread's job (see :meth:`Processor.rfetch_failed`)."""
+        with self.pool.cond:
+            self.pool.release(unit)
+            if handled != "done":
+                if handled == "stuck":
+                    self._stuck[id(unit)] = unit  # not swept back: pushed back at shutdown
+                self._sweep = "taken by an async job rfetch failed on"
+            self.pool.cond.notify_all()
 
     def _run(self, ident: int, unit: UnitOfWork, started: float | None) -> None:
         """Run one job; ``started`` is its start time when already marked started (a job
@@ -259,7 +318,9 @@ class Manager:
             while not self.work.quiet:
                 ready = self.prefetch.ready_soon(self.pool.started.values(), time.monotonic())
                 waiting = self.pool.waiting()
-                capacity = self.config.concurrency + self.prefetch.allowance(ready)
+                capacity = (
+                    self.config.concurrency + self._loop_slots + self.prefetch.allowance(ready)
+                )
                 room = capacity - len(self.pool.held)
                 min_batch = max(1, capacity // 4)
                 self._low_water = capacity - min_batch
@@ -268,7 +329,8 @@ class Manager:
                     give_back = self.pool.take_waiting(lambda unit: True, quiet=False)
                 # After an empty fetch, fetch again once a thread is free with nothing
                 # waiting; else once threads starve or there is room for a batch.
-                wanted = self.pool.thread_free() if idle else waiting == 0 or room >= min_batch
+                starving = waiting == 0 or (self.aio is not None and self.aio.idle())
+                wanted = self.pool.thread_free() if idle else starving or room >= min_batch
                 if give_back or self.acks.due() or (room > 0 and wanted):
                     held = [unit for unit, _ in self.pool.held.values()]
                     held += self._stuck.values()
@@ -362,8 +424,11 @@ class Manager:
     def _hand_off(self, units: list[UnitOfWork], sent_at: float) -> None:
         with self.pool.cond:
             admitted, rejected = self.pool.admit(units, sent_at, self.work.quiet, self.paused())
-            for unit in admitted:
+            looped, threaded = self._split(admitted)
+            for unit in threaded:
                 self.pool.queue.put(unit)
+        if looped and self.aio is not None:
+            self.aio.submit(looped)
         if rejected:
             self._requeue(rejected, "fetched while going quiet or pausing")
 

@@ -1,0 +1,50 @@
+"""The Lua scripts an asyncio client calls, on a ``redis.asyncio`` client.
+
+Only the client side runs from asyncio code (the worker's fetch, acknowledgements and
+retries run in its threads), so only ``push.lua`` is here. Its KEYS and ARGV are built by
+:meth:`rfetch.store.commands.Commands.push_call`, the one place that knows them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import redis.asyncio
+from redis.commands.core import AsyncScript
+
+from rfetch.store.commands import Commands, push_written
+from rfetch.store.replies import Outgoing
+from rfetch.store.scripts import read_script
+
+
+class AsyncCommands:
+    """``push.lua`` registered on an asyncio client.
+
+    Args:
+        redis: the asyncio client (one event loop's).
+        commands: the sync layer whose argument builders are shared.
+    """
+
+    def __init__(self, redis: redis.asyncio.Redis, commands: Commands) -> None:
+        self.redis = redis
+        self.commands = commands
+        self.keys = commands.keys
+        self._push: AsyncScript = redis.register_script(read_script("push"))
+
+    async def push(self, jobs: Sequence[Outgoing]) -> list[bool]:
+        """``push.lua`` for ``jobs``, all or none (see :meth:`Commands.push`): the KEYS and
+        ARGV are :meth:`Commands.push_call`'s, the reply read by
+        :func:`rfetch.store.commands.push_written`; this only awaits the call.
+
+        Returns:
+            Per job, whether it was written (False: its unique lock was held).
+
+        Raises:
+            redis.exceptions.ResponseError: a key on the jobs' way holds another type, or
+                Redis refuses writes (out of memory, READONLY); nothing was written.
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable (the
+                call either wrote every job or none).
+        """
+        keys, args = self.commands.push_call(jobs)
+        refused = await self._push(keys=keys, args=args)
+        return push_written(refused, len(jobs))
