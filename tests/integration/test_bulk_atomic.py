@@ -16,6 +16,7 @@ import redis
 from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.errors import BulkPushError
+from tests.support.aio import run_async
 from tests.support.redis_server import RedisServer
 
 
@@ -87,3 +88,31 @@ def test_a_bulk_that_reaches_maxmemory_part_way_is_written_whole_or_not_at_all(
         assert queue_jids(r, "default") == jids  # accepted: every job, once
         assert len(jids) == 3000
     r.close()
+
+
+def test_an_async_bulk_refused_mid_call_writes_no_job_and_batches_name_what_was_written(
+    client: Client, r: redis.Redis
+) -> None:
+    # The asyncio client builds the same push.lua call as the sync one and only awaits it.
+    r.set("queue:broken", "not a list")
+    args_list = [["fine", i] for i in range(10)]
+    args_list[5] = ["broken", 5]
+
+    async def whole() -> list[str]:
+        return await client.aio.push_bulk(
+            "app.Bulk", args_list, options_for=to_queue_named_in_args
+        )
+
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE queue:broken is a string"):
+        run_async(whole())
+    assert set(r.keys("*")) == {b"queue:broken"}
+
+    async def batched() -> list[str]:
+        return await client.aio.push_bulk(
+            "app.Bulk", args_list, options_for=to_queue_named_in_args, batch_size=4
+        )
+
+    with pytest.raises(BulkPushError) as caught:
+        run_async(batched())
+    assert caught.value.written == 4
+    assert queue_jids(r, "fine") == caught.value.jids and len(caught.value.jids) == 4

@@ -155,3 +155,29 @@ def test_json_nested_deeper_than_the_parser_goes_to_the_dead_set_as_it_was(
     assert runs(record) == {"after": 1}  # the deep one never ran
     assert nothing_left(r)
     assert "invalid job in queue default sent to the dead set" in worker.log()
+
+
+def test_an_async_job_whose_failure_redis_refuses_ends_in_the_dead_set(
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
+) -> None:
+    # The event loop's path: the failure is recorded in the loop's executor, and rfetch's
+    # own error there is bounded as a thread's is (not swept back to run again forever).
+    proc = WorkerProcess(
+        redis_server.url,
+        ["-r", "async_jobs", "-c", "2"],
+        env={**FAST_ENV, "RFETCH_POISON_MAX_RECOVERIES": str(POISON_MAX)},
+        log_dir=tmp_path,
+    )
+    try:
+        proc.identity(r)
+        r.set("retry", "not a sorted set")
+        payload = {"class": "async_jobs.Fails", "args": [], "jid": "async-refused",
+                   "queue": "default", "retry": True}
+        push_raw(r, json.dumps(payload))
+        wait_for(lambda: r.zcard("dead") == 1, 30, lambda: f"the dead set:\n{proc.log()}")
+        job = entries(r, "dead")["async-refused"]
+        assert job["error_message"].startswith("rfetch failed on this job 3 times")
+        assert "WRONGTYPE retry is a string" in job["error_message"]
+        assert nothing_left(r)
+    finally:
+        proc.stop()
