@@ -3,8 +3,8 @@
 An :class:`AsyncClient` is the asyncio face of one :class:`rfetch.Client` (``client.aio``):
 it builds and checks payloads and runs the client middleware with the same code, gives
 them to the same sink (test modes, the Django on-commit deferral), and writes them through
-``redis.asyncio`` with the same commands and Lua scripts as the sync client (one MULTI/EXEC
-per push, ``push.lua`` for ordering keys, unique jobs and tenants).
+``redis.asyncio`` with the same Lua script as the sync client: one ``push.lua`` call per
+push or bulk push, all or none, its KEYS and ARGV built by the same code.
 
 Reliable push is the sync client's, shared: when Redis cannot be reached, the jobs go to the
 same buffer (memory or SQLite spool) and its delivery thread sends them in order as soon as
@@ -25,8 +25,11 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from rfetch.client import Client, kept
-from rfetch.delivery import BULK_BATCH, AsyncSender
+from redis.exceptions import RedisError
+
+from rfetch.client import Client
+from rfetch.delivery import AsyncSender
+from rfetch.errors import BufferFull
 from rfetch.push_buffer import BufferedJob
 from rfetch.store.async_commands import AsyncCommands
 from rfetch.store.connection import REDIS_DOWN, connect_async
@@ -75,18 +78,29 @@ class AsyncClient:
         args_list: Iterable[Sequence[Any]],
         options: Mapping[str, Any] | None = None,
         at: float | None = None,
-        batch_size: int = BULK_BATCH,
+        batch_size: int | None = None,
         options_for: Callable[[Sequence[Any]], Mapping[str, Any]] | None = None,
     ) -> list[str]:
         """:meth:`rfetch.Client.push_bulk`, awaited: every payload is checked before
-        anything is written, then ``batch_size`` per round trip; the jids written."""
-        payloads = self.client.prepare_bulk(class_name, args_list, options, at, options_for)
-        jobs = self.client.serialized(payloads)
-        jids: list[str] = []
-        for start in range(0, len(jobs), batch_size):
-            end = start + batch_size
-            jids += kept(payloads[start:end], await self._write(jobs[start:end]))
-        return jids
+        anything is written, then all or none in one atomic write (at most ``batch_size``
+        per write when given); the jids written.
+
+        Raises:
+            ArgsNotSerializable, PayloadTooLarge, ConfigError: nothing is written.
+            redis.exceptions.ResponseError: Redis refused the write; nothing is written.
+            BulkPushError: with a ``batch_size``, a batch after the first was refused:
+                exactly ``exc.jids`` were written.
+            BufferFull: Redis is unreachable and the push buffer cannot take the jobs.
+        """
+        bulk = self.client.bulk(class_name, args_list, options, at, batch_size, options_for)
+        for start, end in bulk.batches():
+            try:
+                written = await self._write(bulk.jobs[start:end])
+            except (RedisError, BufferFull) as exc:
+                bulk.refused(start, exc)
+                raise
+            bulk.wrote(start, end, written)
+        return bulk.jids
 
     async def _write(self, jobs: Sequence[BufferedJob]) -> list[bool] | None:
         sink = self.client.sink

@@ -15,21 +15,23 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from redis import Redis
+from redis.exceptions import RedisError
 
+from rfetch.bulk import BulkPush, check_batch_size
 from rfetch.config import Config
-from rfetch.delivery import BULK_BATCH, Delivery
-from rfetch.errors import ConfigError
+from rfetch.delivery import Delivery
+from rfetch.errors import BufferFull, ConfigError
 from rfetch.middleware import run_client_chain
 from rfetch.options import check_options, unique_digest
 from rfetch.payload import Payload, check_args, dumps, new_jid, new_jids
 from rfetch.push_buffer import BufferedJob, PushBuffer
 from rfetch.sink import Sink
-
-if TYPE_CHECKING:
-    from rfetch.async_client import AsyncClient
 from rfetch.store.commands import Commands
 from rfetch.store.connection import connect
 from rfetch.store.keys import Keys
+
+if TYPE_CHECKING:
+    from rfetch.async_client import AsyncClient
 
 
 class Client:
@@ -189,13 +191,22 @@ class Client:
         args_list: Iterable[Sequence[Any]],
         options: Mapping[str, Any] | None = None,
         at: float | None = None,
-        batch_size: int = BULK_BATCH,
+        batch_size: int | None = None,
         options_for: Callable[[Sequence[Any]], Mapping[str, Any]] | None = None,
     ) -> list[str]:
-        """Push many jobs of one class, ``batch_size`` per round trip (one LPUSH each).
+        """Push many jobs of one class, all or none: one atomic Redis call (``push.lua``)
+        writes them all, or raises having written none, so a retry of the whole call never
+        doubles a job (Sidekiq's push_bulk writes 1,000 per MULTI/EXEC, which Redis does
+        not roll back).
 
         Every payload is built and checked before anything is written, so bad arguments in
         any job write nothing at all.
+
+        Args:
+            batch_size: None (default): the whole call is one atomic write. A number: at
+                most that many jobs per atomic write, so Redis never runs one step of more
+                (for very large calls); a failure then raises :class:`BulkPushError`
+                naming exactly the jobs written.
 
         Returns:
             The jids pushed (jobs dropped by client middleware, and unique jobs whose lock
@@ -204,17 +215,45 @@ class Client:
         Raises:
             ArgsNotSerializable, PayloadTooLarge, ConfigError: nothing is written.
             ConfigError: ``jid`` given as a bulk option (it must be unique per job).
+            redis.exceptions.ResponseError: Redis refused the write (a key rfetch writes
+                holds another type, out of memory, READONLY); nothing is written.
+            BulkPushError: with a ``batch_size``, a batch after the first was refused (by
+                Redis, or a full buffer): the earlier batches are written or buffered
+                (``exc.jids``), no other job is.
+            BufferFull: Redis is unreachable and the push buffer cannot take the jobs;
+                none was accepted.
 
         ``options_for(args)``, when given, supplies each job's options instead of
         ``options`` (a class-level ``ordering_key`` differs per job); they are checked too.
         """
-        payloads = self.prepare_bulk(class_name, args_list, options, at, options_for)
-        jobs = self.serialized(payloads)
-        jids_out: list[str] = []
-        for start in range(0, len(jobs), batch_size):
-            end = start + batch_size
-            jids_out += kept(payloads[start:end], self._write(jobs[start:end]))
-        return jids_out
+        bulk = self.bulk(class_name, args_list, options, at, batch_size, options_for)
+        for start, end in bulk.batches():
+            try:
+                written = self._write(bulk.jobs[start:end])
+            except (RedisError, BufferFull) as exc:
+                bulk.refused(start, exc)
+                raise
+            bulk.wrote(start, end, written)
+        return bulk.jids
+
+    def bulk(
+        self,
+        class_name: str,
+        args_list: Iterable[Sequence[Any]],
+        options: Mapping[str, Any] | None,
+        at: float | None,
+        batch_size: int | None,
+        options_for: Callable[[Sequence[Any]], Mapping[str, Any]] | None,
+    ) -> BulkPush:
+        """A bulk push with every payload built, checked, through the client middleware
+        and serialised before anything is written (see :meth:`push_bulk`).
+
+        Raises:
+            ArgsNotSerializable, PayloadTooLarge, ConfigError: as :meth:`push_bulk`.
+        """
+        check_batch_size(batch_size)
+        indexed = self.prepare_bulk(class_name, args_list, options, at, options_for)
+        return BulkPush(indexed, self.serialized([p for _, p in indexed]), batch_size)
 
     def prepare_bulk(
         self,
@@ -223,9 +262,10 @@ class Client:
         options: Mapping[str, Any] | None = None,
         at: float | None = None,
         options_for: Callable[[Sequence[Any]], Mapping[str, Any]] | None = None,
-    ) -> list[Payload]:
+    ) -> list[tuple[int, Payload]]:
         """The payloads of a bulk push, every one built, checked and through the client
-        middleware before anything is written (see :meth:`push_bulk`)."""
+        middleware before anything is written (see :meth:`push_bulk`), each with its
+        position in ``args_list`` (the middleware may drop some)."""
         options = dict(options or {})
         if "jid" in options:
             raise ConfigError("jid cannot be given to push_bulk: each job needs its own")
@@ -233,8 +273,8 @@ class Client:
         arg_lists = list(args_list)
         jids = new_jids(len(arg_lists))
         now = time.time()
-        payloads = []
-        for args, jid in zip(arg_lists, jids, strict=True):
+        payloads: list[tuple[int, Payload]] = []  # (index in arg_lists, payload)
+        for index, (args, jid) in enumerate(zip(arg_lists, jids, strict=True)):
             if not isinstance(args, (list, tuple)):
                 raise ConfigError(
                     f"push_bulk takes a list of argument lists; got an item {args!r}"
@@ -247,7 +287,7 @@ class Client:
                 self.build(class_name, args, own, at, now=now, jid=jid, checked=checked)
             )
             if payload is not None:
-                payloads.append(payload)
+                payloads.append((index, payload))
         return payloads
 
     def _through_middleware(self, payload: Payload) -> Payload | None:
@@ -291,11 +331,6 @@ class Client:
         if self.sink is not None:
             return self.sink.write(jobs, lambda held: self.delivery.write(held, buffer=buffer))
         return self.delivery.write(jobs, buffer=buffer)
-
-
-def kept(payloads: Sequence[Payload], written: Sequence[bool] | None) -> list[str]:
-    """The jids of the payloads written (all of them when buffered: ``written`` is None)."""
-    return [p["jid"] for i, p in enumerate(payloads) if written is None or written[i]]
 
 
 class DefaultClient:

@@ -1,13 +1,13 @@
 """Delivery of pushed jobs to Redis, with Sidekiq Pro's reliable push.
 
-:class:`Delivery` writes serialised jobs in one MULTI/EXEC round trip (Sidekiq's
-``raw_push``): plain jobs by LPUSH onto ``queue:<q>`` (and SADD to ``queues``) or ZADD to
-``schedule``; jobs with an ordering key, a unique lock or a tenant through ``push.lua``, in
-push order. When Redis cannot be reached, the jobs are kept in a buffer
-(:mod:`rfetch.push_buffer`: memory, or a durable SQLite spool) and the push still returns its
-jid. Buffered jobs are delivered in order before any newer push, by a background thread with
-backoff, and at interpreter exit. A full buffer raises BufferFull; nothing is dropped
-silently.
+:class:`Delivery` writes serialised jobs in one ``push.lua`` call, all or none (Sidekiq's
+``raw_push``, which is a MULTI/EXEC that writes the jobs before a failing command): plain
+jobs by LPUSH onto ``queue:<q>`` (and SADD to ``queues``) or ZADD to ``schedule``; jobs with
+an ordering key, a unique lock or a tenant through the gate, in push order. When Redis
+cannot be reached, the jobs are kept in a buffer (:mod:`rfetch.push_buffer`: memory, or a
+durable SQLite spool) and the push still returns its jid. Buffered jobs are delivered in
+order before any newer push, by a background thread with backoff, and at interpreter exit.
+A full buffer raises BufferFull; nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from redis import Redis
 
@@ -30,12 +29,13 @@ from rfetch.push_buffer import BufferedJob, MemoryBuffer, PushBuffer, SpoolBuffe
 from rfetch.store.async_commands import AsyncCommands
 from rfetch.store.commands import Commands
 from rfetch.store.connection import REDIS_DOWN
-from rfetch.store.keys import Keys
+from rfetch.store.replies import Outgoing
 
 log = logging.getLogger("rfetch.client")
 
 BULK_BATCH = 1000
-"""Jobs per round trip (Sidekiq's push_bulk default), also when draining the buffer."""
+"""Buffered jobs per ``push.lua`` call when the buffer is drained (Sidekiq's push_bulk
+batch)."""
 
 
 class Delivery:
@@ -156,21 +156,14 @@ class Delivery:
             log.info("delivered %d buffered job(s)", len(batch))
 
     def _send(self, jobs: Sequence[BufferedJob]) -> list[bool]:
-        """One MULTI/EXEC round trip, as Sidekiq's raw_push; per job, whether written."""
-        pipe = self.redis.pipeline(transaction=True)
-        if not any(may_be_gated(job.text) for job in jobs):
-            queue_plain(pipe, self.keys, jobs)
-            pipe.execute()
-            return [True] * len(jobs)
-        # One step per job in push order: jobs with an ordering key, a unique lock or a
-        # tenant through push.lua, the others as plain pushes.
-        steps = in_order(jobs)
-        for job, routing, window_ms in steps:
-            if routing is None:
-                queue_plain(pipe, self.keys, [job])
-            else:
-                self.commands.push(pipe, job.queue, job.text, job.at, routing, window_ms)
-        return written(steps, pipe.execute())
+        """One ``push.lua`` call, all or none (Sidekiq's raw_push, made atomic): per job,
+        whether written (False: a unique job's lock was held).
+
+        Raises:
+            redis.exceptions.ResponseError: a key on the jobs' way holds another type, or
+                Redis refuses writes; nothing was written.
+        """
+        return self.commands.push(outgoing(jobs))
 
     def _start_retrier(self) -> None:
         if self._retrier is not None and self._retrier.is_alive():
@@ -234,62 +227,28 @@ class Delivery:
         )
 
 
-Step = tuple[BufferedJob, "Routing | None", int]
-"""One job of an in-order write: its routing when it goes through ``push.lua`` (else
-None), and its unique lock's window in milliseconds."""
-
-
-def queue_plain(pipe: Any, keys: Keys, jobs: Sequence[BufferedJob]) -> None:
-    """Queue plain pushes on a pipeline (sync or asyncio: their command methods queue):
-    per queue one SADD ``queues`` and one LPUSH, and one ZADD ``schedule`` for the
-    scheduled ones. Replies: 2 per queue, then 1."""
-    by_queue: dict[str, list[str]] = {}
-    scheduled: dict[str, float] = {}
+def outgoing(jobs: Sequence[BufferedJob]) -> list[Outgoing]:
+    """``jobs`` as ``push.lua`` takes them, for the sync and the asyncio write alike: each
+    with its routing when it goes through the gate (ordering key, unique lock or tenant)
+    and its unique lock's window in milliseconds."""
+    out = []
+    now = time.time()
     for job in jobs:
-        if job.at is None:
-            by_queue.setdefault(job.queue, []).append(job.text)
-        else:
-            scheduled[job.text] = job.at
-    for queue, texts in by_queue.items():
-        pipe.sadd(keys.queues, queue)
-        pipe.lpush(keys.queue(queue), *texts)
-    if scheduled:
-        pipe.zadd(keys.schedule, scheduled)
-
-
-def in_order(jobs: Sequence[BufferedJob]) -> list[Step]:
-    """The steps of an in-order write (see :data:`Step`)."""
-    steps: list[Step] = []
-    for job in jobs:
-        routing = Routing.parse(job.text)
+        routing = Routing.parse(job.text) if may_be_gated(job.text) else None
         if routing is None or not routing.gated:
-            steps.append((job, None, 0))
+            out.append(Outgoing(job.queue, job.text, job.at))
             continue
         window_ms = 1
         if routing.unique_until is not None:
-            window_ms = max(1, int((routing.unique_until - time.time()) * 1000))
-        steps.append((job, routing, window_ms))
-    return steps
-
-
-def written(steps: Sequence[Step], replies: Sequence[Any]) -> list[bool]:
-    """Per job of an in-order write, whether it was written (``push.lua`` answers 0 when a
-    unique lock was held; a plain push is always written)."""
-    out: list[bool] = []
-    position = 0
-    for job, routing, _ in steps:
-        if routing is not None:
-            out.append(bool(replies[position]))
-            position += 1
-        else:
-            out.append(True)
-            position += 2 if job.at is None else 1
+            window_ms = max(1, int((routing.unique_until - now) * 1000))
+        out.append(Outgoing(job.queue, job.text, job.at, routing, window_ms))
     return out
 
 
 class AsyncSender:
     """:meth:`Delivery.write`'s round trip from asyncio code, on one event loop's client:
-    the same commands in the same order (one MULTI/EXEC).
+    the same ``push.lua`` call, built by the same code (:func:`outgoing`,
+    :meth:`rfetch.store.commands.Commands.push_call`).
 
     Args:
         commands: ``push.lua`` on the asyncio client.
@@ -300,20 +259,11 @@ class AsyncSender:
         self.keys = commands.keys
 
     async def send(self, jobs: Sequence[BufferedJob]) -> list[bool]:
-        """Write ``jobs``; per job, whether written.
+        """Write ``jobs`` in one ``push.lua`` call, all or none; per job, whether written.
 
         Raises:
+            redis.exceptions.ResponseError: a key on the jobs' way holds another type, or
+                Redis refuses writes; nothing was written.
             redis.exceptions.ConnectionError / TimeoutError / OSError: Redis is unreachable.
         """
-        pipe = self.commands.redis.pipeline(transaction=True)
-        if not any(may_be_gated(job.text) for job in jobs):
-            queue_plain(pipe, self.keys, jobs)
-            await pipe.execute()
-            return [True] * len(jobs)
-        steps = in_order(jobs)
-        for job, routing, window_ms in steps:
-            if routing is None:
-                queue_plain(pipe, self.keys, [job])
-            else:
-                await self.commands.push(pipe, job.queue, job.text, job.at, routing, window_ms)
-        return written(steps, await pipe.execute())
+        return await self.commands.push(outgoing(jobs))

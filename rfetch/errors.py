@@ -44,6 +44,25 @@ class BufferFull(RfetchError):
     accepted (never dropped silently; Sidekiq Pro 7.1.4 also raises here)."""
 
 
+class BulkPushError(RfetchError):
+    """A ``push_bulk`` / ``perform_bulk`` given a ``batch_size`` smaller than its job count
+    failed part-way: Redis refused one batch (``__cause__`` is its error). Each batch is
+    written all or none, so exactly the jobs in ``jids`` (the batches before the failing
+    one) were written, and none of the others: retry only ``args_list[written:]``.
+
+    Attributes:
+        jids: the jids written, in push order (jobs dropped by client middleware or whose
+            unique lock was held are left out, as in the return value).
+        written: how many entries of ``args_list``, from the first, were handled (written,
+            dropped or refused as duplicates).
+    """
+
+    def __init__(self, message: str, jids: list[str], written: int) -> None:
+        super().__init__(message)
+        self.jids = jids
+        self.written = written
+
+
 class JobTimeout(RfetchError):
     """A job ran past its time limit (the job option ``timeout``, else the worker's
     ``--job-timeout``).

@@ -306,8 +306,12 @@ class Job:
         return JobSetter[P](cast("type[Job]", cls), {}).perform_at(when, *args, **kwargs)
 
     @classmethod
-    def perform_bulk(cls, args_list: Iterable[Sequence[Any]], batch_size: int = 1000) -> list[str]:
-        """Enqueue many jobs, pipelined ``batch_size`` (default 1,000) per round trip."""
+    def perform_bulk(
+        cls, args_list: Iterable[Sequence[Any]], batch_size: int | None = None
+    ) -> list[str]:
+        """Enqueue many jobs in one atomic write: all are written, or none and it raises
+        (``batch_size``: at most that many per atomic write, see
+        :meth:`rfetch.client.Client.push_bulk`)."""
         return JobSetter[Any](cls, {}).perform_bulk(args_list, batch_size)
 
     # -- from asyncio code (redis.asyncio; the same checks, middleware and push buffer) ----
@@ -344,7 +348,7 @@ class Job:
 
     @classmethod
     async def aperform_bulk(
-        cls, args_list: Iterable[Sequence[Any]], batch_size: int = 1000
+        cls, args_list: Iterable[Sequence[Any]], batch_size: int | None = None
     ) -> list[str]:
         """:meth:`perform_bulk` for asyncio code."""
         return await JobSetter[Any](cls, {}).aperform_bulk(args_list, batch_size)

@@ -52,8 +52,10 @@ class JobFunction(Generic[P, R]):
         """Enqueue to run at ``when``."""
         return self.set().perform_at(when, *args, **kwargs)
 
-    def perform_bulk(self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000) -> list[str]:
-        """Enqueue many jobs."""
+    def perform_bulk(
+        self, args_list: Iterable[Sequence[Any]], batch_size: int | None = None
+    ) -> list[str]:
+        """Enqueue many jobs, all or none (see :meth:`Job.perform_bulk`)."""
         return self.job_class.perform_bulk(args_list, batch_size)
 
     async def aperform_async(self, *args: P.args, **kwargs: P.kwargs) -> str | None:
@@ -73,7 +75,7 @@ class JobFunction(Generic[P, R]):
         return await self.set().aperform_at(when, *args, **kwargs)
 
     async def aperform_bulk(
-        self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000
+        self, args_list: Iterable[Sequence[Any]], batch_size: int | None = None
     ) -> list[str]:
         """:meth:`perform_bulk` for asyncio code."""
         return await self.job_class.aperform_bulk(args_list, batch_size)

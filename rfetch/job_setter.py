@@ -147,11 +147,18 @@ class JobSetter(Generic[P]):
         return self._client().push(*self._push_args(args, kwargs), at=to_epoch(when))
 
     def perform_bulk(
-        self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000
+        self, args_list: Iterable[Sequence[Any]], batch_size: int | None = None
     ) -> list[str]:
-        """Enqueue one job per argument list, ``batch_size`` per round trip; their jids."""
-        return self._client().push_bulk(*self._bulk(args_list), batch_size=batch_size,
-                                        options_for=self._options_for())
+        """Enqueue one job per argument list, all or none (see
+        :meth:`rfetch.client.Client.push_bulk`; ``batch_size`` bounds one atomic write);
+        their jids.
+
+        Raises:
+            ArgsMismatch: an argument list does not fit ``perform``; nothing is written.
+        """
+        return self._client().push_bulk(
+            *self._bulk(args_list), batch_size=batch_size, options_for=self._options_for()
+        )
 
     async def aperform_async(self, *args: P.args, **kwargs: P.kwargs) -> str | None:
         """:meth:`perform_async` from asyncio code, through ``redis.asyncio`` (the client's
@@ -171,9 +178,9 @@ class JobSetter(Generic[P]):
         return await self._client().aio.push(*self._push_args(args, kwargs), at=to_epoch(when))
 
     async def aperform_bulk(
-        self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000
+        self, args_list: Iterable[Sequence[Any]], batch_size: int | None = None
     ) -> list[str]:
-        """:meth:`perform_bulk` from asyncio code."""
+        """:meth:`perform_bulk` from asyncio code (all or none, as it)."""
         return await self._client().aio.push_bulk(
             *self._bulk(args_list), batch_size=batch_size, options_for=self._options_for()
         )

@@ -129,16 +129,18 @@ def loads(raw: bytes | str) -> Payload:
     """Parse a fetched payload and check its shape.
 
     Raises:
-        InvalidJob: not JSON, not an object, no string ``class``, or ``args`` not a list.
+        InvalidJob: not JSON (of any kind: bad syntax, bad UTF-8, nesting too deep to
+            parse), not an object, no string ``class``, or ``args`` not a list.
     """
     try:
         job = _fast_loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):
         # orjson refuses what Python's json reads (NaN, integers over 64 bits): the
         # standard parser has the last word, so both installations accept the same jobs.
         try:
             job = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, RecursionError) as exc:
+            # RecursionError: nesting deeper than the interpreter's recursion limit.
             raise InvalidJob(f"payload is not valid JSON: {exc}") from None
     if not isinstance(job, dict):
         raise InvalidJob(f"payload is a JSON {type(job).__name__}, not an object")
@@ -255,10 +257,10 @@ class Routing:
             return None
         try:
             payload = _fast_loads(raw)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, RecursionError):
             try:
                 payload = json.loads(raw)
-            except (ValueError, UnicodeDecodeError):
+            except (ValueError, RecursionError):
                 return None
         if not isinstance(payload, dict):
             return None

@@ -27,9 +27,13 @@
 --          "dead" and mode "delete" (remove only) release its key and its unique lock, so a
 --          key blocked by a failed job is unblocked by retrying or deleting it.
 -- Derived keys: a tenant's list "<ring key>|<tenant>" (lib/gate.lua).
+-- Every key written, and the score and trimming numbers of mode "dead", are checked before
+-- the entry is removed (lib/guard.lua): one of another type changes nothing and is an error
+-- reply, so the job stays in the source set.
 -- Returns 1 if moved, 0 if the entry was no longer in the source set.
+-- #include guard
 -- #include gate
-if redis.call('ZREM', KEYS[1], ARGV[2]) == 0 then
+if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then
   return 0
 end
 local G, k, jid, t, klist, lock = nil, nil, nil, nil, nil, nil
@@ -39,6 +43,31 @@ if ARGV[7] then
   if not jid then k = nil end
   klist, lock = job_keys(11, opt(ARGV[8]), opt(ARGV[10]))
 end
+local w = wants_new()
+want(w, KEYS[1], 'zset')
+if ARGV[1] ~= 'queue' and jid then
+  if k then gate_release_wants(w, G, klist) end
+  if lock then unique_release_wants(w, lock) end
+end
+if ARGV[1] == 'queue' then
+  if k then
+    gate_dispatch_wants(w, G, klist, t)
+  elseif t then
+    gate_out_wants(w, G, t)
+  else
+    want(w, KEYS[2], 'list')
+    want(w, KEYS[3], 'set')
+  end
+elseif ARGV[1] == 'dead' then
+  want(w, KEYS[2], 'zset')
+  if not finite(ARGV[4]) or (ARGV[5] ~= '' and not finite(ARGV[5]))
+      or (ARGV[6] ~= '' and not finite(ARGV[6])) then
+    return redis.error_reply('ERR api_move: score, trim or cap is not a number: nothing was changed')
+  end
+end
+local bad = misfit(w)
+if bad then return redis.error_reply(bad) end
+redis.call('ZREM', KEYS[1], ARGV[2])
 if ARGV[1] ~= 'queue' and jid then
   if k then gate_release(G, k, klist, jid) end
   if lock then unique_release(lock, jid) end

@@ -12,7 +12,9 @@
 -- Only if ARGV[2] still holds the key. The jobs move oldest first (LMOVE RIGHT LEFT, as a
 -- fetch), so they stay in exactly one list: a crash leaves them in the private list, and
 -- recovery returns them to the head of the key's list (they do not hold the key).
--- Returns the payloads taken, oldest first.
+-- A key of another type fails the first LMOVE (which checks both its keys before moving
+-- anything), so an error never comes after a write. Returns the payloads taken, oldest
+-- first.
 if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then
   return {}
 end

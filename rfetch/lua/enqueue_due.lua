@@ -19,7 +19,13 @@
 -- A job with an ordering key meets the key gate (lib/gate.lua) instead of a plain LPUSH:
 -- the retry of a key's holder goes out again, any other keyed job waits its turn; a tenant
 -- job joins its tenant's list.
--- Returns the number of jobs moved.
+-- Before a job is removed from the set, every key its move may write is checked
+-- (lib/guard.lua): a job with a key of another type on its way stays in the set (it is
+-- looked at again at the next poll) and the jobs behind it go on; at most 10 x ARGV[1] such
+-- jobs are passed over per call.
+-- Returns {moved, {message, ...}}: the number of jobs moved, and a WRONGTYPE message for
+-- each job left in the set.
+-- #include guard
 -- #include gate
 
 local t = redis.call('TIME')
@@ -62,35 +68,72 @@ local function top_level_value(s, name)
 end
 
 local P = KEYS[4]
-local jobs = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
-local moved = 0
-for _, job in ipairs(jobs) do
-  if redis.call('ZREM', KEYS[1], job) == 1 then
-    local ok, decoded = pcall(cjson.decode, job)
-    if ok and type(decoded) == 'table' and type(decoded['queue']) == 'string' then
-      local s, e = top_level_value(job, 'enqueued_at')
-      local out
-      if s then
-        out = string.sub(job, 1, s - 1) .. now .. string.sub(job, e + 1)
-      else
-        local brace = string.find(job, '{', 1, true)
-        out = string.sub(job, 1, brace) .. '"enqueued_at":' .. now .. ',' .. string.sub(job, brace + 1)
-      end
-      local k, t, q = decoded['ordering_key'], decoded['tenant'], decoded['queue']
-      if type(t) ~= 'string' or t == '' then t = nil end
-      local G = gate_keys_of(P, q)
-      if type(k) == 'string' and k ~= '' and type(decoded['jid']) == 'string' then
-        gate_dispatch(G, k, P .. 'rfetch:key:' .. q .. ':' .. k, decoded['jid'], out, t)
-      elseif t then
-        fair_send(G, t, out)
-      else
-        redis.call('LPUSH', G.queue, out)
-        redis.call('SADD', KEYS[2], q)
-      end
+local limit = tonumber(ARGV[1])
+local moved, offset = 0, 0
+local left = {}
+
+-- Move one due job (removed from the set only once its way is checked); false if left.
+local function move(job)
+  local ok, decoded = pcall(cjson.decode, job)
+  local w = wants_new()
+  want(w, KEYS[1], 'zset')
+  if ok and type(decoded) == 'table' and type(decoded['queue']) == 'string' then
+    local k, t, q = decoded['ordering_key'], decoded['tenant'], decoded['queue']
+    if type(t) ~= 'string' or t == '' then t = nil end
+    local G = gate_keys_of(P, q)
+    local keyed = type(k) == 'string' and k ~= '' and type(decoded['jid']) == 'string'
+    local klist = nil
+    if keyed then
+      klist = P .. 'rfetch:key:' .. q .. ':' .. k
+      gate_dispatch_wants(w, G, klist, t)
     else
-      redis.call('ZADD', KEYS[3], now, job)
+      gate_out_wants(w, G, t)
     end
-    moved = moved + 1
+    want(w, KEYS[2], 'set')
+    local bad = misfit(w)
+    if bad then
+      left[#left + 1] = bad
+      return false
+    end
+    if redis.call('ZREM', KEYS[1], job) == 0 then return true end
+    local s, e = top_level_value(job, 'enqueued_at')
+    local out
+    if s then
+      out = string.sub(job, 1, s - 1) .. now .. string.sub(job, e + 1)
+    else
+      local brace = string.find(job, '{', 1, true)
+      out = string.sub(job, 1, brace) .. '"enqueued_at":' .. now .. ',' .. string.sub(job, brace + 1)
+    end
+    if keyed then
+      gate_dispatch(G, k, klist, decoded['jid'], out, t)
+    elseif t then
+      fair_send(G, t, out)
+    else
+      redis.call('LPUSH', G.queue, out)
+      redis.call('SADD', KEYS[2], q)
+    end
+  else
+    want(w, KEYS[3], 'zset')
+    local bad = misfit(w)
+    if bad then
+      left[#left + 1] = bad
+      return false
+    end
+    if redis.call('ZREM', KEYS[1], job) == 0 then return true end
+    redis.call('ZADD', KEYS[3], now, job)
+  end
+  return true
+end
+
+while moved < limit and #left < 10 * limit do
+  local jobs = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', offset, limit - moved)
+  if #jobs == 0 then break end
+  for _, job in ipairs(jobs) do
+    if move(job) then
+      moved = moved + 1
+    else
+      offset = offset + 1
+    end
   end
 end
-return moved
+return {moved, left}

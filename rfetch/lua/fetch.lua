@@ -26,7 +26,9 @@
 --
 -- Acknowledgements first (LREM count 1 of the exact bytes); a releasing one that this LREM
 -- removed also releases its key (its next job goes out, and may be fetched by this very
--- call) and its unique lock, as finish.lua does. Then jobs are moved one by one from the
+-- call) and its unique lock, as finish.lua does. A release one of whose keys has another
+-- type (lib/guard.lua) is not done: the job is acknowledged, and its key stays held until
+-- stuck-key rescue (rescue.lua) finds the keys fixed; the key's next job stays waiting. Then jobs are moved one by one from the
 -- right end (oldest) of each public queue to the left end of its private list (LMOVE RIGHT
 -- LEFT, as super_fetch), taking queues in the order given until ARGV[1] jobs are moved.
 -- Atomic: a job is always in exactly one list.
@@ -41,6 +43,7 @@
 -- job was moved, else the jobs moved so far (acknowledgements done before stay done).
 -- Returns {pairs_looked_at, {pair, payload, pair, payload, ...}, {pair, type, ...}}: the
 -- jobs moved, oldest first, and the queues skipped for their type.
+-- #include guard
 -- #include gate
 local limit = tonumber(ARGV[1])
 local n_pairs = tonumber(ARGV[2])
@@ -63,7 +66,11 @@ for r = 1, tonumber(ARGV[a]) do
   local jid, k, unique = ARGV[at + 3], opt(ARGV[at + 4]), opt(ARGV[at + 5])
   local klist, lock
   klist, lock, ki = job_keys(ki + 7, k, unique)
-  if redis.call('LREM', KEYS[2 * tonumber(ARGV[at])], 1, ARGV[at + 1]) == 1 then
+  local w = wants_new()
+  if k then gate_release_wants(w, G, klist) end
+  if lock then unique_release_wants(w, lock) end
+  local releasable = misfit(w) == nil
+  if redis.call('LREM', KEYS[2 * tonumber(ARGV[at])], 1, ARGV[at + 1]) == 1 and releasable then
     if k then gate_release(G, k, klist, jid) end
     if lock then unique_release(lock, jid) end
   end
@@ -80,9 +87,11 @@ local function ring_step(base, dst)
     local t = redis.call('LINDEX', ring, -1)
     if not t then return nil end
     local list = ring .. '|' .. t
+    -- Credits are read before the move: an error after a write would leave the job in
+    -- the private list with no one told (Redis does not roll back a script).
+    local c = tonumber(redis.call('HGET', credits, t) or redis.call('HGET', weights, t) or '1')
     local job = redis.call('LMOVE', list, dst, 'RIGHT', 'LEFT')
     if job then
-      local c = tonumber(redis.call('HGET', credits, t) or redis.call('HGET', weights, t) or '1')
       c = c - 1
       if redis.call('LLEN', list) == 0 then
         redis.call('RPOP', ring)

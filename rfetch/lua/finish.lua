@@ -15,14 +15,24 @@
 -- Derived keys: a tenant's list "<ring key>|<tenant>" for the key's next job (lib/gate.lua).
 --
 -- Only if this call removed the job (it was not pushed back meanwhile, which keeps it the
--- holder) is the key released (its next job goes out) and the unique lock dropped.
--- Returns 1 if removed, 0 if the job was no longer in the list.
+-- holder) is the key released (its next job goes out) and the unique lock dropped. Every key
+-- the release may write is checked first (lib/guard.lua): one of another type changes
+-- nothing and is an error reply, so the job stays in its list and the key's next job in the
+-- key's list. Returns 1 if removed, 0 if the job was no longer in the list.
+-- #include guard
 -- #include gate
+local k, unique = opt(ARGV[3]), opt(ARGV[5])
+local klist, lock = job_keys(9, k, unique)
+local G = gate_keys(2, ARGV[2])
+local w = wants_new()
+want(w, KEYS[1], 'list')
+if k then gate_release_wants(w, G, klist) end
+if lock then unique_release_wants(w, lock) end
+local bad = misfit(w)
+if bad then return redis.error_reply(bad) end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end
-local k, unique = opt(ARGV[3]), opt(ARGV[5])
-local klist, lock = job_keys(9, k, unique)
-if k then gate_release(gate_keys(2, ARGV[2]), k, klist, ARGV[4]) end
+if k then gate_release(G, k, klist, ARGV[4]) end
 if lock then unique_release(lock, ARGV[4]) end
 return 1

@@ -8,7 +8,9 @@
 --
 -- A lease written just after its job finished (the heartbeat raced the ack) is stale: the
 -- member names a jid that no longer holds the key, and rescue.lua drops it without
--- releasing anything. Returns the number of leases written.
+-- releasing anything. A lease set of another type fails its ZADD after the leases before
+-- it were written: no job moves here, and the heartbeat reports the error.
+-- Returns the number of leases written.
 local t = redis.call('TIME')
 local expiry = tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[1])
 for i = 1, #KEYS do

@@ -21,7 +21,10 @@
 -- old (else 'stale'); its marker did not exist (else 'done': two processes that both believe
 -- they lead cannot push one tick twice). Then the cursor moves to the tick, and unless the
 -- schedule is paused ('paused') the job is LPUSHed like any job and the state records it
--- ('pushed').
+-- ('pushed'). The keys it writes are checked before its first write (lib/guard.lua): a
+-- queue or "queues" key of another type changes nothing (no marker, the cursor stays) and is
+-- an error reply, so the tick is tried again, instead of marked pushed with its job lost.
+-- #include guard
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then
@@ -38,6 +41,12 @@ end
 if now - tick > tonumber(ARGV[3]) then
   return 'stale'
 end
+local w = wants_new()
+want(w, KEYS[2], 'hash')
+want(w, KEYS[4], 'list')
+want(w, KEYS[5], 'set')
+local bad = misfit(w)
+if bad then return redis.error_reply(bad) end
 if not redis.call('SET', KEYS[3], ARGV[6], 'NX', 'EX', ARGV[4]) then
   return 'done'
 end

@@ -1,8 +1,9 @@
 -- recover.lua: push one job of a dead process back to its public queue, counting
--- recoveries per jid to catch poison pills (Sidekiq Pro 5.2).
+-- recoveries per jid to catch poison pills (Sidekiq Pro 5.2). A live worker pushes back the
+-- same way, counted with the same counter, a job on which rfetch itself failed.
 -- Called by rfetch.store.commands.Commands.recover only.
 --
--- KEYS[1]: the dead process's private list "queue:sq|<identity>|<q>".
+-- KEYS[1]: the private list "queue:sq|<identity>|<q>" (of a dead process, or the caller's).
 -- KEYS[2]: recovery counter of the job's jid "rfetch:recoveries:<jid>".
 -- KEYS[3..9]: the seven gate keys of <q> (lib/gate.lua's G; KEYS[3] is the public queue
 --          "queue:<q>", KEYS[4] the "queues" set).
@@ -20,17 +21,34 @@
 -- Returns "poison" (nothing changed: the caller moves the job to the dead set with
 -- settle.lua, atomically), "gone" (no longer in the private list), or "requeued" (removed
 -- from the private list, RPUSHed to the head of the queue so it runs next, queue re-added to
--- "queues" (Sidekiq #4706), counter incremented) - all in one atomic step.
+-- "queues" (Sidekiq #4706), counter incremented) - all in one atomic step. Every key written
+-- is checked first (lib/guard.lua): one of another type, or a counter that is not an
+-- integer, changes nothing and is an error reply, so the job stays in the private list.
+-- #include guard
 -- #include gate
-local count = tonumber(redis.call('GET', KEYS[2]) or '0')
+local raw_count = redis.call('GET', KEYS[2])
+local count = 0
+if raw_count then
+  count = tonumber(raw_count)
+  if not count or not string.match(raw_count, '^%d+$') then
+    return redis.error_reply('ERR ' .. KEYS[2] .. ' holds ' .. raw_count ..
+      ', not a count: nothing was changed')
+  end
+end
 if count + 1 >= tonumber(ARGV[3]) then
   return 'poison'
 end
+local G = gate_keys(3, ARGV[2])
+local k, jid, t = opt(ARGV[6]), opt(ARGV[5]), opt(ARGV[7])
+local w = wants_new()
+want(w, KEYS[1], 'list')
+gate_push_back_wants(w, G, k, KEYS[10], jid, t)
+local bad = misfit(w)
+if bad then return redis.error_reply(bad) end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 'gone'
 end
-local G = gate_keys(3, ARGV[2])
-if not gate_push_back(G, ARGV[1], opt(ARGV[6]), KEYS[10], opt(ARGV[5]), opt(ARGV[7])) then
+if not gate_push_back(G, ARGV[1], k, KEYS[10], jid, t) then
   redis.call('RPUSH', G.queue, ARGV[1])
   redis.call('SADD', G.queues, ARGV[2])
 end

@@ -19,18 +19,32 @@
 -- bulk_requeue). A job with an ordering key goes back by the gate's push-back rule
 -- (gate_push_back: the holder to the head of the queue, a job not holding its key to the
 -- head of the key's list), so order per key is kept; a tenant job to the head of its
--- tenant's list. Returns the number of jobs pushed back.
+-- tenant's list. Before a job is taken out of the private list, every key its push-back may
+-- write is checked (lib/guard.lua): a job with a key of another type on its way stays in the
+-- private list, and the others go on.
+-- Returns {pushed, {position, message, ...}}: the number of jobs pushed back, and for each
+-- job left in the private list its record's position (1-based) and the WRONGTYPE message.
+-- #include guard
 -- #include gate
 local G = gate_keys(2, ARGV[1])
 local pushed = 0
+local left = {}
 for r = tonumber(ARGV[2]), 1, -1 do
   local at = 3 + 5 * (r - 1)
   local raw = ARGV[at]
-  if redis.call('LREM', KEYS[1], 1, raw) == 1 then
-    local k, list = opt(ARGV[at + 2]), tonumber(ARGV[at + 4])
-    local klist = nil
-    if list > 0 then klist = KEYS[list] end
-    if not gate_push_back(G, raw, k, klist, opt(ARGV[at + 1]), opt(ARGV[at + 3])) then
+  local k, list, jid, t = opt(ARGV[at + 2]), tonumber(ARGV[at + 4]), opt(ARGV[at + 1]), opt(ARGV[at + 3])
+  local klist = nil
+  if list > 0 then klist = KEYS[list] end
+  local w = wants_new()
+  want(w, KEYS[1], 'list')
+  gate_push_back_wants(w, G, k, klist, jid, t)
+  want(w, G.queues, 'set')
+  local bad = misfit(w)
+  if bad then
+    left[#left + 1] = r
+    left[#left + 1] = bad
+  elseif redis.call('LREM', KEYS[1], 1, raw) == 1 then
+    if not gate_push_back(G, raw, k, klist, jid, t) then
       redis.call('RPUSH', G.queue, raw)
     end
     pushed = pushed + 1
@@ -39,4 +53,4 @@ end
 if pushed > 0 then
   redis.call('SADD', G.queues, ARGV[1])
 end
-return pushed
+return {pushed, left}

@@ -12,7 +12,10 @@
 -- A lease whose jid no longer holds the key is stale (its job finished, or was pushed back
 -- or settled, after its heartbeat wrote it): it is removed and nothing else changes.
 -- Otherwise the key is released only if its lease is still expired by Redis's clock, so a
--- holder renewed meanwhile is left alone. Returns 1 if released, 0 if not.
+-- holder renewed meanwhile is left alone. Every key the release may write is checked first
+-- (lib/guard.lua): one of another type changes nothing and is an error reply.
+-- Returns 1 if released, 0 if not.
+-- #include guard
 -- #include gate
 local G = gate_keys(1, ARGV[1])
 local k, jid = ARGV[2], ARGV[3]
@@ -26,4 +29,8 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 if tonumber(expiry) + tonumber(ARGV[4]) > now then return 0 end
+local w = wants_new()
+gate_release_wants(w, G, KEYS[8])
+local bad = misfit(w)
+if bad then return redis.error_reply(bad) end
 return gate_release(G, k, KEYS[8], jid)

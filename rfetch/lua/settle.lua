@@ -19,9 +19,32 @@
 --
 -- The write and the acknowledgement are one atomic step, and happen only if the job is still
 -- in the private list: a job that was pushed back by shutdown or recovery meanwhile is not
--- also put in the retry set (Sidekiq #4112). Returns 1 if written, 0 if the job was no longer
--- ours.
+-- also put in the retry set (Sidekiq #4112). Every key written and the score are checked
+-- first (lib/guard.lua): a sorted set of another type, or a score that is not a number,
+-- changes nothing and is an error reply, so the job stays in the private list.
+-- Returns 1 if written, 0 if the job was no longer ours.
+-- #include guard
 -- #include gate
+local w = wants_new()
+want(w, KEYS[1], 'list')
+want(w, KEYS[2], 'zset')
+local G, k, jid, klist, lock, outcome = nil, nil, nil, nil, nil, nil
+if ARGV[6] then
+  outcome, k, jid = ARGV[6], opt(ARGV[8]), ARGV[9]
+  G = gate_keys(3, ARGV[7])
+  klist, lock = job_keys(10, k, opt(ARGV[10]))
+  if k then
+    if outcome == 'retry' then want(w, G.leases, 'zset') else gate_release_wants(w, G, klist) end
+  end
+  if outcome == 'dead' and lock then unique_release_wants(w, lock) end
+end
+local bad = misfit(w)
+if bad then return redis.error_reply(bad) end
+if not finite(ARGV[2]) or (ARGV[4] ~= '' and not finite(ARGV[4]))
+    or (ARGV[5] ~= '' and not finite(ARGV[5])) then
+  return redis.error_reply('ERR settle: score ' .. ARGV[2] .. ', trim ' .. ARGV[4] .. ' or cap ' ..
+    ARGV[5] .. ' is not a number: nothing was changed')
+end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end
@@ -32,10 +55,7 @@ end
 if ARGV[5] ~= '' then
   redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[5]) + 1))
 end
-if ARGV[6] then
-  local outcome, k, jid, unique = ARGV[6], opt(ARGV[8]), ARGV[9], opt(ARGV[10])
-  local G = gate_keys(3, ARGV[7])
-  local klist, lock = job_keys(10, k, unique)
+if G then
   if k then
     if outcome == 'retry' then
       redis.call('ZREM', G.leases, gate_lease_member(k, jid))

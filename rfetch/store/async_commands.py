@@ -7,11 +7,13 @@ retries run in its threads), so only ``push.lua`` is here. Its KEYS and ARGV are
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import redis.asyncio
 from redis.commands.core import AsyncScript
 
-from rfetch.payload import Routing
-from rfetch.store.commands import Commands
+from rfetch.store.commands import Commands, push_written
+from rfetch.store.replies import Outgoing
 from rfetch.store.scripts import read_script
 
 
@@ -29,15 +31,20 @@ class AsyncCommands:
         self.keys = commands.keys
         self._push: AsyncScript = redis.register_script(read_script("push"))
 
-    async def push(
-        self,
-        pipe: redis.asyncio.client.Pipeline,
-        queue: str,
-        text: str,
-        at: float | None,
-        routing: Routing,
-        window_ms: int,
-    ) -> None:
-        """``push.lua`` queued on ``pipe`` (see :meth:`Commands.push`)."""
-        keys, args = self.commands.push_call(queue, text, at, routing, window_ms)
-        await self._push(keys=keys, args=args, client=pipe)
+    async def push(self, jobs: Sequence[Outgoing]) -> list[bool]:
+        """``push.lua`` for ``jobs``, all or none (see :meth:`Commands.push`): the KEYS and
+        ARGV are :meth:`Commands.push_call`'s, the reply read by
+        :func:`rfetch.store.commands.push_written`; this only awaits the call.
+
+        Returns:
+            Per job, whether it was written (False: its unique lock was held).
+
+        Raises:
+            redis.exceptions.ResponseError: a key on the jobs' way holds another type, or
+                Redis refuses writes (out of memory, READONLY); nothing was written.
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable (the
+                call either wrote every job or none).
+        """
+        keys, args = self.commands.push_call(jobs)
+        refused = await self._push(keys=keys, args=args)
+        return push_written(refused, len(jobs))

@@ -19,7 +19,15 @@ from redis.client import Pipeline
 
 from rfetch.payload import Routing
 from rfetch.store.keys import Keys
-from rfetch.store.replies import Fetched, FetchReply, FindReply, LeaderClaim
+from rfetch.store.replies import (
+    DueReply,
+    Fetched,
+    FetchReply,
+    FindReply,
+    LeaderClaim,
+    Outgoing,
+    RequeueReply,
+)
 from rfetch.store.scripts import Scripts
 
 Client = Redis | Pipeline
@@ -32,6 +40,15 @@ and drop the unique lock."""
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
+
+
+def push_written(refused: Sequence[int | bytes | str], count: int) -> list[bool]:
+    """Per job of a ``push.lua`` call of ``count`` jobs, whether it was written, from the
+    script's reply: the 1-based positions of the jobs whose unique lock was held."""
+    written = [True] * count
+    for position in refused:
+        written[int(position) - 1] = False
+    return written
 
 
 class Commands:
@@ -199,7 +216,7 @@ class Commands:
 
     def requeue(
         self, private_key: str, queue: str, jobs: Sequence[tuple[bytes, Routing | None]]
-    ) -> int:
+    ) -> RequeueReply:
         """``requeue.lua``: push jobs still in ``private_key`` back to the head of
         ``queue`` (the first given runs first), a keyed or tenant job by the gate's
         push-back rule.
@@ -208,7 +225,8 @@ class Commands:
             jobs: (raw payload, routing fields or None) of each job.
 
         Returns:
-            How many jobs were pushed back (those still in the private list).
+            How many jobs were pushed back (those still in the private list), and the jobs
+            left in the private list because a key on their way holds another type.
         """
         keys = [private_key, *self.gate_keys(queue)]
         args: list[bytes | str | int] = [queue, len(jobs)]
@@ -221,7 +239,11 @@ class Commands:
                 keys.append(self.keys.key_list(queue, routing.ordering_key))
                 list_index = len(keys)
             args += [raw, routing.jid, routing.ordering_key or "", routing.tenant or "", list_index]
-        return int(self.scripts.requeue(keys=keys, args=args, client=self.redis))
+        pushed, left = self.scripts.requeue(keys=keys, args=args, client=self.redis)
+        return RequeueReply(
+            int(pushed),
+            [(int(left[i]) - 1, _text(left[i + 1])) for i in range(0, len(left), 2)],
+        )
 
     def coalesce(
         self, private_key: str, queue: str, ordering_key: str, jid: str, limit: int
@@ -304,53 +326,80 @@ class Commands:
 
     # -- scheduled and retry sets, push --------------------------------------------------
 
-    def enqueue_due(self, zset: str, limit: int) -> int:
+    def enqueue_due(self, zset: str, limit: int) -> DueReply:
         """``enqueue_due.lua``: move up to ``limit`` jobs of ``zset`` (schedule or retry)
-        due by Redis's clock to their queues; returns how many were moved."""
+        due by Redis's clock to their queues; how many were moved, and why due jobs were
+        left in the set (a key on their way holds another type)."""
         k = self.keys
-        return int(
-            self.scripts.enqueue_due(
-                keys=[zset, k.queues, k.dead, k.prefix], args=[limit], client=self.redis
-            )
+        moved, left = self.scripts.enqueue_due(
+            keys=[zset, k.queues, k.dead, k.prefix], args=[limit], client=self.redis
         )
+        return DueReply(int(moved), [_text(m) for m in left])
 
-    def push(
-        self,
-        pipe: Pipeline,
-        queue: str,
-        text: str,
-        at: float | None,
-        routing: Routing,
-        window_ms: int,
-    ) -> None:
-        """``push.lua`` queued on ``pipe``: push one job with an ordering key, a unique
-        lock or a tenant; its reply is 1 when written, 0 when the unique lock was held.
+    def push(self, jobs: Sequence[Outgoing]) -> list[bool]:
+        """``push.lua``: write ``jobs`` in push order, all or none: plain jobs to their
+        queue or the scheduled set, jobs with an ordering key, a unique lock or a tenant
+        through the gate.
 
-        Args:
-            text: the payload's JSON text.
-            at: run time (float epoch seconds) for a scheduled job, None for now.
-            routing: the payload's routing fields.
-            window_ms: the unique lock's window, milliseconds.
+        Returns:
+            Per job, whether it was written (False: its unique lock was held).
+
+        Raises:
+            redis.exceptions.ResponseError: a key on the jobs' way holds another type, or
+                Redis refuses writes (out of memory, READONLY); nothing was written.
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable (the
+                call either wrote every job or none).
         """
-        keys, args = self.push_call(queue, text, at, routing, window_ms)
-        self.scripts.push(keys=keys, args=args, client=pipe)
+        keys, args = self.push_call(jobs)
+        return push_written(self.scripts.push(keys=keys, args=args, client=self.redis), len(jobs))
 
-    def push_call(
-        self, queue: str, text: str, at: float | None, routing: Routing, window_ms: int
-    ) -> tuple[list[str], list[str | int]]:
-        """``push.lua``'s KEYS and ARGV (see :meth:`push`), for this client and for the
-        asyncio one (:class:`rfetch.store.async_commands.AsyncCommands`)."""
-        keys = [self.keys.schedule, *self.gate_keys(queue, routing.ordering_key, routing.unique)]
-        args: list[str | int] = [
-            queue,
-            text,
-            "" if at is None else repr(at),
-            routing.ordering_key or "",
-            routing.jid,
-            routing.unique or "",
-            window_ms,
-            routing.tenant or "",
-        ]
+    def push_call(self, jobs: Sequence[Outgoing]) -> tuple[list[str], list[str | int]]:
+        """``push.lua``'s KEYS and ARGV for ``jobs`` (see :meth:`push`), for this client and
+        for the asyncio one (:class:`rfetch.store.async_commands.AsyncCommands`): runs of
+        plain jobs to run now as one record each (one LPUSH per run), every other job as
+        its own record."""
+        keys = [self.keys.schedule]
+        blocks: dict[str, int] = {}
+        for job in jobs:
+            if job.queue not in blocks:
+                blocks[job.queue] = len(blocks) + 1
+                keys += self.gate_keys(job.queue)
+        args: list[str | int] = [len(blocks), *blocks, 0]
+        records = 0
+        run: list[str] = []  # the open run of plain jobs to run now, all of run_queue
+        run_queue = ""
+        for job in jobs:
+            routing = job.routing
+            if routing is None and job.at is None:
+                if run and run_queue != job.queue:
+                    args += ["p", blocks[run_queue], len(run), *run]
+                    records += 1
+                    run = []
+                run_queue = job.queue
+                run.append(job.text)
+                continue
+            if run:
+                args += ["p", blocks[run_queue], len(run), *run]
+                records += 1
+                run = []
+            records += 1
+            at = "" if job.at is None else repr(job.at)
+            if routing is None:
+                args += ["s", blocks[job.queue], job.text, at]
+                continue
+            key_index = lock_index = 0
+            if routing.ordering_key is not None:
+                keys.append(self.keys.key_list(job.queue, routing.ordering_key))
+                key_index = len(keys)
+            if routing.unique is not None:
+                keys.append(self.keys.unique(routing.unique))
+                lock_index = len(keys)
+            args += ["g", blocks[job.queue], job.text, at, routing.jid, key_index]
+            args += [routing.ordering_key or "", lock_index, job.window_ms, routing.tenant or ""]
+        if run:
+            args += ["p", blocks[run_queue], len(run), *run]
+            records += 1
+        args[len(blocks) + 1] = records
         return keys, args
 
     # -- admin API -----------------------------------------------------------------------

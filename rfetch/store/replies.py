@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from rfetch.payload import Routing
 
@@ -45,6 +45,48 @@ class FindReply:
 
     examined: int
     matches: list[tuple[int, bytes, float | None]]
+
+
+@dataclass(frozen=True)
+class RequeueReply:
+    """What one ``requeue.lua`` call did.
+
+    Attributes:
+        pushed: jobs pushed back.
+        left: (index of the job in the jobs given, WRONGTYPE message) of each job left in
+            the private list because a key on its way holds another type.
+    """
+
+    pushed: int
+    left: list[tuple[int, str]]
+
+
+@dataclass(frozen=True)
+class DueReply:
+    """What one ``enqueue_due.lua`` call did: jobs moved (to their queues, or invalid ones
+    to the dead set), and a WRONGTYPE message for each due job left in its set."""
+
+    moved: int
+    left: list[str]
+
+
+class Outgoing(NamedTuple):
+    """One job for ``push.lua`` (a tuple: a bulk push builds one per job).
+
+    Attributes:
+        queue: its queue name.
+        text: its payload (JSON text).
+        at: run time of a scheduled job (float epoch seconds), None for now.
+        routing: its routing fields when it goes through the gate (ordering key, unique
+            lock or tenant), else None.
+        window_ms: the unique lock's window in milliseconds (>= 1).
+    """
+
+    queue: str
+    text: str
+    at: float | None = None
+    routing: Routing | None = None
+    window_ms: int = 1
 
 
 @dataclass(frozen=True)

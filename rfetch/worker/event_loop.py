@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Sequence
 
 from rfetch.config import Config
-from rfetch.worker.processor import Processor
+from rfetch.worker.processor import Handled, Processor
 from rfetch.worker.registry import Registry
 from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.unit import UnitOfWork
@@ -52,8 +52,9 @@ class AsyncPool:
         work: busy state shared with the heartbeat.
         report: the error reporter, for internal errors.
         on_done: called in the loop thread with each job whose execution ended (finished,
-            failed, cancelled) and whether rfetch itself failed around it (the manager then
-            sweeps its private lists), so the manager frees its slot.
+            failed, cancelled) and how it was left (:data:`Handled`: after rfetch itself
+            failed around it the manager sweeps its private lists), so the manager frees
+            its slot.
     """
 
     def __init__(
@@ -63,7 +64,7 @@ class AsyncPool:
         registry: Registry,
         work: WorkState,
         report: ErrorReporter,
-        on_done: Callable[[UnitOfWork, bool], None],
+        on_done: Callable[[UnitOfWork, Handled], None],
     ) -> None:
         self.size = config.async_concurrency
         self.processor = processor
@@ -181,20 +182,30 @@ class AsyncPool:
         assert task is not None
         slot = id(task)
         self.work.begin(slot, unit)
-        internal_error = False
+        handled: Handled = "done"
         try:
             await self.processor.aprocess(unit, lambda: self._cancelling)
         except asyncio.CancelledError:
             pass  # stays in the private list: pushed back at stop
-        except BaseException as exc:  # an rfetch bug: keep the loop, sweep the job
-            internal_error = True
-            log.exception("internal error while processing an async job; it will be pushed back")
-            self.report(exc, {"context": "processor"})
+        except BaseException as exc:  # rfetch failed on the job: keep the loop, bound it
+            handled = await self._rfetch_failed(unit, exc)
         finally:
             self.work.end(slot)
             self._running.pop(task, None)
-            self.on_done(unit, internal_error)
+            self.on_done(unit, handled)
             self._fill()
+
+    async def _rfetch_failed(self, unit: UnitOfWork, exc: BaseException) -> Handled:
+        """:meth:`Processor.rfetch_failed` in the loop's executor: the job is pushed back
+        counting such attempts, or buried at ``poison_max_recoveries``, as a thread's is."""
+        log.error("internal error while processing an async job", exc_info=exc)
+        try:
+            return await self._loop.run_in_executor(
+                None, self.processor.rfetch_failed, unit, exc
+            )
+        except BaseException as again:  # cancelled at shutdown, or the report raised
+            log.error("could not settle the job rfetch failed on (%r)", again)
+            return "stuck"
 
     def _call(self, function: Callable[[], list[UnitOfWork]], default: list[UnitOfWork]
               ) -> list[UnitOfWork]:

@@ -336,6 +336,9 @@ class ReliableFetch:
         Jobs are grouped per private list; within a group the first given runs first. A job
         with an ordering key goes back by the gate's rule (``requeue.lua``), keeping order.
 
+        A job one of whose keys on the way back holds another Redis type stays in the
+        private list (nothing is changed for it) and is logged; the others go back.
+
         Returns:
             How many jobs were pushed back.
 
@@ -346,9 +349,44 @@ class ReliableFetch:
         groups: dict[tuple[str, str], list[tuple[bytes, Routing | None]]] = {}
         for unit in units:
             groups.setdefault((unit.queue, unit.private_key), []).append((unit.raw, unit.routing))
-        return sum(
-            self.commands.requeue(private_key, queue, jobs)
-            for (queue, private_key), jobs in groups.items()
+        pushed = 0
+        for (queue, private_key), jobs in groups.items():
+            reply = self.commands.requeue(private_key, queue, jobs)
+            pushed += reply.pushed
+            if reply.left:
+                log.error(
+                    "%d job(s) of queue %s NOT pushed back, they stay in the private list %s "
+                    "(pushed back again at the next try, or recovered as orphans): %s",
+                    len(reply.left),
+                    queue,
+                    private_key,
+                    reply.left[0][1],
+                )
+        return pushed
+
+    def push_back_counted(self, unit: UnitOfWork, counter: str) -> str:
+        """Push a job back to the head of its queue as orphan recovery does
+        (``recover.lua``), counting the push-backs of ``counter`` (a jid) against
+        ``poison_max_recoveries`` within ``poison_window`` seconds.
+
+        Returns:
+            ``"requeued"``, ``"gone"`` (no longer in its private list) or ``"poison"`` (the
+            count is reached: nothing changed, the caller sends it to the dead set).
+
+        Raises:
+            redis.exceptions.ResponseError: Redis refused (a key on the job's way holds
+                another type, out of memory, READONLY); nothing changed.
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable (the
+                push-back may have happened; the job is then in its queue, not lost).
+        """
+        return self.commands.recover(
+            unit.private_key,
+            unit.queue,
+            unit.raw,
+            unit.routing,
+            counter,
+            self.config.poison_max_recoveries,
+            int(self.config.poison_window),
         )
 
     def requeue_unheld(self, held: Iterable[UnitOfWork], why: str) -> int:

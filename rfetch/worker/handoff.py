@@ -26,11 +26,12 @@ class BlockingFetch:
 
 class Request(NamedTuple):
     """What the fetcher does next: fetch up to ``room`` jobs with ``acks``, sweep the
-    private lists first (``sweep``, knowing ``held``), and push back ``give_back``."""
+    private lists first (``sweep``: why strays may sit there, or None; knowing ``held``),
+    and push back ``give_back``."""
 
     room: int
     acks: list[UnitOfWork]
-    sweep: bool
+    sweep: str | None
     held: list[UnitOfWork]
     give_back: list[UnitOfWork]
 

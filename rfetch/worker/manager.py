@@ -39,7 +39,7 @@ from rfetch.worker.event_loop import AsyncPool
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.handoff import BlockingFetch, HandOff, Request
 from rfetch.worker.prefetch import PrefetchPolicy
-from rfetch.worker.processor import Processor
+from rfetch.worker.processor import Handled, Processor
 from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.stall import StallGuard
 from rfetch.worker.unit import UnitOfWork
@@ -100,7 +100,10 @@ class Manager:
         )
         self._loop_slots = self.aio.size if self.aio is not None else 0
         self._low_water = config.concurrency
-        self._sweep_needed = False
+        self._stuck: dict[int, UnitOfWork] = {}
+        """Jobs rfetch failed on and could not push back: left in the private lists."""
+        self._sweep: str | None = None
+        """Why stray jobs may sit in the private lists (pushed back by the fetcher)."""
         self._threads: list[threading.Thread] = []
         self._fetcher: threading.Thread | None = None
         self.guard = ThreadGuard("fetch", log, report, fetch.redis, first=0.1, cap=5.0)
@@ -243,12 +246,15 @@ class Manager:
             self.pool.looped |= ids
         return looped, [unit for unit in units if id(unit) not in ids]
 
-    def _async_done(self, unit: UnitOfWork, internal_error: bool) -> None:
-        """An async job ended (called in the loop thread): free its slot."""
+    def _async_done(self, unit: UnitOfWork, handled: Handled) -> None:
+        """An async job ended (called in the loop thread): free its slot; after rfetch
+        failed on it, as for a thread's job (see :meth:`Processor.rfetch_failed`)."""
         with self.pool.cond:
             self.pool.release(unit)
-            if internal_error:
-                self._sweep_needed = True
+            if handled != "done":
+                if handled == "stuck":
+                    self._stuck[id(unit)] = unit  # not swept back: pushed back at shutdown
+                self._sweep = "taken by an async job rfetch failed on"
             self.pool.cond.notify_all()
 
     def _run(self, ident: int, unit: UnitOfWork, started: float | None) -> None:
@@ -271,12 +277,18 @@ class Manager:
                     self.pool.started[ident] = now
         self.work.begin(ident, unit)
         try:
-            self.processor.process(unit)
-        except BaseException as exc:  # an rfetch bug: keep the thread, sweep the job
-            log.exception("internal error while processing a job; it will be pushed back")
-            self.report(exc, {"context": "processor"})
-            with self.pool.cond:
-                self._sweep_needed = True
+            try:
+                handled = self.processor.process(unit)
+            except BaseException as exc:  # a bug past the processor's own guard
+                handled = self.processor.rfetch_failed(unit, exc)
+            if handled != "done":
+                with self.pool.cond:
+                    if handled == "stuck":
+                        # Redis refused to push it back: not swept back to its queue either
+                        # (it would run again at once, in a loop); pushed back at shutdown.
+                        self._stuck[id(unit)] = unit
+                    # jobs it had taken (coalescing) go back
+                    self._sweep = "taken by a job rfetch failed on"
         finally:
             self.work.end(ident)
             self._done(ident, unit, time.monotonic() - now)
@@ -321,7 +333,8 @@ class Manager:
                 wanted = self.pool.thread_free() if idle else starving or room >= min_batch
                 if give_back or self.acks.due() or (room > 0 and wanted):
                     held = [unit for unit, _ in self.pool.held.values()]
-                    return Request(room, self.acks.take(), self._sweep_needed, held, give_back)
+                    held += self._stuck.values()
+                    return Request(room, self.acks.take(), self._sweep, held, give_back)
                 self.pool.cond.wait(ACK_MAX_DELAY)
         return None
 
@@ -339,9 +352,9 @@ class Manager:
             try:
                 if sweep:
                     # Finished jobs whose acks are still pending are not strays.
-                    self.fetch.requeue_unheld([*held, *acks], "a reply lost to a connection error")
+                    self.fetch.requeue_unheld([*held, *acks], sweep)
                     with self.pool.cond:
-                        self._sweep_needed = False
+                        self._sweep = None
                 paused = self.paused()
                 sent_at = time.monotonic()
                 if room <= 0 or (idle and not acks and not self.fetch.broken and (
@@ -364,9 +377,12 @@ class Manager:
                 # Any error (a lost connection, a reply error such as OOM or READONLY, a
                 # bug) pauses fetching with a back-off; the fetcher itself never ends.
                 self.acks.put_back(acks)
-                if isinstance(exc, REDIS_DOWN):  # a move's reply may have been lost
-                    with self.pool.cond:
-                        self._sweep_needed = True
+                with self.pool.cond:  # a lost reply, or a script error after it moved jobs
+                    self._sweep = (
+                        "a reply lost to a connection error"
+                        if isinstance(exc, REDIS_DOWN)
+                        else "moved by a fetch that failed"
+                    )
                 self.work.sleep(self.guard.failed(exc))
                 continue
             self.guard.succeeded()

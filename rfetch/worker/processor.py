@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from rfetch.config import Config
 from rfetch.errors import InvalidJob, JobCancelled, UnknownJob
@@ -28,6 +28,9 @@ from rfetch.worker.work_state import Execution as WatchedExecution
 from rfetch.worker.work_state import WorkState
 
 log = logging.getLogger("rfetch.job")
+
+Handled = Literal["done", "rfetch-failed", "stuck"]
+"""How :meth:`Processor.process` left a job (see there)."""
 
 COALESCE_MAX = 1000
 """Waiting jobs of a key merged into one execution at most; the rest form the next one."""
@@ -122,17 +125,45 @@ class Processor:
         self.job_log = JobLog(log)
         self.job_context = job_context or JobContext()
 
-    def process(self, unit: UnitOfWork) -> None:
+    def process(self, unit: UnitOfWork) -> Handled:
         """Run one job to its end: acknowledged, in the retry/dead set, or discarded.
 
         Never raises for a job's own failure; the worker thread goes on. The job is marked
         as running (:class:`JobContext`) in a copy of the thread's context, dropped at the
-        end, so no record logged after it carries its jid.
+        end, so no record logged after it carries its jid. When rfetch itself fails on the
+        job (recording its failure raises, Redis refuses a write), see
+        :meth:`rfetch_failed`.
 
         Args:
             unit: the fetched job.
+
+        Returns:
+            ``"done"``; or, when rfetch failed on the job, ``"rfetch-failed"`` (pushed back
+            or buried) or ``"stuck"`` (Redis refused that too: it stays in its private list).
         """
-        contextvars.copy_context().run(self._process, unit)
+        return contextvars.copy_context().run(self._guarded, unit)
+
+    def _guarded(self, unit: UnitOfWork) -> Handled:
+        try:
+            self._process(unit)
+        except Exception as exc:
+            return self.rfetch_failed(unit, exc)
+        return "done"
+
+    def rfetch_failed(self, unit: UnitOfWork, exc: BaseException) -> Handled:
+        """rfetch (not the job) raised while handling ``unit``: report it, then push the
+        job back counting such attempts, or at ``poison_max_recoveries`` send it to the dead
+        set with the error recorded (:meth:`JobRetry.rfetch_failed`), so it runs a bounded
+        number of times.
+
+        Returns:
+            ``"rfetch-failed"``, or ``"stuck"`` when Redis refused both: the job stays in
+            its private list.
+        """
+        self.report(exc, {"context": "processor"})
+        if self.job_retry.rfetch_failed(unit, exc) == "stuck":
+            return "stuck"
+        return "rfetch-failed"
 
     def _process(self, unit: UnitOfWork) -> None:
         try:
@@ -290,8 +321,12 @@ class Processor:
         for follower, _ in execution.followers:
             follower.acknowledge()
         self.ack(unit)  # a keyed job's release rides on the ack (fetch.lua or finish.lua)
-        self.stats.record(job["class"], False, elapsed)
-        self.job_log.event("done", job["class"], job["jid"], unit.queue, elapsed)
+        try:  # the job is done and acknowledged: nothing here may send it back
+            self.stats.record(job["class"], False, elapsed)
+            self.job_log.event("done", job["class"], job["jid"], unit.queue, elapsed)
+        except Exception as exc:
+            log.exception("recording the success of jid=%s failed", job["jid"])
+            self.report(exc, {"context": "processor", "queue": unit.queue, "jid": job["jid"]})
 
     def _take_followers(self, unit: UnitOfWork) -> list[tuple[UnitOfWork, Payload]]:
         """Move the key's waiting jobs into the private list (``coalesce.lua``) and parse

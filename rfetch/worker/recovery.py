@@ -34,6 +34,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from redis.exceptions import ResponseError
+
 from rfetch.config import Config
 from rfetch.errors import InvalidJob
 from rfetch.guard import ThreadGuard
@@ -299,13 +301,23 @@ class OrphanRecovery:
         Returns:
             How many jobs were pushed back (poison pills not counted).
         """
-        recovered = 0
+        recovered = stuck = 0
         for queue in sorted(queues):
             private_key = self.keys.private(identity, queue)
             raws: list[bytes] = self.redis.lrange(private_key, 0, -1)  # type: ignore[assignment]
             # The right end is the oldest fetch: recover it last so it ends up running first.
             for raw in raws:
-                recovered += self._recover_one(self.fetch.unit(queue, raw, private_key))
+                unit = self.fetch.unit(queue, raw, private_key)
+                try:
+                    recovered += self._recover_one(unit)
+                except ResponseError as exc:  # nothing changed (recover.lua checks first)
+                    stuck += 1
+                    log.error("a job of %s stays in its private list %s: %s", identity,
+                              private_key, exc)
+        if stuck:  # known still, so the next check tries them again
+            log.warning("dead process %s: %d job(s) pushed back, %d left", identity, recovered,
+                        stuck)
+            return recovered
         pipe = self.redis.pipeline(transaction=True)
         pipe.hdel(self.keys.identities, identity)
         pipe.hdel(self.keys.suspects, identity)

@@ -11,8 +11,10 @@ exhausted, an invalid payload, and orphan recovery's poison pills all go through
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import logging
+import math
 import random
 import time
 import traceback
@@ -20,8 +22,9 @@ import zlib
 from typing import Any
 
 from rfetch.config import Config
+from rfetch.errors import InvalidJob
 from rfetch.job import Job
-from rfetch.payload import Payload, dumps
+from rfetch.payload import Payload, dumps, loads
 from rfetch.store.keys import Keys
 from rfetch.worker.unit import UnitOfWork
 
@@ -54,6 +57,43 @@ def error_class_name(exc: BaseException) -> str:
     if cls.__module__ == "builtins":
         return cls.__qualname__
     return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def backtrace_lines(value: Any, default: int) -> int:
+    """Lines of backtrace to store for the payload's ``backtrace`` option: ``default`` for
+    True, a positive integer as given, else 0 (none; a value a producer wrote that is not
+    one of these is ignored, never an error)."""
+    if value is True:
+        return default
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return 0
+
+
+def attempts_id(raw: bytes, job: Payload | None) -> str:
+    """The name under which rfetch's own failures on a job are counted: its jid when the
+    payload carries one, else ``sha1-<hex digest of the payload>`` (a jid that
+    :func:`rfetch.payload.loads` made up differs at every parse)."""
+    if job is not None and job["jid"].encode() in raw:
+        return str(job["jid"])
+    return "sha1-" + hashlib.sha1(raw).hexdigest()
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _stored(unit: UnitOfWork, job: Payload | None) -> bytes | str:
+    """What the dead set keeps: the payload with its error fields, or the exact bytes
+    fetched for an invalid payload (Sidekiq's rule) or one that cannot be written back
+    (nesting too deep for the encoder)."""
+    if job is None:
+        return unit.raw
+    try:
+        return dumps(job, 2**62)
+    except (ValueError, TypeError, RecursionError) as exc:
+        log.error("jid=%s stored in the dead set exactly as fetched: %r", job.get("jid"), exc)
+        return unit.raw
 
 
 def compress_backtrace(exc: BaseException, limit: int) -> str:
@@ -123,7 +163,7 @@ class JobRetry:
             owned = unit.settle(
                 self.keys.dead,
                 now,
-                unit.raw if job is None else dumps(job, 2**62),  # invalid: the exact bytes
+                _stored(unit, job),
                 trim_before=now - self.config.dead_timeout,
                 cap=self.config.dead_max_jobs,
             )
@@ -158,20 +198,20 @@ class JobRetry:
             # Sidekiq's job_retry.rb: a payload without "retry" takes the job class's option
             # (a raw producer that leaves it out must not lose the class's retries).
             job["retry"] = instance.retry if instance is not None else True
-        if job.get("retry_queue"):
-            job["queue"] = job["retry_queue"]
+        retry_queue = job.get("retry_queue")
+        if isinstance(retry_queue, str) and retry_queue:
+            job["queue"] = retry_queue
         job["error_message"] = str(exc)[:ERROR_MESSAGE_LIMIT]
         job["error_class"] = error_class_name(exc)
-        if "retry_count" in job and isinstance(job["retry_count"], int):
+        if _is_count(job.get("retry_count")):
             job["retried_at"] = now
             job["retry_count"] += 1
-        else:
+        else:  # missing, or a value a producer wrote that is not a count: start again
             job["failed_at"] = now
             job["retry_count"] = 0
         count: int = job["retry_count"]
-        backtrace = job.get("backtrace")
-        if backtrace:
-            limit = self.config.backtrace_lines_default if backtrace is True else int(backtrace)
+        limit = backtrace_lines(job.get("backtrace"), self.config.backtrace_lines_default)
+        if limit:
             job["error_backtrace"] = compress_backtrace(exc, limit)
 
         if job.get("retry") is False:
@@ -196,6 +236,63 @@ class JobRetry:
             )
             return "retry" if written else "lost-ownership"
         return self.kill(unit, job, exc, instance)
+
+    def rfetch_failed(self, unit: UnitOfWork, exc: BaseException) -> str:
+        """rfetch itself failed on this job (recording its failure raised, Redis refused a
+        write, a bug): log it, then push the job back to the head of its queue, counting
+        such attempts per jid with orphan recovery's counter (``recover.lua``), and at
+        ``poison_max_recoveries`` within ``poison_window`` send it to the dead set with the
+        error recorded (``error_class`` / ``error_message``), as a poison pill (Sidekiq Pro
+        5.2). So a job that makes rfetch fail runs a bounded number of times, never in an
+        endless loop.
+
+        Args:
+            unit: the job, still in this process's private list.
+            exc: what rfetch raised.
+
+        Returns:
+            ``"requeued"``, ``"dead"``, ``"discarded"`` (``"dead": false``), ``"gone"`` or
+            ``"lost-ownership"`` (no longer in the private list), or ``"stuck"``: Redis
+            refused both (unreachable, or a key of another type on the job's way); the job
+            stays in its private list.
+        """
+        log.error("rfetch failed on a job of queue %s", unit.queue, exc_info=exc)
+        try:
+            return self._push_back_or_bury(unit, exc)
+        except Exception as again:
+            log.error(
+                "could not push back or bury that job (%r); it stays in the private list %s",
+                again,
+                unit.private_key,
+            )
+            return "stuck"
+
+    def _push_back_or_bury(self, unit: UnitOfWork, exc: BaseException) -> str:
+        try:
+            job: Payload | None = loads(unit.raw)
+        except InvalidJob:
+            job = None
+        counter = attempts_id(unit.raw, job)
+        outcome = unit.fetch.push_back_counted(unit, counter)
+        what = f"{error_class_name(exc)}: {exc}"
+        if outcome == "requeued":
+            log.warning("jid=%s pushed back to queue %s after rfetch failed on it (%s)",
+                        counter, unit.queue, what)
+            return outcome
+        if outcome == "gone":
+            return outcome
+        attempts = self.config.poison_max_recoveries
+        message = f"rfetch failed on this job {attempts} times; the last time: {what}"
+        if job is not None:
+            job["error_class"] = error_class_name(exc)
+            job["error_message"] = message[:ERROR_MESSAGE_LIMIT]
+            job["failed_at"] = time.time()
+        outcome = self.kill(unit, job, exc)
+        if outcome != "lost-ownership":
+            where = "discarded" if outcome == "discarded" else "sent to the dead set"
+            log.error("jid=%s %s: %s", counter, where, message)
+            unit.fetch.redis.delete(self.keys.recoveries(counter))
+        return outcome
 
     def cancel(self, unit: UnitOfWork, job: Payload, exc: BaseException, dead: bool) -> str:
         """Record a cancelled job (``rfetch.api.cancel``): never retried; the dead set if
@@ -227,7 +324,11 @@ class JobRetry:
             return None
         if decision is None or decision in ("discard", "kill"):
             return decision
-        if isinstance(decision, (int, float)) and not isinstance(decision, bool):
+        if (
+            isinstance(decision, (int, float))
+            and not isinstance(decision, bool)
+            and math.isfinite(decision)
+        ):
             return float(decision)
         log.error("retry_in of %s returned %r; using the default backoff", job["class"], decision)
         return None

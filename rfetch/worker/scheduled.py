@@ -58,7 +58,9 @@ class Poller:
         self._counted_at = float("-inf")
 
     def enqueue_due(self) -> int:
-        """Move every due job of both sets now; returns how many were moved.
+        """Move every due job of both sets now; returns how many were moved. A due job
+        one of whose keys on the way holds another Redis type stays in its set (logged) and
+        the jobs behind it go on.
 
         One EXISTS first: when both sets are empty a poll costs one command."""
         moved_total = 0
@@ -67,9 +69,16 @@ class Poller:
             return 0
         for zset in (keys.schedule, keys.retry):
             while True:
-                moved = self.commands.enqueue_due(zset, BATCH)
-                moved_total += moved
-                if moved < BATCH:
+                reply = self.commands.enqueue_due(zset, BATCH)
+                moved_total += reply.moved
+                if reply.left:
+                    log.error(
+                        "%d due job(s) of %s stay in the set, not enqueued: %s",
+                        len(reply.left),
+                        zset,
+                        reply.left[0],
+                    )
+                if reply.moved < BATCH:
                     break
         return moved_total
 

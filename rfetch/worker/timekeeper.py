@@ -164,5 +164,7 @@ class Timekeeper:
                 "could not record jid=%s (%s); it stays in the private list and is pushed "
                 "back with the rest", jid, error,
             )
+        except Exception as error:  # rfetch failed on it: pushed back counted, or buried
+            self.job_retry.rfetch_failed(unit, error)
         why = "overran its time limit" if verdict == "timeout" else "ignored its cancel"
         self.retire(f"job {jid} ({name}) {why}")

@@ -172,7 +172,7 @@ def test_payload_limit_writes_nothing(config: Config, r: redis.Redis) -> None:
 # -- push_bulk ------------------------------------------------------------------------------
 
 
-def test_push_bulk_writes_in_batches(client: Client, r: redis.Redis) -> None:
+def test_push_bulk_writes_in_one_step(client: Client, r: redis.Redis) -> None:
     batches: list[int] = []
 
     class Counting:
@@ -184,10 +184,10 @@ def test_push_bulk_writes_in_batches(client: Client, r: redis.Redis) -> None:
 
     client = Client(client.config, client.redis, sink=Counting())
     jids = client.push_bulk("app.Bulk", [[i] for i in range(2500)])
-    assert batches == [1000, 1000, 500]
+    assert batches == [2500]  # the whole call is one atomic write
     assert len(set(jids)) == 2500 and all(is_jid(j) for j in jids)
     jobs = queue_payloads(r)
-    assert [j["jid"] for j in jobs] == jids  # FIFO across batches
+    assert [j["jid"] for j in jobs] == jids  # FIFO
     assert [j["args"] for j in jobs] == [[i] for i in range(2500)]
     assert r.smembers("queues") == {b"default"}
 

@@ -17,6 +17,7 @@ import redis
 from rfetch.payload import Routing
 from rfetch.store.commands import Commands
 from rfetch.store.keys import Keys
+from rfetch.store.replies import Outgoing
 
 NS = "{app}"
 KEYS = Keys(NS)
@@ -82,9 +83,8 @@ class Unit:
 
 
 def push(commands: Commands, r: redis.Redis, raw: bytes) -> int:
-    pipe = r.pipeline(transaction=True)
-    commands.push(pipe, "q", raw.decode(), None, routing(raw), 60_000)
-    return int(pipe.execute()[0])
+    [written] = commands.push([Outgoing("q", raw.decode(), None, routing(raw), 60_000)])
+    return int(written)
 
 
 def fetch(commands: Commands, limit: int, acks: list[Unit] = ()) -> list[bytes]:  # type: ignore[assignment]
@@ -149,7 +149,7 @@ def test_requeue_puts_each_kind_of_job_back_where_it_belongs(
     r.hset(KEYS.key_holders("q"), "k", "h")
     r.lpush(PRIVATE, holder, waiter, tenant, plain)
     jobs = [(raw, Routing.parse(raw)) for raw in (holder, waiter, tenant, plain)]
-    assert commands.requeue(PRIVATE, "q", jobs) == 4
+    assert commands.requeue(PRIVATE, "q", jobs).pushed == 4
     assert r.lrange(KEYS.queue("q"), 0, -1) == [plain, holder]  # holder runs next
     assert r.lrange(KEYS.key_list("q", "k"), 0, -1) == [waiter]
     assert r.lrange(KEYS.fair_tenant("q", "acme"), 0, -1) == [tenant]
@@ -232,7 +232,7 @@ def test_enqueue_due_derives_the_queue_keys_in_the_namespace(
 ) -> None:
     keyed, tenant, plain = job("a", ordering_key="k"), job("b", tenant="acme"), job("c")
     r.zadd(KEYS.schedule, {keyed: 1, tenant: 2, plain: 3})
-    assert commands.enqueue_due(KEYS.schedule, 10) == 3
+    assert commands.enqueue_due(KEYS.schedule, 10).moved == 3
     assert r.hget(KEYS.key_holders("q"), "k") == b"a"
     assert r.llen(KEYS.queue("q")) == 2
     assert r.llen(KEYS.fair_tenant("q", "acme")) == 1

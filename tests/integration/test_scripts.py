@@ -179,7 +179,7 @@ def test_concurrent_fetches_take_every_job_exactly_once(r: redis.Redis, config: 
 
 
 def requeue(scripts: Commands, r: redis.Redis, queue: str, raws: Sequence[bytes]) -> int:
-    return scripts.requeue(private(queue), queue, [(raw, None) for raw in raws])
+    return scripts.requeue(private(queue), queue, [(raw, None) for raw in raws]).pushed
 
 
 def test_requeue_pushes_back_only_held_jobs_to_the_head_in_order(
@@ -276,7 +276,7 @@ def enqueue_due(
     scripts: Commands, r: redis.Redis, zset: str = "schedule", limit: int = 100, ns: str = ""
 ) -> int:
     commands = scripts if not ns else Commands(r, Keys(ns.rstrip(":")))
-    return commands.enqueue_due(ns + zset, limit)
+    return commands.enqueue_due(ns + zset, limit).moved
 
 
 def test_enqueue_due_moves_only_jobs_due_by_redis_time(scripts: Commands, r: redis.Redis) -> None:

@@ -256,7 +256,7 @@ def test_an_internal_fetch_error_is_reported_with_its_context(
 def test_an_internal_processor_error_is_reported_with_its_context(
     launched: LaunchedWorker, run_past_a_bug: RunPastABug
 ) -> None:
-    # The job is pushed back by the manager's sweep and runs on the next try.
+    # The job is pushed back (counted, as a poison pill would be) and runs on the next try.
     event = run_past_a_bug(launched.launcher.processor, "process", "a bug in the processor")
     assert exception_of(event) == ("RuntimeError", "a bug in the processor")
     assert event["tags"] == {"rfetch.context": "processor"}

@@ -1,6 +1,6 @@
 -- lib/gate.lua: the ordering-key gate, fair tenants and unique locks, shared by every script
--- that moves a keyed, unique or tenant job. Included with a "-- #include gate" line
--- (rfetch.store.commands), so no rule is written twice.
+-- that moves a keyed, unique or tenant job. Included with a "-- #include gate" line, after
+-- "-- #include guard" (rfetch.store.scripts), so no rule is written twice.
 --
 -- A script works on the gate of one queue <q> through G, a table of its keys, all passed in
 -- KEYS by the caller (rfetch.store.commands builds them from rfetch/store/keys.py):
@@ -169,3 +169,58 @@ local function job_keys(i, k, digest)
   if digest then lock = KEYS[i]; i = i + 1 end
   return klist, lock, i
 end
+
+-- What each gate step may write, for lib/guard.lua's check before a script's first write
+-- (a script including gate includes guard first). Each adds to w the keys the step may
+-- write, with their types: a superset of what it writes, decided without writing.
+
+-- gate_out (and fair_enter) of a job of tenant t (nil for none).
+local function gate_out_wants(w, G, t)
+  if t then
+    want(w, G.ring .. '|' .. t, 'list')
+    want(w, G.ring, 'list')
+    want(w, G.wake, 'list')
+    want(w, G.fair_queues, 'set')
+  else
+    want(w, G.queue, 'list')
+  end
+  want(w, G.queues, 'set')
+end
+
+-- gate_dispatch of a job of key k (waiting list klist) and tenant t.
+local function gate_dispatch_wants(w, G, klist, t)
+  want(w, G.holders, 'hash')
+  want(w, klist, 'list')
+  gate_out_wants(w, G, t)
+end
+
+-- gate_release of key k (waiting list klist): the key's oldest waiting job is read (not
+-- taken) to know where it would go.
+local function gate_release_wants(w, G, klist)
+  want(w, G.holders, 'hash')
+  want(w, G.leases, 'zset')
+  want(w, klist, 'list')
+  local nt = nil
+  if redis.call('TYPE', klist)['ok'] == 'list' then
+    local nxt = redis.call('LINDEX', klist, -1)
+    if nxt then
+      local _, _, _, _, t = gate_fields(nxt)
+      nt = t
+    end
+  end
+  gate_out_wants(w, G, nt)
+end
+
+-- gate_push_back of a job (key k with jid and waiting list klist, tenant t); a plain job
+-- (the caller RPUSHes it) when neither.
+local function gate_push_back_wants(w, G, k, klist, jid, t)
+  if k and jid then
+    want(w, G.leases, 'zset')
+    gate_dispatch_wants(w, G, klist, t)
+  else
+    gate_out_wants(w, G, t)
+  end
+end
+
+-- unique_release of lock.
+local function unique_release_wants(w, lock) want(w, lock, 'string') end
