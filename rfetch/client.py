@@ -23,6 +23,7 @@ from rfetch.errors import ConfigError
 from rfetch.middleware import run_client_chain
 from rfetch.payload import Payload, check_args, dumps, new_jid, new_jids
 from rfetch.push_buffer import BufferedJob, PushBuffer
+from rfetch.replicas import ReplicaWait
 from rfetch.store.commands import Commands
 from rfetch.store.connection import connect
 from rfetch.store.keys import Keys
@@ -137,14 +138,22 @@ class Client:
 
     Args:
         config: the rfetch Config (Redis URL, namespace, payload limit, client middleware).
-        redis: an existing client to use instead of connecting to ``config.redis_url``.
+        redis: an existing client to use instead of connecting to ``config.redis_url``. With
+            ``config.min_replicas``, pushes still go through a connection of their own to
+            ``config.redis_url`` (``WAIT`` must follow the write on one connection).
+
+    Raises:
+        ConfigError, RedisUnavailable: a bad Sentinel URL or master name, no sentinel
+            reachable (:func:`rfetch.store.connection.connect`).
     """
 
     def __init__(self, config: Config, redis: Redis | None = None) -> None:
         self.config = config
         self.keys = Keys(config.namespace)
         self.redis = redis if redis is not None else connect(config)
-        self.delivery = Delivery(config, Commands(self.redis, self.keys))
+        replica_wait = ReplicaWait(config) if config.min_replicas else None
+        pushes = replica_wait.redis if replica_wait is not None else self.redis
+        self.delivery = Delivery(config, Commands(pushes, self.keys), replica_wait)
 
     @property
     def buffer(self) -> PushBuffer:

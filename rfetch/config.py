@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from rfetch.affinity import check_setting as check_cpu_affinity
 from rfetch.errors import ConfigError
+from rfetch.store.sentinel import SentinelUrl, is_sentinel_url
 
 if TYPE_CHECKING:
     from rfetch.middleware import ClientMiddleware, ServerMiddleware
@@ -71,7 +72,16 @@ class Config:
     """Settings for clients and workers; times are in seconds unless a name says otherwise.
 
     Attributes:
-        redis_url: Redis URL (``redis://``, ``rediss://`` or ``unix://``).
+        redis_url: Redis URL (``redis://``, ``rediss://`` or ``unix://``), or a Sentinel URL
+            ``redis+sentinel://host:26379,host2:26379/mymaster/0`` whose clients follow a
+            failover (:mod:`rfetch.store.sentinel`).
+        sentinel_password: password of the sentinels themselves, when they have one (the
+            master's password goes in the URL).
+        min_replicas: replicas that must have a pushed job before a push counts as done
+            (Redis ``WAIT``); 0 (the default) does not wait. A push not replicated within
+            ``min_replicas_timeout`` stays in the reliable-push buffer (docs/operations.md,
+            "Sentinel").
+        min_replicas_timeout: seconds a push waits for ``min_replicas`` replicas.
         namespace: optional key prefix; every key becomes ``<namespace>:<key>``.
         concurrency: processor threads per worker process (Sidekiq 7 default: 5).
         queues: queues to fetch from, with weights.
@@ -134,6 +144,9 @@ class Config:
     """
 
     redis_url: str = DEFAULT_REDIS_URL
+    sentinel_password: str | None = None
+    min_replicas: int = 0
+    min_replicas_timeout: float = 1.0
     namespace: str | None = None
     concurrency: int = 5
     queues: Sequence[QueueSpec] = (QueueSpec("default"),)
@@ -208,9 +221,20 @@ class Config:
             raise ConfigError("block_timeout must be positive and below network_timeout")
         check_cpu_affinity(self.cpu_affinity)
         self._validate_limits()
+        self._validate_redis()
         if self.namespace is not None and (not self.namespace or ":" in self.namespace):
             raise ConfigError(
                 f"namespace must be a non-empty name without ':', got {self.namespace!r}"
+            )
+
+    def _validate_redis(self) -> None:
+        if is_sentinel_url(self.redis_url):
+            SentinelUrl.parse(self.redis_url)
+        if self.min_replicas < 0:
+            raise ConfigError(f"min_replicas must not be negative, got {self.min_replicas}")
+        if not self.min_replicas_timeout > 0:
+            raise ConfigError(
+                f"min_replicas_timeout must be positive, got {self.min_replicas_timeout}"
             )
 
     def _validate_limits(self) -> None:
@@ -269,6 +293,9 @@ class Config:
 
 
 _SCALAR_FIELDS: dict[str, str] = {
+    "sentinel_password": "str",
+    "min_replicas": "int",
+    "min_replicas_timeout": "float",
     "namespace": "str",
     "concurrency": "int",
     "shutdown_timeout": "float",

@@ -8,7 +8,7 @@ import sys
 import click
 
 from rfetch.config import Config
-from rfetch.errors import RfetchError
+from rfetch.errors import RedisUnavailable, RfetchError
 
 from .app import main
 from .options import admin_api, connection_options
@@ -65,6 +65,9 @@ def check(
 
     try:
         api = Api(Config.from_env(redis_url=redis_url, namespace=namespace))
+    except RedisUnavailable as exc:  # no sentinel answered
+        click.echo(f"UNKNOWN {exc}")
+        sys.exit(EXIT_UNREACHABLE)
     except RfetchError as exc:
         raise click.UsageError(str(exc)) from None
     try:

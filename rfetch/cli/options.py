@@ -51,9 +51,9 @@ def admin_api(redis_url: str | None, namespace: str | None) -> Iterator[Api]:
 
     try:
         config = Config.from_env(redis_url=redis_url, namespace=namespace)
+        api = Api(config)
     except RfetchError as exc:
         raise click.ClickException(str(exc)) from None
-    api = Api(config)
     try:
         yield api
     except (RedisError, OSError) as exc:

@@ -20,6 +20,7 @@ from rfetch import affinity
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError, RfetchError
 from rfetch.logs import setup_direct_logging, setup_logging
+from rfetch.store.connection import connect
 from rfetch.swarm.channel import Supervision
 from rfetch.swarm.cpus import parse_processes
 
@@ -173,6 +174,8 @@ def worker(
             job_timeout=job_timeout,
             job_timeout_grace=job_timeout_grace,
         )
+        # A bad Sentinel setting is an error now, not a back-off loop in every thread.
+        connect(config, max_connections=1).close()
         modules = [require(target) for target in requires]
         configure_from(modules, config)
         registry = Registry.from_loaded()

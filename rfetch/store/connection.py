@@ -1,20 +1,34 @@
-"""Redis connections built from a Config."""
+"""Redis connections built from a Config: one Redis server, or the master behind Sentinel."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from redis import Redis
 from redis.backoff import NoBackoff
+from redis.connection import AbstractConnection
 from redis.exceptions import ConnectionError, TimeoutError
 from redis.retry import Retry
 
 from rfetch.config import Config
+from rfetch.store.sentinel import connect_sentinel, is_sentinel_url
 
 REDIS_DOWN = (ConnectionError, TimeoutError, OSError)
 """Errors that mean Redis could not be reached or did not answer."""
 
 
-def connect(config: Config, *, max_connections: int | None = None) -> Redis:
+def connect(
+    config: Config,
+    *,
+    max_connections: int | None = None,
+    on_connect: Callable[[], None] | None = None,
+) -> Redis:
     """A Redis client for ``config.redis_url``, with no automatic command retries.
+
+    A ``redis+sentinel://`` URL gives redis-py's Sentinel client of the named master
+    (:mod:`rfetch.store.sentinel`), which follows a failover; the sentinels are asked for the
+    master once here, so a wrong setting fails now rather than in a back-off loop.
 
     redis-py retries a command after a connection error by default. rfetch turns that off:
     a blocking move whose reply was lost must be seen as an error, so that the worker pushes
@@ -24,11 +38,32 @@ def connect(config: Config, *, max_connections: int | None = None) -> Redis:
     Args:
         config: supplies the URL and ``network_timeout`` (seconds).
         max_connections: pool size; None for redis-py's default.
+        on_connect: called after each new connection is set up (the push side counts
+            connections with it, to know that a ``WAIT`` ran on the connection that wrote).
+
+    Raises:
+        ConfigError: a malformed Sentinel URL, or a master name the sentinels do not know.
+        RedisUnavailable: no sentinel of a Sentinel URL answered.
     """
-    return Redis.from_url(
-        config.redis_url,
-        socket_timeout=config.network_timeout,
-        socket_connect_timeout=config.network_timeout,
-        retry=Retry(NoBackoff(), 0),
-        max_connections=max_connections,
-    )
+    options: dict[str, Any] = {
+        "socket_timeout": config.network_timeout,
+        "socket_connect_timeout": config.network_timeout,
+        "retry": Retry(NoBackoff(), 0),
+    }
+    if max_connections is not None:
+        options["max_connections"] = max_connections
+    if on_connect is not None:
+        options["redis_connect_func"] = _after_connect(on_connect)
+    if is_sentinel_url(config.redis_url):
+        return connect_sentinel(
+            config.redis_url, options, sentinel_password=config.sentinel_password
+        )
+    return Redis.from_url(config.redis_url, **options)
+
+
+def _after_connect(callback: Callable[[], None]) -> Callable[[AbstractConnection], None]:
+    def connected(connection: AbstractConnection) -> None:
+        connection.on_connect()  # type: ignore[no-untyped-call]
+        callback()
+
+    return connected
