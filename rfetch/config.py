@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from rfetch.affinity import check_setting as check_cpu_affinity
 from rfetch.errors import ConfigError
+from rfetch.store.cluster import check_namespace
 from rfetch.store.sentinel import SentinelUrl, is_sentinel_url
 
 if TYPE_CHECKING:
@@ -82,6 +83,8 @@ class Config:
             ``min_replicas_timeout`` stays in the reliable-push buffer (docs/operations.md,
             "Sentinel").
         min_replicas_timeout: seconds a push waits for ``min_replicas`` replicas.
+        cluster: ``redis_url`` names a node of a Redis Cluster; needs a hash-tag namespace
+            such as ``{myapp}`` (:mod:`rfetch.store.cluster`).
         namespace: optional key prefix; every key becomes ``<namespace>:<key>``.
         concurrency: processor threads per worker process (Sidekiq 7 default: 5).
         queues: queues to fetch from, with weights.
@@ -147,6 +150,7 @@ class Config:
     sentinel_password: str | None = None
     min_replicas: int = 0
     min_replicas_timeout: float = 1.0
+    cluster: bool = False
     namespace: str | None = None
     concurrency: int = 5
     queues: Sequence[QueueSpec] = (QueueSpec("default"),)
@@ -230,6 +234,12 @@ class Config:
     def _validate_redis(self) -> None:
         if is_sentinel_url(self.redis_url):
             SentinelUrl.parse(self.redis_url)
+        if self.cluster:
+            check_namespace(self.namespace)
+            if is_sentinel_url(self.redis_url):
+                raise ConfigError("a Redis Cluster is not reached through Sentinel")
+            if self.min_replicas:
+                raise ConfigError("min_replicas is not available in cluster mode")
         if self.min_replicas < 0:
             raise ConfigError(f"min_replicas must not be negative, got {self.min_replicas}")
         if not self.min_replicas_timeout > 0:
@@ -296,6 +306,7 @@ _SCALAR_FIELDS: dict[str, str] = {
     "sentinel_password": "str",
     "min_replicas": "int",
     "min_replicas_timeout": "float",
+    "cluster": "bool",
     "namespace": "str",
     "concurrency": "int",
     "shutdown_timeout": "float",

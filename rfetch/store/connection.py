@@ -8,14 +8,26 @@ from typing import Any
 from redis import Redis
 from redis.backoff import NoBackoff
 from redis.connection import AbstractConnection
-from redis.exceptions import ConnectionError, TimeoutError
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    ConnectionError,
+    TimeoutError,
+    TryAgainError,
+)
 from redis.retry import Retry
 
 from rfetch.config import Config
+from rfetch.store.cluster import connect_cluster
 from rfetch.store.sentinel import connect_sentinel, is_sentinel_url
 
-REDIS_DOWN = (ConnectionError, TimeoutError, OSError)
-"""Errors that mean Redis could not be reached or did not answer."""
+REDIS_DOWN = (
+    ConnectionError, TimeoutError, OSError, ClusterDownError, TryAgainError, AskError,
+)
+"""Errors that mean Redis could not be reached or did not answer. On a Redis Cluster also a
+slot that moved (``MOVED``/``ASK``: redis-py's transaction pipeline reports it after
+updating its slot map, and nothing of the transaction ran), a cluster that is down, or
+``TRYAGAIN`` during a resharding: all pass once the cluster has settled."""
 
 
 def connect(
@@ -26,7 +38,9 @@ def connect(
 ) -> Redis:
     """A Redis client for ``config.redis_url``, with no automatic command retries.
 
-    A ``redis+sentinel://`` URL gives redis-py's Sentinel client of the named master
+    With ``config.cluster``, the URL names one node of a Redis Cluster and the client is
+    redis-py's :class:`redis.cluster.RedisCluster` (:mod:`rfetch.store.cluster`). A
+    ``redis+sentinel://`` URL gives redis-py's Sentinel client of the named master
     (:mod:`rfetch.store.sentinel`), which follows a failover; the sentinels are asked for the
     master once here, so a wrong setting fails now rather than in a back-off loop.
 
@@ -58,6 +72,8 @@ def connect(
         return connect_sentinel(
             config.redis_url, options, sentinel_password=config.sentinel_password
         )
+    if config.cluster:
+        return connect_cluster(config.redis_url, options)
     return Redis.from_url(config.redis_url, **options)
 
 

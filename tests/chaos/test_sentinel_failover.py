@@ -71,7 +71,7 @@ def test_sentinel_failover_mid_run(
         while sum(len(jids) for _, jids in pushed) < JOBS:
             jids = client.push_bulk("chaos_jobs.Tick", [[i] for i in range(BATCH)])
             pushed.append((time.time(), jids))
-            time.sleep(0.02)  # pushes spread over the run, as an application's would be
+            time.sleep(0.1)  # pushes spread over the run, as an application's would be
             if len(pushed) == JOBS // BATCH // 3:
                 killer.start()  # the master dies while pushes and fetches go on
         say(f"{JOBS} pushed; {client.pending()} still in the client's buffer")
