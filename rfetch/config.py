@@ -83,6 +83,12 @@ class Config:
             ``min_replicas_timeout`` stays in the reliable-push buffer (docs/operations.md,
             "Sentinel").
         min_replicas_timeout: seconds a push waits for ``min_replicas`` replicas.
+        shards: Redis URLs of the shards; when given, each queue lives on one of them and
+            ``redis_url`` is not used (:mod:`rfetch.shards`). Environment:
+            ``RFETCH_SHARDS``, URLs separated by spaces.
+        shard_map: queue name -> index in ``shards``; queues not listed go to the shard
+            given by a stable hash of their name. Environment: ``RFETCH_SHARD_MAP``,
+            ``queue=index`` pairs separated by commas.
         cluster: ``redis_url`` names a node of a Redis Cluster; needs a hash-tag namespace
             such as ``{myapp}`` (:mod:`rfetch.store.cluster`).
         namespace: optional key prefix; every key becomes ``<namespace>:<key>``.
@@ -151,6 +157,8 @@ class Config:
     min_replicas: int = 0
     min_replicas_timeout: float = 1.0
     cluster: bool = False
+    shards: Sequence[str] = ()
+    shard_map: Mapping[str, int] = field(default_factory=dict)
     namespace: str | None = None
     concurrency: int = 5
     queues: Sequence[QueueSpec] = (QueueSpec("default"),)
@@ -234,6 +242,7 @@ class Config:
     def _validate_redis(self) -> None:
         if is_sentinel_url(self.redis_url):
             SentinelUrl.parse(self.redis_url)
+        self._validate_shards()
         if self.cluster:
             check_namespace(self.namespace)
             if is_sentinel_url(self.redis_url):
@@ -245,6 +254,31 @@ class Config:
         if not self.min_replicas_timeout > 0:
             raise ConfigError(
                 f"min_replicas_timeout must be positive, got {self.min_replicas_timeout}"
+            )
+
+    def _validate_shards(self) -> None:
+        if isinstance(self.shards, str):
+            raise ConfigError("shards is a list of Redis URLs, not one string")
+        for url in self.shards:
+            if is_sentinel_url(url):
+                SentinelUrl.parse(url)
+            elif not url.startswith(("redis://", "rediss://", "unix://")):
+                raise ConfigError(f"a shard must be a Redis URL, got {url!r}")
+        if len(set(self.shards)) != len(self.shards):
+            raise ConfigError("a shard URL is listed twice")
+        for queue, index in self.shard_map.items():
+            if not self.shards:
+                raise ConfigError("shard_map needs shards")
+            if isinstance(index, bool) or not isinstance(index, int) or not (
+                0 <= index < len(self.shards)
+            ):
+                raise ConfigError(
+                    f"shard_map sends queue {queue!r} to shard {index!r}; shards are "
+                    f"0 to {len(self.shards) - 1}"
+                )
+        if self.shards and (self.cluster or self.min_replicas or self.processes > 1):
+            raise ConfigError(
+                "shards cannot be combined with cluster, min_replicas or processes > 1 yet"
             )
 
     def _validate_limits(self) -> None:
@@ -298,6 +332,10 @@ class Config:
             text = env.get(f"RFETCH_{name.upper()}")
             if text:
                 values[name] = _parse_scalar(name, kind, text)
+        if env.get("RFETCH_SHARDS"):
+            values["shards"] = tuple(env["RFETCH_SHARDS"].split())
+        if env.get("RFETCH_SHARD_MAP"):
+            values["shard_map"] = _parse_shard_map(env["RFETCH_SHARD_MAP"])
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
@@ -337,6 +375,21 @@ _SCALAR_FIELDS: dict[str, str] = {
     "job_timeout": "float",
     "job_timeout_grace": "float",
 }
+
+
+def _parse_shard_map(text: str) -> dict[str, int]:
+    """``"mail=0,reports=1"`` -> ``{"mail": 0, "reports": 1}``.
+
+    Raises:
+        ConfigError: a pair that is not ``queue=index``.
+    """
+    mapping: dict[str, int] = {}
+    for pair in text.split(","):
+        queue, equals, index = pair.strip().partition("=")
+        if not equals or not queue.strip() or not index.strip().isdigit():
+            raise ConfigError(f"RFETCH_SHARD_MAP wants queue=index pairs, got {pair!r}")
+        mapping[queue.strip()] = int(index)
+    return mapping
 
 
 def _parse_scalar(name: str, kind: str, text: str) -> Any:

@@ -47,17 +47,23 @@ class QueueInfo:
         size: jobs waiting.
         latency: seconds the oldest job has waited (now minus its ``enqueued_at``).
         paused: whether workers take no job from it.
+        shard: the shard it is on (``Config.shards``, :mod:`rfetch.api.shards`); None with
+            one Redis.
     """
 
     name: str
     size: int
     latency: float
     paused: bool
+    shard: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {"name": self.name, "size": self.size, "latency": self.latency,
-                "paused": self.paused}
+        """JSON-ready form (``shard`` only when there are shards)."""
+        data: dict[str, Any] = {"name": self.name, "size": self.size,
+                                "latency": self.latency, "paused": self.paused}
+        if self.shard is not None:
+            data["shard"] = self.shard
+        return data
 
 
 def list_queues(ctx: Context, now: float | None = None) -> list[QueueInfo]:

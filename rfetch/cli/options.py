@@ -13,6 +13,7 @@ from rfetch.errors import RfetchError
 
 if TYPE_CHECKING:
     from rfetch.api import Api
+    from rfetch.api.shards import ShardedApi
 
 REDIS_URL_HELP = "Redis URL [env: REDIS_URL; default redis://localhost:6379/0]."
 NAMESPACE_HELP = "Key prefix (keys become NAMESPACE:queue:...)."
@@ -35,6 +36,35 @@ def filter_options(func: Decorator) -> Decorator:
                         help="Substring (any case) of the args' JSON or the error message.")(func)
     return click.option("--class", "job_class", default=None, metavar="NAME",
                         help="Job class (exact, or its last part: SendWelcome).")(func)
+
+
+@contextmanager
+def admin_view(redis_url: str | None, namespace: str | None) -> Iterator[Api | ShardedApi]:
+    """Like :func:`admin_api`, but over every shard when ``RFETCH_SHARDS`` is set (a
+    :class:`rfetch.api.shards.ShardedApi`: counters summed, queues with their shard).
+
+    Raises:
+        click.ClickException: as :func:`admin_api`.
+    """
+    from redis.exceptions import RedisError
+
+    from rfetch.api import Api
+    from rfetch.api.shards import ShardedApi
+
+    try:
+        config = Config.from_env(redis_url=redis_url, namespace=namespace)
+        view: Api | ShardedApi = ShardedApi(config) if config.shards else Api(config)
+    except RfetchError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        yield view
+    except (RedisError, OSError) as exc:
+        raise click.ClickException(f"Redis: {exc}") from None
+    finally:
+        if isinstance(view, ShardedApi):
+            view.close()
+        else:
+            view.redis.close()
 
 
 @contextmanager

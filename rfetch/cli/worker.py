@@ -20,6 +20,7 @@ from rfetch import affinity
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError, RfetchError
 from rfetch.logs import setup_direct_logging, setup_logging
+from rfetch.shards import shard_config
 from rfetch.store.connection import connect
 from rfetch.swarm.channel import Supervision
 from rfetch.swarm.cpus import parse_processes
@@ -175,7 +176,8 @@ def worker(
             job_timeout_grace=job_timeout_grace,
         )
         # A bad Sentinel setting is an error now, not a back-off loop in every thread.
-        connect(config, max_connections=1).close()
+        for one in [shard_config(config, i) for i in range(len(config.shards))] or [config]:
+            connect(one, max_connections=1).close()
         modules = [require(target) for target in requires]
         configure_from(modules, config)
         registry = Registry.from_loaded()
@@ -233,6 +235,8 @@ def _run_process(
     )
     metrics_bind = boot.metrics_bind
     try:
+        if config.shards:  # one launcher per shard in this process (rfetch.worker.shards)
+            return _run_shards(config, registry, metrics, metrics_port, boot.metrics_bind)
         launcher = Launcher(config, registry, identity=identity, supervision=supervision)
         if metrics is not None and metrics_port is not None:
             manager = launcher.manager
@@ -246,6 +250,23 @@ def _run_process(
         return launcher.run()
     finally:
         listener.stop()
+
+
+def _run_shards(
+    config: Config, registry: Registry, metrics: Any, port: int | None, bind: str
+) -> int:
+    """A worker over several shards; its exit code."""
+    from rfetch.worker.shards import ShardedLauncher
+
+    sharded = ShardedLauncher(config, registry)
+    if metrics is not None and port is not None:
+        slots = config.concurrency * len(sharded.launchers)
+        metrics.watch(lambda: (sharded.busy(), slots, sharded.quiet()))
+        try:
+            metrics.serve(port, bind)
+        except OSError as exc:
+            raise click.ClickException(f"cannot serve metrics on {bind}:{port}: {exc}") from None
+    return sharded.run()
 
 
 def _worker_metrics(config: Config) -> Any:

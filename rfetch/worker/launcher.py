@@ -78,6 +78,9 @@ class Launcher:
         identity: the process identity (default: a new ``host:pid:hex``).
         supervision: set in a swarm's child (``rfetch worker --processes``): its status
             pipe, parent and slot; None for a worker on its own.
+        own_signals: install the TERM/INT/TSTP/TTIN handlers in :meth:`run`; False when a
+            :class:`rfetch.worker.shards.ShardedLauncher` owns them and forwards each signal
+            to :attr:`events`.
     """
 
     def __init__(
@@ -87,8 +90,10 @@ class Launcher:
         redis: Redis | None = None,
         identity: str | None = None,
         supervision: Supervision | None = None,
+        own_signals: bool = True,
     ) -> None:
         self.config = config
+        self.own_signals = own_signals
         self.supervision = supervision
         self.status = supervision.status if supervision is not None else StatusWriter(None)
         self.registry = registry
@@ -157,7 +162,8 @@ class Launcher:
 
     def run(self) -> int:
         """Run until TERM/INT; returns the exit code (0 after a clean shutdown)."""
-        self._install_signal_handlers()
+        if self.own_signals:
+            self._install_signal_handlers()
         log.info(
             "rfetch %s starting: identity=%s concurrency=%d queues=%s jobs=%d",
             __version__,
