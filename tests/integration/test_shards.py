@@ -95,3 +95,27 @@ def test_one_worker_drains_two_shards_and_the_api_merges_them(
     finally:
         assert worker.stop(20) == 0, worker.log()[-3000:]
         api.close()
+
+
+def test_a_one_redis_view_refuses_shards_instead_of_reading_redis_url(
+    shards: tuple[RedisServer, RedisServer],
+) -> None:
+    urls = " ".join(server.url for server in shards)
+    result = CliRunner().invoke(main, ["retries", "list"], env={"RFETCH_SHARDS": urls})
+    assert result.exit_code == 1
+    assert "ShardedApi" in result.output
+    result = CliRunner().invoke(main, ["queues"], env={"RFETCH_SHARDS": urls})
+    assert result.exit_code == 0, result.output
+
+
+def test_explain_says_which_shard_holds_a_job(shards: tuple[RedisServer, RedisServer]) -> None:
+    urls = tuple(server.url for server in shards)
+    client = rfetch.Client(Config(shards=urls, shard_map={"beta": 1}))
+    jid = client.push("Some", [1], {"queue": "beta"})
+    env = {"RFETCH_SHARDS": " ".join(urls), "RFETCH_SHARD_MAP": "beta=1"}
+    result = CliRunner().invoke(main, ["explain", str(jid)], env=env)
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("shard 1:")
+    result = CliRunner().invoke(main, ["explain", "0" * 24], env=env)
+    assert result.exit_code == 1
+    assert "not found on any shard" in result.output
