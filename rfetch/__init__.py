@@ -15,6 +15,7 @@ Public API::
 from rfetch.client import Client, configure
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import (
+    ArgsMismatch,
     ArgsNotSerializable,
     BufferFull,
     ConfigError,
@@ -25,11 +26,14 @@ from rfetch.errors import (
     PayloadTooLarge,
     RfetchError,
     UnknownJob,
+    UnrunnableJobWarning,
 )
 from rfetch.job import Job, JobFunction, job
+from rfetch.periodic import is_leader
 from rfetch.version import __version__
 
 __all__ = [
+    "ArgsMismatch",
     "ArgsNotSerializable",
     "BufferFull",
     "Client",
@@ -45,7 +49,9 @@ __all__ = [
     "QueueSpec",
     "RfetchError",
     "UnknownJob",
+    "UnrunnableJobWarning",
     "__version__",
     "configure",
+    "is_leader",
     "job",
 ]

@@ -255,6 +255,8 @@ class Client:
         args: Sequence[Any],
         options: Mapping[str, Any] | None = None,
         at: float | None = None,
+        *,
+        buffer: bool = True,
     ) -> str | None:
         """Push one job; return its jid, or None if client middleware stopped the push or a
         unique job's lock is held (nothing is written then).
@@ -264,16 +266,21 @@ class Client:
             args: JSON-native arguments.
             options: job options.
             at: run time (float epoch seconds); None or a past time runs now.
+            buffer: while Redis is unreachable, keep the job in the reliable-push buffer
+                and return its jid (default); False raises instead, so the caller knows
+                the job is not in Redis (``rfetch enqueue``).
 
         Raises:
             ArgsNotSerializable, PayloadTooLarge, ConfigError: nothing is written.
-            redis.exceptions.ConnectionError: Redis cannot be reached.
+            BufferFull: Redis is unreachable and the buffer is full.
+            redis.exceptions.ConnectionError, TimeoutError, OSError: Redis cannot be
+                reached and ``buffer`` is False.
         """
         payload = self._through_middleware(self.build(class_name, args, options or {}, at))
         if payload is None:
             return None
         jid: str = payload["jid"]
-        written = self._write([self._serialize(payload)], [payload["queue"]])
+        written = self._write([self._serialize(payload)], [payload["queue"]], buffer=buffer)
         return jid if written is None or written[0] else None
 
     def push_bulk(
@@ -346,24 +353,30 @@ class Client:
         return dumps(payload, self.config.max_payload_bytes), at
 
     def _write(
-        self, items: Sequence[tuple[str, float | None]], queues: Sequence[str]
+        self,
+        items: Sequence[tuple[str, float | None]],
+        queues: Sequence[str],
+        *,
+        buffer: bool = True,
     ) -> list[bool] | None:
         """Push serialised jobs (see :meth:`Delivery.write`): per job whether written, or
         None when buffered.
 
         Raises:
             BufferFull: Redis is unreachable and the buffer cannot take them all.
+            redis.exceptions.ConnectionError, TimeoutError, OSError: Redis is unreachable
+                and ``buffer`` is False.
         """
         jobs = [BufferedJob(q, text, at) for (text, at), q in zip(items, queues, strict=True)]
         if len(self.deliveries) == 1:
-            return self.delivery.write(jobs)
+            return self.delivery.write(jobs, buffer=buffer)
         # Shards: each job to its queue's shard; a buffered group counts as accepted.
         groups: dict[int, list[int]] = {}
         for position, job in enumerate(jobs):
             groups.setdefault(shard_of(self.config, job.queue), []).append(position)
         written = [True] * len(jobs)
         for shard, positions in groups.items():
-            outcome = self.deliveries[shard].write([jobs[i] for i in positions])
+            outcome = self.deliveries[shard].write([jobs[i] for i in positions], buffer=buffer)
             if outcome is not None:
                 for position, ok in zip(positions, outcome, strict=True):
                     written[position] = ok

@@ -12,9 +12,12 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from rfetch.affinity import check_setting as check_cpu_affinity
 from rfetch.errors import ConfigError
+from rfetch.formatting import safe_url
+from rfetch.periodic.schedule import PeriodicRegistry
 from rfetch.store.cluster import check_namespace
 from rfetch.store.sentinel import SentinelUrl, is_sentinel_url
 
@@ -150,6 +153,12 @@ class Config:
         job_timeout_grace: seconds a job may go on past its deadline, or past a cancel
             request, before the worker stops it for real (records it as failed, then
             retires the process).
+        leader_ttl: seconds the leader lease lasts without renewal (renewed every third
+            of it); a SIGKILLed leader is replaced within it, a stopped one at once. 15 s,
+            against Sidekiq Enterprise's 15 s renewals and 60 s follower checks: see
+            ``docs/periodic.md``.
+        periodic: the periodic (cron) schedules this worker registers
+            (``config.periodic.register(...)`` in ``configure_worker``).
     """
 
     redis_url: str = DEFAULT_REDIS_URL
@@ -196,6 +205,8 @@ class Config:
     max_jobs: int | None = None
     job_timeout: float | None = None
     job_timeout_grace: float = 5.0
+    leader_ttl: float = 15.0
+    periodic: PeriodicRegistry = field(default_factory=PeriodicRegistry)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -232,8 +243,11 @@ class Config:
         if not 0 < self.block_timeout < self.network_timeout:
             raise ConfigError("block_timeout must be positive and below network_timeout")
         check_cpu_affinity(self.cpu_affinity)
+        _check_redis_url(self.redis_url)
         self._validate_limits()
         self._validate_redis()
+        if not self.leader_ttl >= 1:
+            raise ConfigError(f"leader_ttl must be at least 1 second, got {self.leader_ttl}")
         if self.namespace is not None and (not self.namespace or ":" in self.namespace):
             raise ConfigError(
                 f"namespace must be a non-empty name without ':', got {self.namespace!r}"
@@ -340,6 +354,21 @@ class Config:
         return cls(**values)
 
 
+def _check_redis_url(url: str) -> None:
+    """Raise ConfigError, with the password hidden, for a URL redis-py cannot use."""
+    if is_sentinel_url(url):  # several hosts: checked by SentinelUrl.parse
+        return
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parsing the port is the check
+    except ValueError as exc:
+        raise ConfigError(f"redis_url {safe_url(url)} is not a valid URL: {exc}") from None
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        raise ConfigError(
+            f"redis_url must start with redis://, rediss:// or unix://, got {safe_url(url)}"
+        )
+
+
 _SCALAR_FIELDS: dict[str, str] = {
     "sentinel_password": "str",
     "min_replicas": "int",
@@ -374,6 +403,7 @@ _SCALAR_FIELDS: dict[str, str] = {
     "max_jobs": "int",
     "job_timeout": "float",
     "job_timeout_grace": "float",
+    "leader_ttl": "float",
 }
 
 

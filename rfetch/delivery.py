@@ -28,6 +28,7 @@ from redis import Redis
 
 from rfetch.config import Config
 from rfetch.errors import BufferFull
+from rfetch.formatting import safe_url
 from rfetch.payload import Routing, may_be_gated
 from rfetch.push_buffer import BufferedJob, MemoryBuffer, PushBuffer, SpoolBuffer
 from rfetch.replicas import NotReplicated, Replicated, ReplicaWait
@@ -99,9 +100,14 @@ class Delivery:
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
 
-    def write(self, jobs: Sequence[BufferedJob]) -> list[bool] | None:
+    def write(self, jobs: Sequence[BufferedJob], *, buffer: bool = True) -> list[bool] | None:
         """Push serialised jobs after every buffered one, or buffer them if Redis is
         unreachable.
+
+        Args:
+            jobs: the serialised jobs, in push order.
+            buffer: False to raise instead of buffering (a process that must know that
+                the jobs reached Redis before it exits, such as ``rfetch enqueue``).
 
         Returns:
             Per job, whether it was written (False: a unique job's lock was held); None
@@ -110,6 +116,8 @@ class Delivery:
         Raises:
             BufferFull: Redis is unreachable and the buffer cannot take them all; none of
                 them was accepted.
+            redis.exceptions.ConnectionError, TimeoutError, OSError: Redis is unreachable
+                and ``buffer`` is False; none of them was accepted.
         """
         with self._lock:
             try:
@@ -119,6 +127,8 @@ class Delivery:
                     self.replica_wait.after_write()
                 return written
             except REDIS_DOWN as exc:
+                if not buffer:
+                    raise
                 self._keep(jobs, exc)
                 return None
             except NotReplicated as exc:
@@ -254,15 +264,39 @@ class Delivery:
                 delay = 5.0
 
     def _flush_at_exit(self) -> None:
-        if not self.pending():
+        """At interpreter exit (``atexit``): deliver what is buffered, waiting up to
+        ``push_exit_timeout`` seconds for Redis, and say loudly what was not delivered.
+
+        A process that ends without running ``atexit`` hooks (SIGKILL, ``os._exit``, a
+        signal whose default action ends it, such as SIGTERM without a handler) cannot
+        deliver: only ``push_spool`` keeps its jobs then.
+        """
+        waiting = self.pending()
+        if not waiting:
             return
-        left = self.flush(self.config.push_exit_timeout)
-        if left:
-            where = (
-                f"kept in the spool {self.config.push_spool} for the next process"
-                if self.config.push_spool
-                else "LOST: configure Config.push_spool to keep them across restarts"
+        timeout = self.config.push_exit_timeout
+        if timeout > 0:
+            log.warning(
+                "exiting with %d job(s) buffered while Redis at %s is unreachable; waiting up "
+                "to %.0f s (Config.push_exit_timeout) to deliver them",
+                waiting,
+                safe_url(self.config.redis_url),
+                timeout,
             )
-            log.error(
-                "exiting with %d undelivered job(s) while Redis is unreachable: %s", left, where
-            )
+        left = self.flush(timeout)
+        if not left:
+            log.warning("delivered the %d buffered job(s) before exit", waiting)
+            return
+        where = (
+            f"kept in the spool {self.config.push_spool}, delivered by the next process "
+            "that uses it"
+            if self.config.push_spool
+            else "LOST with this process (Config.push_spool keeps them across restarts; "
+            "Client.flush(timeout) tells a program that must know)"
+        )
+        log.error(
+            "%d job(s) NOT delivered: Redis at %s unreachable at exit; %s",
+            left,
+            safe_url(self.config.redis_url),
+            where,
+        )

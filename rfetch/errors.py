@@ -67,6 +67,18 @@ class JobCancelled(RfetchError):
     """
 
 
+class ArgsMismatch(RfetchError, TypeError):
+    """A push's arguments do not fit the job's ``perform`` (too few, too many, or a
+    keyword-only parameter without a default). Raised at push time, when the job class is
+    known, instead of failing in the worker on every retry; nothing was written."""
+
+
+class UnrunnableJobWarning(UserWarning):
+    """A job is pushed under a name no worker can register: its class is defined in
+    ``__main__`` (the script being run), which a worker imports under the module's own
+    name. Define job classes in a module the script imports, or give the class a ``name``."""
+
+
 # Recorded as ``error_class`` (``module.Class``): the public names, not rfetch.errors.
 JobTimeout.__module__ = "rfetch"
 JobCancelled.__module__ = "rfetch"

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import inspect
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Generic, Literal, ParamSpec, TypeVar
 
+from rfetch.arity import Arity, raw_perform
 from rfetch.client import DEFAULT, Client, check_options
-from rfetch.errors import ConfigError
+from rfetch.errors import ConfigError, UnrunnableJobWarning
 from rfetch.limits import JobControl
 
 RetryDecision = float | int | Literal["discard", "kill"] | None
@@ -77,32 +80,66 @@ class JobSetter:
                 options["tenant"] = tenant
         return options
 
+    def _checked(self, args: Sequence[Any], options: Mapping[str, Any]) -> Sequence[Any]:
+        """``args`` once they fit ``perform`` (a coalescing job's ``perform(batch)`` takes
+        the list of its jobs' argument lists, so its pushes are not checked); warns
+        (UnrunnableJobWarning) when the job's name starts with ``__main__.``."""
+        if options.get("coalesce") is not True:
+            self.job_class.check_args(args)
+        name = self.job_class.job_name()
+        if name.startswith("__main__."):
+            warnings.warn(
+                f"job {name!r} is defined in the script being run (__main__), so no worker "
+                "can register that name (a worker imports the module under its own name): "
+                "define the job in a module the script imports, or give the class a name "
+                f"(name = {name.split('.', 1)[1]!r})",
+                UnrunnableJobWarning,
+                stacklevel=4,
+            )
+        return args
+
     def perform_async(self, *args: Any) -> str | None:
         """Enqueue now; the jid (24 hex), or None if client middleware dropped the push or a
         unique job's lock is held (unique jobs).
 
         Raises:
+            ArgsMismatch: the arguments do not fit ``perform``; nothing is written.
             ArgsNotSerializable, PayloadTooLarge: nothing is written.
             ConfigError: a bad option (e.g. an ordering key that is not a string).
         """
-        return self._client().push(self.job_class.job_name(), args, self._options(args))
+        options = self._options(args)
+        return self._client().push(
+            self.job_class.job_name(), self._checked(args, options), options
+        )
 
     def perform_in(self, interval: dt.timedelta | float, *args: Any) -> str | None:
         """Enqueue to run after ``interval`` (seconds or timedelta)."""
         return self.perform_at(time.time() + to_seconds(interval), *args)
 
     def perform_at(self, when: dt.datetime | float, *args: Any) -> str | None:
-        """Enqueue to run at ``when`` (datetime or epoch seconds); a past time runs now."""
+        """Enqueue to run at ``when`` (datetime or epoch seconds); a past time runs now.
+
+        Raises:
+            ArgsMismatch: as :meth:`perform_async`.
+        """
+        options = self._options(args)
         return self._client().push(
-            self.job_class.job_name(), args, self._options(args), at=to_epoch(when)
+            self.job_class.job_name(), self._checked(args, options), options, at=to_epoch(when)
         )
 
     def perform_bulk(
         self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000
     ) -> list[str]:
-        """Enqueue one job per argument list, ``batch_size`` per round trip; their jids."""
+        """Enqueue one job per argument list, ``batch_size`` per round trip; their jids.
+
+        Raises:
+            ArgsMismatch: an argument list does not fit ``perform``; nothing is written.
+        """
         arg_lists = list(args_list)
         options = self._options()
+        for args in arg_lists:
+            if isinstance(args, (list, tuple)):  # push_bulk names any other item itself
+                self._checked(args, options)
         keyed = ("key" not in self.options and self.job_class.has_ordering_key()) or (
             "tenant" not in self.options and self.job_class.has_tenant()
         )
@@ -151,6 +188,12 @@ class Job:
     safe point. A job still running ``job_timeout_grace`` seconds later is stopped by the
     worker (docs/guarantees.md, "Time limits").
 
+    Periodic jobs (docs/periodic.md): ``cron`` (5 fields, 6 with seconds first, or a macro
+    such as ``"@hourly"``) makes every ``rfetch worker`` that imports the class register it
+    as a periodic schedule, named after the job, pushed without arguments at every tick
+    by the leader; ``cron_tz`` is its IANA time zone (default UTC). A bad value stops the
+    worker's start with a ConfigError naming the schedule.
+
     A worker sets ``jid`` and ``control`` on the instance before calling ``perform``.
     """
 
@@ -165,8 +208,11 @@ class Job:
     coalesce: ClassVar[bool | Literal["last"] | None] = None
     key_on_failure: ClassVar[Literal["block", "skip"]] = "block"
     timeout: ClassVar[float | None] = None
+    cron: ClassVar[str | None] = None
+    cron_tz: ClassVar[str | None] = None
 
     jid: str = ""
+    _arity: ClassVar[Arity | None] = None
     control: JobControl | None = None
     """The running execution's deadline and cancel flag; None outside a worker."""
 
@@ -260,6 +306,20 @@ class Job:
         discarded), so a job pushed back meanwhile never triggers it."""
 
     @classmethod
+    def check_args(cls, args: Sequence[Any]) -> None:
+        """Check that ``perform(*args)`` fits ``perform``'s signature (:mod:`rfetch.arity`).
+
+        Raises:
+            ArgsMismatch: too few or too many arguments, or ``perform`` has a keyword-only
+                parameter without a default.
+        """
+        arity: Arity | None = cls.__dict__.get("_arity")
+        if arity is None or arity.raw is not raw_perform(cls):  # read once per perform
+            arity = Arity.of(cls, cls.perform)
+            cls._arity = arity
+        arity.check(cls.job_name(), args)
+
+    @classmethod
     def job_name(cls) -> str:
         """The name in payloads: ``name`` if set, else ``module.QualName``."""
         return cls.name or f"{cls.__module__}.{cls.__qualname__}"
@@ -351,11 +411,14 @@ def job(
     """Make a plain function a job: ``@rfetch.job`` or ``@rfetch.job(queue="mail", retry=3)``.
 
     The job is registered as ``module.function_name`` unless ``name=`` is given.
+    ``cron=`` (and ``cron_tz=``) makes it a periodic job, pushed without arguments at every
+    tick (see :class:`Job`); the expression is checked when a worker starts.
 
     Raises:
         ConfigError: an unknown option.
     """
     name = options.pop("name", None)
+    periodic: dict[str, Any] = {k: options.pop(k) for k in ("cron", "cron_tz") if k in options}
     check_options(options)
     per_push = {"key", "tenant", "unique_key"} & set(options)
     if per_push:
@@ -367,6 +430,13 @@ def job(
         def perform(self: Job, *args: Any) -> None:
             fn(*args)  # type: ignore[call-arg]
 
+        # Pushes are checked against the function's own parameters, behind the ``self``
+        # every method has.
+        own = inspect.signature(fn)
+        self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        perform.__signature__ = own.replace(  # type: ignore[attr-defined]
+            parameters=[self_param, *own.parameters.values()]
+        )
         attrs: dict[str, Any] = {
             "perform": perform,
             "__module__": fn.__module__,
@@ -375,6 +445,7 @@ def job(
             "name": name,
         }
         attrs.update(options)
+        attrs.update(periodic)
         job_class = type(fn.__name__, (Job,), attrs)
         return JobFunction(fn, job_class)
 

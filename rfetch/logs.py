@@ -3,6 +3,7 @@ log lines from worker threads to one writer thread."""
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -10,6 +11,7 @@ import queue
 import sys
 import threading
 import time
+import traceback
 from logging.handlers import QueueHandler
 from typing import NamedTuple
 
@@ -41,6 +43,19 @@ def _context(record: logging.LogRecord) -> dict[str, object]:
     return {f: getattr(record, f) for f in JOB_FIELDS if getattr(record, f, None) is not None}
 
 
+def _traceback(formatter: logging.Formatter, record: logging.LogRecord) -> str:
+    """The record's traceback and stack text ("" when it has none); ``exc_text`` when the
+    hand-off already formatted it (see :meth:`HandOffHandler.prepare`)."""
+    parts = []
+    if record.exc_text:
+        parts.append(record.exc_text)
+    elif record.exc_info:
+        parts.append(formatter.formatException(record.exc_info))
+    if record.stack_info:
+        parts.append(formatter.formatStack(record.stack_info))
+    return "\n".join(parts)
+
+
 class TextFormatter(logging.Formatter):
     """``2026-11-22T07:33:31.123Z pid=1 tid=7f2a class=app.Job jid=... INFO: start``."""
 
@@ -65,9 +80,8 @@ class TextFormatter(logging.Formatter):
         if "elapsed_ms" in ctx:
             parts.append(f"elapsed={ctx['elapsed_ms']}ms")
         line = " ".join(parts) + f" {record.levelname}: {record.getMessage()}"
-        if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
-        return line
+        trace = _traceback(self, record)
+        return f"{line}\n{trace}" if trace else line
 
     def format_event(self, event: JobEvent, pid: int) -> str:
         """The same line as :meth:`format` for a per-job event (level INFO)."""
@@ -91,8 +105,9 @@ class JsonFormatter(logging.Formatter):
             "msg": record.getMessage(),
         }
         entry.update(_context(record))
-        if record.exc_info:
-            entry["exc"] = self.formatException(record.exc_info)
+        trace = _traceback(self, record)
+        if trace:
+            entry["exc"] = trace
         return json.dumps(entry, default=str)
 
     def format_event(self, event: JobEvent, pid: int) -> str:
@@ -124,10 +139,31 @@ class HandOffHandler(QueueHandler):
     which cost a worker thread more than the rest of a no-op job (profiled). Here
     the writer thread does all the formatting; rfetch's records carry only immutable
     values, so nothing changes between the hand-over and the formatting.
+
+    Two kinds of record are frozen in the calling thread instead: one with a traceback
+    (``exc_info``: formatted into ``exc_text`` while its frames are as they were), and,
+    with ``eager``, every record (an application's arguments may be objects it changes
+    afterwards).
+
+    Args:
+        items: the writer's queue.
+        eager: freeze every record's message in the calling thread.
     """
 
+    def __init__(self, items: queue.SimpleQueue[Item], eager: bool = False) -> None:
+        super().__init__(items)
+        self.eager = eager
+
     def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
-        return record
+        if not (self.eager or record.exc_info):
+            return record
+        frozen = copy.copy(record)
+        frozen.msg = record.getMessage()
+        frozen.args = None
+        if record.exc_info:
+            frozen.exc_text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+            frozen.exc_info = None
+        return frozen
 
 
 class LogWriter:
@@ -283,12 +319,25 @@ def _fast_queue(logger: logging.Logger) -> queue.SimpleQueue[Item] | None:
     return None
 
 
-def setup_logging(verbose: bool, json_logs: bool) -> LogWriter:
-    """Send rfetch's logs to stderr, INFO (or DEBUG with ``verbose``), text or JSON.
+def setup_logging(
+    verbose: bool, json_logs: bool, context: logging.Filter | None = None
+) -> LogWriter:
+    """Send rfetch's logs, and the application's, to stderr at INFO (or DEBUG with
+    ``verbose``), text or JSON.
 
     Records go through a QueueHandler to one writer thread that formats and writes them, so
     a processor thread never waits for stderr or for another thread's write (that lock cost
-    half the throughput); per-job lines travel as :class:`JobEvent` tuples.
+    half the throughput); per-job lines travel as :class:`JobEvent` tuples. The root logger
+    (every application logger that has no handler of its own) goes to the same writer at
+    the same level, so its lines come in order with rfetch's; ``context`` (a
+    :class:`rfetch.log_context.JobContext`) adds the running job to them. A root logger the
+    application configured itself (``dictConfig`` in a ``-r`` module, say) is left as it
+    is, and one configured later replaces this handler.
+
+    Args:
+        verbose: DEBUG instead of INFO.
+        json_logs: one JSON object per line instead of text.
+        context: a filter for the application's records (the running job's fields).
 
     Returns:
         The started writer; call ``stop()`` before exit to flush it.
@@ -298,21 +347,45 @@ def setup_logging(verbose: bool, json_logs: bool) -> LogWriter:
     handler.setFormatter(formatter)
     items: queue.SimpleQueue[Item] = queue.SimpleQueue()
     writer = LogWriter(items, handler, formatter)
-    root = logging.getLogger("rfetch")
-    root.handlers[:] = [HandOffHandler(items)]
-    root.setLevel(logging.DEBUG if verbose else logging.INFO)
-    root.propagate = False
+    level = logging.DEBUG if verbose else logging.INFO
+    own = logging.getLogger("rfetch")
+    own.handlers[:] = [HandOffHandler(items)]
+    own.setLevel(level)
+    own.propagate = False
+    application = HandOffHandler(items, eager=True)
+    if context is not None:
+        application.addFilter(context)
+    _take_root(application, level)
     writer.start()
     return writer
 
 
+class DirectHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The stderr handler of :func:`setup_direct_logging` (a type of its own, so that
+    :func:`setup_logging` knows the root logger's handler is rfetch's, not the
+    application's)."""
+
+
+def _take_root(handler: logging.Handler, level: int) -> None:
+    """Make ``handler`` the root logger's (the application's logging) at ``level``, unless
+    the application configured the root logger itself (a handler rfetch did not put
+    there, e.g. from ``dictConfig`` in a ``-r`` module): that configuration is kept."""
+    root = logging.getLogger()
+    if all(isinstance(h, (HandOffHandler, DirectHandler)) for h in root.handlers):
+        root.handlers[:] = [handler]
+        root.setLevel(level)
+
+
 def setup_direct_logging(verbose: bool, json_logs: bool) -> None:
     """Like :func:`setup_logging`, but written by the logging thread itself, with no writer
-    thread: for a swarm's parent, which must have no other thread when it forks (each child
-    then calls :func:`setup_logging` for itself)."""
-    handler = logging.StreamHandler(sys.stderr)
+    thread: for ``rfetch worker`` until its worker process starts (the ``-r`` imports) and
+    for a swarm's parent, which must have no other thread when it forks (each worker
+    process then calls :func:`setup_logging` for itself)."""
+    handler = DirectHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if json_logs else TextFormatter())
+    level = logging.DEBUG if verbose else logging.INFO
     root = logging.getLogger("rfetch")
     root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    root.setLevel(level)
     root.propagate = False
+    _take_root(handler, level)

@@ -119,6 +119,7 @@ class ApiCollector(Collector):
         yield paused
 
         yield from _class_counters(totals)
+        yield from _periodic_metrics(api)
         window = f"over the last {self.window_minutes} minute(s)"
         quantiles = GaugeMetricFamily(
             "rfetch_class_duration_quantile_seconds",
@@ -170,6 +171,37 @@ def _class_counters(totals: list[ClassMetrics]) -> Iterator[Metric]:
     yield processed
     yield failed
     yield duration
+
+
+def _periodic_metrics(api: Api) -> Iterator[Metric]:
+    """Periodic ticks per schedule (pushed, caught up late, skipped as older than the
+    catch-up window), leader elections and whether a leader holds the lease."""
+    schedules = api.periodic()
+    leader = api.leader()
+    families = {
+        "pushed": CounterMetricFamily(
+            "rfetch_periodic_ticks_pushed", "Ticks pushed per periodic schedule.",
+            labels=["schedule"]),
+        "caught_up": CounterMetricFamily(
+            "rfetch_periodic_ticks_caught_up",
+            "Ticks pushed late, after a leaderless gap, per periodic schedule.",
+            labels=["schedule"]),
+        "skipped": CounterMetricFamily(
+            "rfetch_periodic_ticks_skipped",
+            "Ticks older than the catch-up window, never pushed, per periodic schedule.",
+            labels=["schedule"]),
+    }
+    for s in schedules:
+        families["pushed"].add_metric([s.name], s.pushed)
+        families["caught_up"].add_metric([s.name], s.caught_up)
+        families["skipped"].add_metric([s.name], s.skipped)
+    yield from families.values()
+    changes = CounterMetricFamily("rfetch_leader_changes", "Leader elections so far.")
+    changes.add_metric([], leader.changes)
+    yield changes
+    yield _gauge("rfetch_leader_present",
+                 "1 while a process holds the leader lease (renewed within leader_ttl).",
+                 1 if leader.present else 0)
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

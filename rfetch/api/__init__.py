@@ -38,6 +38,16 @@ from .groups import (
     list_tenants,
     set_tenant_weight,
 )
+from .periodic import (
+    LeaderInfo,
+    PeriodicInfo,
+    PeriodicNotFound,
+    leader_problem,
+    list_periodic,
+    read_leader,
+    run_now,
+    set_paused,
+)
 from .processes import ProcessInfo, ProcessNotFound, ProcessSet, RunningJob
 from .queues import Queue, QueueInfo, list_queues
 from .records import (
@@ -195,6 +205,49 @@ class Api:
         """
         set_tenant_weight(self.ctx, queue, tenant, weight)
 
+    def periodic(self) -> list[PeriodicInfo]:
+        """Every periodic schedule the leader registered, with its next tick, last tick
+        pushed, counts and paused flag (see ``docs/periodic.md``)."""
+        return list_periodic(self.ctx)
+
+    def periodic_count(self) -> int:
+        """How many periodic schedules are registered (one HLEN)."""
+        return int(self.redis.hlen(self.keys.periodic))
+
+    def leader_problem(self) -> str | None:
+        """A sentence when periodic schedules are registered but no process has renewed the
+        leader lease within ``leader_ttl`` (so none is pushed); None otherwise."""
+        return leader_problem(self.ctx)
+
+    def leader(self) -> LeaderInfo:
+        """The leader lease: which process leads, since when, its last renewal."""
+        return read_leader(self.ctx)
+
+    def pause_periodic(self, name: str) -> None:
+        """Pause a periodic schedule: its ticks pass without a push until unpaused.
+
+        Raises:
+            PeriodicNotFound: no such schedule.
+        """
+        set_paused(self.ctx, name, True)
+
+    def unpause_periodic(self, name: str) -> None:
+        """Unpause a periodic schedule: its next tick is pushed.
+
+        Raises:
+            PeriodicNotFound: no such schedule.
+        """
+        set_paused(self.ctx, name, False)
+
+    def run_periodic(self, name: str) -> str | None:
+        """Push one job of a periodic schedule now, outside its ticks; its jid (None when
+        client middleware stopped it). See :func:`rfetch.api.periodic.run_now`.
+
+        Raises:
+            PeriodicNotFound: no such schedule.
+        """
+        return run_now(self.ctx, name)
+
     def job_set(self, name: str) -> JobSet:
         """``scheduled``/``schedule``, ``retry``/``retries`` or ``dead``/``morgue``.
 
@@ -261,9 +314,14 @@ class Api:
         max_size: int | None = None,
         queue: str | None = None,
     ) -> CheckResult:
-        """Compare queue latency (seconds) and size with thresholds; see
-        :func:`rfetch.api.stats.check_queues`."""
-        return check_queues(self.ctx, max_latency, max_size, queue)
+        """Compare queue latency (seconds) and size with thresholds (see
+        :func:`rfetch.api.stats.check_queues`), and fail when periodic schedules are
+        registered but no process leads (:func:`rfetch.api.periodic.leader_problem`)."""
+        result = check_queues(self.ctx, max_latency, max_size, queue)
+        problem = leader_problem(self.ctx)
+        if problem is None or not result.ok:
+            return result
+        return CheckResult(False, f"CRITICAL {problem}", result.queues)
 
 
 __all__ = [
@@ -283,9 +341,12 @@ __all__ = [
     "JobFilter",
     "JobRecord",
     "JobSet",
+    "LeaderInfo",
     "Location",
     "OrderingKeyInfo",
     "Page",
+    "PeriodicInfo",
+    "PeriodicNotFound",
     "ProcessInfo",
     "ProcessNotFound",
     "ProcessSet",

@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import math
 import re
+import zlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from rfetch.payload import Routing, epoch_seconds
+from rfetch.worker.retry import decompress_backtrace
 
 ACTIVEJOB_WRAPPER = "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper"
 """The class Rails' ActiveJob pushes; the real job class is in ``wrapped`` or
@@ -214,6 +216,21 @@ class JobRecord:
     def error_message(self) -> str | None:
         """Message of the last error (truncated to 10,000 characters by the worker)."""
         return _str_or_none(self._get("error_message"))
+
+    @property
+    def error_backtrace(self) -> list[str] | None:
+        """The stored traceback of the last error, innermost frame first, in Ruby's
+        ``file:line:in `method'`` form: Sidekiq's ``error_backtrace`` (base64 of deflated
+        JSON), written only for a job with the ``backtrace`` option; None when absent or
+        unreadable."""
+        text = self._get("error_backtrace")
+        if not isinstance(text, str) or not text:
+            return None
+        try:
+            lines = decompress_backtrace(text)
+        except (ValueError, TypeError, zlib.error):
+            return None
+        return [str(line) for line in lines] if isinstance(lines, list) else None
 
     @property
     def at(self) -> float | None:

@@ -10,6 +10,7 @@ import click
 
 from rfetch.config import Config
 from rfetch.errors import RedisUnavailable, RfetchError
+from rfetch.formatting import safe_url
 
 if TYPE_CHECKING:
     from rfetch.api.shards import ShardedApi
@@ -98,7 +99,7 @@ def check(
     try:
         result = api.check(max_latency, max_size, queue)
     except (RedisError, OSError) as exc:
-        click.echo(f"UNKNOWN cannot read Redis at {api.config.redis_url}: {exc}")
+        click.echo(f"UNKNOWN cannot read Redis at {safe_url(api.config.redis_url)}: {exc}")
         sys.exit(EXIT_UNREACHABLE)
     finally:
         api.redis.close()

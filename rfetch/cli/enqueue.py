@@ -10,6 +10,7 @@ import click
 
 from rfetch.config import Config
 from rfetch.errors import RfetchError
+from rfetch.formatting import safe_url
 
 from .app import main
 from .options import REDIS_URL_HELP
@@ -32,7 +33,12 @@ def enqueue(
     redis_url: str | None,
     namespace: str | None,
 ) -> None:
-    """Push one job named NAME with JSON_ARGS (a JSON array); prints the jid."""
+    """Push one job named NAME with JSON_ARGS (a JSON array); prints the jid.
+
+    Exits 1 without a jid when the job did not reach Redis (unreachable, or an error).
+    """
+    from redis.exceptions import RedisError
+
     from rfetch.client import Client
 
     try:
@@ -45,8 +51,19 @@ def enqueue(
     if retry is not None:
         options["retry"] = retry
     try:
-        client = Client(Config.from_env(redis_url=redis_url, namespace=namespace))
-        jid = client.push(name, args, options, at=None if delay is None else time.time() + delay)
+        config = Config.from_env(redis_url=redis_url, namespace=namespace)
+        client = Client(config)
+        # No reliable-push buffer: a jid printed here is a job in Redis, and a job that is
+        # not is an error (exit 1), never a buffer lost when this process ends.
+        jid = client.push(
+            name, args, options, at=None if delay is None else time.time() + delay, buffer=False
+        )
     except RfetchError as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(jid or "(dropped by client middleware)")
+    except (RedisError, OSError) as exc:
+        raise click.ClickException(
+            f"job not enqueued: Redis at {safe_url(config.redis_url)}: {exc}"
+        ) from None
+    if jid is None:
+        raise click.ClickException("job not enqueued: dropped by client middleware")
+    click.echo(jid)

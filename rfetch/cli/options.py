@@ -10,6 +10,7 @@ import click
 
 from rfetch.config import Config
 from rfetch.errors import RfetchError
+from rfetch.formatting import safe_url
 
 if TYPE_CHECKING:
     from rfetch.api import Api
@@ -87,6 +88,6 @@ def admin_api(redis_url: str | None, namespace: str | None) -> Iterator[Api]:
     try:
         yield api
     except (RedisError, OSError) as exc:
-        raise click.ClickException(f"Redis at {config.redis_url}: {exc}") from None
+        raise click.ClickException(f"Redis at {safe_url(config.redis_url)}: {exc}") from None
     finally:
         api.redis.close()

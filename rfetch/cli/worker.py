@@ -19,6 +19,7 @@ import click
 from rfetch import affinity
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError, RfetchError
+from rfetch.log_context import PRINT_LOGGER, JobContext, PrintToLog
 from rfetch.logs import setup_direct_logging, setup_logging
 from rfetch.shards import shard_config
 from rfetch.store.connection import connect
@@ -148,15 +149,16 @@ def worker(
     (a second TERM/INT stops at once); TTIN = log every thread's stack.
     To a swarm's parent, the same for every worker, and USR2 = rolling restart.
     """
-    from rfetch.worker.registry import Registry, configure_from, require
+    from rfetch.worker.registry import Registry, configure_from, require_all
 
     # A swarm's parent forks: it must run no thread then (no log writer thread). As PID 1
-    # (a container) a worker always supervises itself, to reap zombies.
+    # (a container) a worker always supervises itself, to reap zombies. Logging is direct
+    # (no thread) until then, so what the -r imports log is written too; each worker
+    # process then starts its own writer (_run_process).
     supervise = (
         processes is not None or bool(os.environ.get("RFETCH_PROCESSES")) or os.getpid() == 1
     )
-    if supervise:
-        setup_direct_logging(verbose, json_logs)
+    setup_direct_logging(verbose, json_logs)
     try:
         config = Config.from_env(
             redis_url=redis_url,
@@ -178,13 +180,13 @@ def worker(
         # A bad Sentinel setting is an error now, not a back-off loop in every thread.
         for one in [shard_config(config, i) for i in range(len(config.shards))] or [config]:
             connect(one, max_connections=1).close()
-        modules = [require(target) for target in requires]
+        modules = require_all(requires)
         configure_from(modules, config)
         registry = Registry.from_loaded()
+        config.periodic.collect(filter(None, map(registry.get, registry.names())))
+        config.periodic.check_jobs(registry.names())
     except RfetchError as exc:
         raise click.ClickException(str(exc)) from None
-    if not requires:
-        click.echo("warning: no -r given, so no job classes are registered", err=True)
     boot = _Boot(config, registry, verbose, json_logs, sentry_dsn, metrics_port, metrics_bind)
     if supervise:
         sys.exit(_run_swarm(boot))
@@ -208,18 +210,40 @@ def _run_swarm(boot: _Boot) -> int:
 def _run_process(
     boot: _Boot, identity: str | None = None, supervision: Supervision | None = None
 ) -> int:
-    """One worker process (on its own, or a swarm's child after the fork); its exit code."""
+    """One worker process (on its own, or a swarm's child after the fork); its exit code.
+
+    Its log writer takes rfetch's lines and the application's (logging, and ``print``
+    through :class:`PrintToLog`), with the running job's jid and class (:class:`JobContext`);
+    ``sys.stdout`` is put back and the writer flushed however the process ends; what is
+    logged after that is written directly.
+    """
+    job_context = JobContext()
+    listener = setup_logging(boot.verbose, boot.json_logs, job_context)
+    stdout = sys.stdout
+    sys.stdout = PrintToLog(logging.getLogger(PRINT_LOGGER), stdout)
+    try:
+        return _launch(boot, job_context, identity, supervision)
+    finally:
+        sys.stdout.flush()
+        sys.stdout = stdout
+        listener.stop()
+        # Lines logged later (atexit: reliable push's undelivered jobs) are written directly.
+        setup_direct_logging(boot.verbose, boot.json_logs)
+
+
+def _launch(
+    boot: _Boot, job_context: JobContext, identity: str | None, supervision: Supervision | None
+) -> int:
+    """Build and run the Launcher of one worker process (logging is in place)."""
     from rfetch.integrations import sentry
     from rfetch.worker.launcher import Launcher
 
     config, registry = boot.config, boot.registry
-    listener = setup_logging(boot.verbose, boot.json_logs)
     try:
         # After -r: a client the application's own modules initialised is kept.
         if sentry.install(config, dsn=boot.sentry_dsn) and supervision is None:
             click.echo("reporting errors to Sentry", err=True)
     except RfetchError as exc:
-        listener.stop()
         raise click.ClickException(str(exc)) from None
     try:
         placement = affinity.apply(config.cpu_affinity)
@@ -234,31 +258,35 @@ def _run_process(
         supervision.slot if supervision is not None else 0
     )
     metrics_bind = boot.metrics_bind
-    try:
-        if config.shards:  # one launcher per shard in this process (rfetch.worker.shards)
-            return _run_shards(config, registry, metrics, metrics_port, boot.metrics_bind)
-        launcher = Launcher(config, registry, identity=identity, supervision=supervision)
-        if metrics is not None and metrics_port is not None:
-            manager = launcher.manager
-            metrics.watch(lambda: (manager.busy(), config.concurrency, manager.quiet))
-            try:
-                metrics.serve(metrics_port, metrics_bind)
-            except OSError as exc:
-                raise click.ClickException(
-                    f"cannot serve metrics on {metrics_bind}:{metrics_port}: {exc}"
-                ) from None
-        return launcher.run()
-    finally:
-        listener.stop()
+    if config.shards:  # one launcher per shard in this process (rfetch.worker.shards)
+        return _run_shards(config, registry, metrics, metrics_port, metrics_bind, job_context)
+    launcher = Launcher(
+        config, registry, identity=identity, supervision=supervision, job_context=job_context
+    )
+    if metrics is not None and metrics_port is not None:
+        manager = launcher.manager
+        metrics.watch(lambda: (manager.busy(), config.concurrency, manager.quiet))
+        try:
+            metrics.serve(metrics_port, metrics_bind)
+        except OSError as exc:
+            raise click.ClickException(
+                f"cannot serve metrics on {metrics_bind}:{metrics_port}: {exc}"
+            ) from None
+    return launcher.run()
 
 
 def _run_shards(
-    config: Config, registry: Registry, metrics: Any, port: int | None, bind: str
+    config: Config,
+    registry: Registry,
+    metrics: Any,
+    port: int | None,
+    bind: str,
+    job_context: JobContext,
 ) -> int:
     """A worker over several shards; its exit code."""
     from rfetch.worker.shards import ShardedLauncher
 
-    sharded = ShardedLauncher(config, registry)
+    sharded = ShardedLauncher(config, registry, job_context)
     if metrics is not None and port is not None:
         slots = config.concurrency * len(sharded.launchers)
         metrics.watch(lambda: (sharded.busy(), slots, sharded.quiet()))

@@ -34,6 +34,7 @@ def connect(
     config: Config,
     *,
     max_connections: int | None = None,
+    socket_timeout: float | None = None,
     on_connect: Callable[[], None] | None = None,
 ) -> Redis:
     """A Redis client for ``config.redis_url``, with no automatic command retries.
@@ -52,6 +53,8 @@ def connect(
     Args:
         config: supplies the URL and ``network_timeout`` (seconds).
         max_connections: pool size; None for redis-py's default.
+        socket_timeout: seconds a command may take (default ``network_timeout``); longer
+            for a client that blocks on purpose (the followers' wait for a leader).
         on_connect: called after each new connection is set up (the push side counts
             connections with it, to know that a ``WAIT`` ran on the connection that wrote).
 
@@ -60,7 +63,7 @@ def connect(
         RedisUnavailable: no sentinel of a Sentinel URL answered.
     """
     options: dict[str, Any] = {
-        "socket_timeout": config.network_timeout,
+        "socket_timeout": socket_timeout or config.network_timeout,
         "socket_connect_timeout": config.network_timeout,
         "retry": Retry(NoBackoff(), 0),
     }

@@ -189,3 +189,34 @@ class Keys:
     def stat(self, name: str, day: str | None = None) -> str:
         """``stat:processed`` / ``stat:failed``, or the daily ``stat:<name>:YYYY-MM-DD``."""
         return self._k(f"stat:{name}:{day}" if day else f"stat:{name}")
+
+    @property
+    def leader(self) -> str:
+        """Hash of the leader lease (``token``, ``identity``, ``since``, ``renewed_at``),
+        expiring ``leader_ttl`` after its last renewal (Sidekiq Enterprise's leader)."""
+        return self._k("rfetch:leader")
+
+    @property
+    def leader_changes(self) -> str:
+        """Counter of leader elections."""
+        return self._k("rfetch:leader-changes")
+
+    @property
+    def leader_wake(self) -> str:
+        """List a stepping-down leader pushes one element to; followers wait on it (BLPOP)."""
+        return self._k("rfetch:leader-wake")
+
+    @property
+    def periodic(self) -> str:
+        """Hash: periodic schedule name -> its definition (JSON), written by the leader."""
+        return self._k("rfetch:periodic")
+
+    def periodic_state(self, name: str) -> str:
+        """Hash of one periodic schedule's state: ``cursor`` (last tick dealt with, epoch
+        seconds), ``fingerprint``, ``paused``, last tick pushed and its jid, counts."""
+        return self._k(f"rfetch:periodic:{name}")
+
+    def periodic_tick(self, name: str, tick: int) -> str:
+        """Marker of one pushed tick of a periodic schedule (value: the jid), kept for the
+        catch-up window plus a margin."""
+        return self._k(f"rfetch:periodic-tick:{name}:{tick}")

@@ -45,3 +45,21 @@ class FindReply:
 
     examined: int
     matches: list[tuple[int, bytes, float | None]]
+
+
+@dataclass(frozen=True)
+class LeaderClaim:
+    """What one ``leader_claim.lua`` call answered.
+
+    Attributes:
+        status: 2 when this call elected the caller, 1 when it renewed the caller's lease,
+            0 when another process leads.
+        holder: identity of the leading process ("" when unknown).
+        remaining: seconds left on the holder's lease, by Redis's clock.
+        redis_time: Redis's ``TIME`` during the call, epoch seconds.
+    """
+
+    status: int
+    holder: str
+    remaining: float
+    redis_time: float

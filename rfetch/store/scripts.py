@@ -51,6 +51,11 @@ class Scripts:
     push: Script
     api_find: Script
     api_move: Script
+    leader_claim: Script
+    leader_resign: Script
+    periodic_sync: Script
+    periodic_push: Script
+    periodic_skip: Script
 
     @classmethod
     def load(cls, redis: Redis) -> Scripts:

@@ -8,7 +8,18 @@ from collections.abc import Callable
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Response
 
-from .views import busy, cancel, classes, dashboard, explain, keys, queues, sets, system
+from .views import (
+    busy,
+    cancel,
+    classes,
+    dashboard,
+    explain,
+    keys,
+    periodic,
+    queues,
+    sets,
+    system,
+)
 from .views.results import ACTION_LABELS
 
 View = Callable[..., Response]
@@ -30,6 +41,8 @@ ROUTES: tuple[tuple[str, str, str, View], ...] = (
     ("/classes", "classes", "GET", classes.classes),
     ("/keys", "keys", "GET", keys.keys),
     ("/keys", "keys_action", "POST", keys.keys_action),
+    ("/periodic", "periodic", "GET", periodic.periodic),
+    ("/periodic/<path:name>", "periodic_action", "POST", periodic.periodic_action),
     ("/explain", "explain", "GET", explain.explain),
     ("/cancel", "cancel_action", "POST", cancel.cancel_action),
     ("/metrics", "metrics", "GET", system.metrics),

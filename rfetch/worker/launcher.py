@@ -32,6 +32,10 @@ from typing import Any
 from redis import Redis
 
 from rfetch.config import Config
+from rfetch.formatting import safe_url
+from rfetch.log_context import JobContext
+from rfetch.periodic.assembly import leader_service
+from rfetch.periodic.current import CURRENT
 from rfetch.stats import Stats
 from rfetch.store.commands import Commands
 from rfetch.store.connection import REDIS_DOWN, connect
@@ -81,6 +85,8 @@ class Launcher:
         own_signals: install the TERM/INT/TSTP/TTIN handlers in :meth:`run`; False when a
             :class:`rfetch.worker.shards.ShardedLauncher` owns them and forwards each signal
             to :attr:`events`.
+        job_context: marks the running job for the application's log records (the one
+            :func:`rfetch.logs.setup_logging` filters with).
     """
 
     def __init__(
@@ -91,6 +97,7 @@ class Launcher:
         identity: str | None = None,
         supervision: Supervision | None = None,
         own_signals: bool = True,
+        job_context: JobContext | None = None,
     ) -> None:
         self.config = config
         self.own_signals = own_signals
@@ -109,8 +116,14 @@ class Launcher:
         self.acks = DeferredAcks()
         self.job_retry = JobRetry(config, self.keys)
         self.processor = Processor(
-            config, registry, self.job_retry, self.stats, self.report, ack=self.acks,
+            config,
+            registry,
+            self.job_retry,
+            self.stats,
+            self.report,
+            ack=self.acks,
             work=self.work,
+            job_context=job_context,
         )
         self.pause_watcher = PauseWatcher(self.keys, self.redis, on_change=self._paused)
         self.manager = Manager(
@@ -151,6 +164,7 @@ class Launcher:
             self.report,
             self.identity,
         )
+        self.periodic = leader_service(config, self.commands, self.identity, self.report)
         self._stop_threads = threading.Event()
         self._deadline: float | None = None
         self._exit_code = 0
@@ -165,13 +179,17 @@ class Launcher:
         if self.own_signals:
             self._install_signal_handlers()
         log.info(
-            "rfetch %s starting: identity=%s concurrency=%d queues=%s jobs=%d",
+            "rfetch %s starting: identity=%s redis=%s namespace=%s concurrency=%d queues=%s "
+            "jobs=%d",
             __version__,
             self.identity,
+            safe_url(self.config.redis_url),
+            self.config.namespace or "(none)",
             self.config.concurrency,
             ",".join(f"{q.name}:{q.weight}" for q in self.config.queues),
             len(self.registry),
         )
+        log.info("job classes: %s", ", ".join(self.registry.names()) or "(none)")
         # Beat once before fetching, so no private list exists without a known identity,
         # and read the paused queues so none is fetched from in the first moments.
         self.heartbeat.beat()
@@ -180,7 +198,9 @@ class Launcher:
         except REDIS_DOWN as exc:
             log.error("could not read the paused queues yet: %s", exc)
         self.manager.start()
+        CURRENT.set(self.periodic.lease)
         for target, name in (
+            (self.periodic.run, "leader"),
             (self.heartbeat.run, "heartbeat"),
             (self.poller.run, "poller"),
             (self.recovery.run, "recovery"),
@@ -213,10 +233,12 @@ class Launcher:
 
     def _handle(self, event: str) -> None:
         if event == "TSTP":
+            self.periodic.step_down()
             if not self.manager.quiet:
                 log.info("quiet: no new jobs will be fetched")
                 self.manager.quiet_down()
         elif event in ("TERM", "INT"):
+            self.periodic.step_down()
             if self._deadline is None:
                 log.info(
                     "shutting down: waiting up to %.1f s for %d running job(s)",
@@ -239,6 +261,8 @@ class Launcher:
         busy = self.manager.busy()
         if busy:
             log.info("%d job(s) still running at the deadline; pushing them back", busy)
+        self.periodic.step_down()
+        CURRENT.set(None)
         pushed = self.manager.finish()
         self._stop_threads.set()
         self.heartbeat.clear()

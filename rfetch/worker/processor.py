@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 import time
@@ -12,6 +13,7 @@ from rfetch.config import Config
 from rfetch.errors import InvalidJob, JobCancelled, UnknownJob
 from rfetch.job import Job
 from rfetch.limits import JobControl, timeout_of
+from rfetch.log_context import JobContext
 from rfetch.logs import JobLog
 from rfetch.middleware import run_server_chain
 from rfetch.payload import Payload, Routing, loads
@@ -51,6 +53,8 @@ class Processor:
             the next fetch).
         work: where executions are registered for the timekeeper (None: nobody watches
             time limits or cancellations, as in tests that run the processor alone).
+        job_context: where the running job is marked for the application's log records
+            (the one the log handler filters with; default: a context of its own).
     """
 
     def __init__(
@@ -62,6 +66,7 @@ class Processor:
         report: ErrorReporter,
         ack: Callable[[UnitOfWork], object] = UnitOfWork.acknowledge,
         work: WorkState | None = None,
+        job_context: JobContext | None = None,
     ) -> None:
         self.config = config
         self.work = work
@@ -71,15 +76,21 @@ class Processor:
         self.report = report
         self.ack = ack
         self.job_log = JobLog(log)
+        self.job_context = job_context or JobContext()
 
     def process(self, unit: UnitOfWork) -> None:
         """Run one job to its end: acknowledged, in the retry/dead set, or discarded.
 
-        Never raises for a job's own failure; the worker thread goes on.
+        Never raises for a job's own failure; the worker thread goes on. The job is marked
+        as running (:class:`JobContext`) in a copy of the thread's context, dropped at the
+        end, so no record logged after it carries its jid.
 
         Args:
             unit: the fetched job.
         """
+        contextvars.copy_context().run(self._process, unit)
+
+    def _process(self, unit: UnitOfWork) -> None:
         try:
             job = loads(unit.raw)
         except InvalidJob as exc:
@@ -91,6 +102,7 @@ class Processor:
         routing = unit.routing
         coalesced = routing is not None and routing.coalesced
         followers = self._take_followers(unit) if coalesced else []
+        self.job_context.enter(name, jid, unit.queue)
         job_log = self.job_log
         job_log.event("start", name, jid, unit.queue, None)
         started = time.perf_counter()
@@ -115,10 +127,12 @@ class Processor:
             if control is not None and not control.finish():
                 return  # the timekeeper recorded it (hard time limit or cancel)
             elapsed = round((time.perf_counter() - started) * 1000, 3)
+            # With the traceback, as Sidekiq's default error handler logs a failure.
             log.warning(
                 "fail: %s: %s",
                 type(exc).__name__,
                 exc,
+                exc_info=exc,
                 extra={"job_class": name, "jid": jid, "queue": unit.queue, "elapsed_ms": elapsed},
             )
             self.stats.record(name, True, elapsed)

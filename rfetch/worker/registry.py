@@ -9,6 +9,8 @@ no global registry is kept.
 from __future__ import annotations
 
 import importlib
+import logging
+import pkgutil
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -17,6 +19,8 @@ from types import ModuleType
 from rfetch.config import Config
 from rfetch.errors import ConfigError, DuplicateJobName
 from rfetch.job import Job
+
+log = logging.getLogger("rfetch.registry")
 
 
 def _all_subclasses(cls: type[Job]) -> Iterator[type[Job]]:
@@ -66,35 +70,43 @@ class Registry:
         return len(self._by_name)
 
 
-def require(target: str) -> ModuleType:
-    """Import the jobs module named by ``-r``: a module path (``myapp.jobs``) or a file path.
+def require(target: str) -> list[ModuleType]:
+    """Import the jobs named by ``-r``: a module path (``myapp.jobs``), a file path
+    (``./myapp/jobs.py``) or a package folder (``./myapp``).
 
-    A file is imported under its own name with its folder put first on ``sys.path``, so its
-    job classes are registered as ``<file stem>.<Class>``, the same name a client that
-    imports that module pushes. A folder is imported as a package.
+    - A module path is imported as it is, from the current folder (as ``python -m``).
+    - A file is imported under the name an application that imports it uses: inside a
+      package (folders with ``__init__.py``), its dotted path from the outermost one
+      (``myapp/jobs.py`` -> ``myapp.jobs``, with the folder above ``myapp`` put first on
+      ``sys.path``); otherwise its stem, with its own folder first on ``sys.path``. Its
+      job classes are therefore registered as ``myapp.jobs.<Class>``, the name the
+      application's pushes carry.
+    - A folder is imported as a package together with every module in it, recursively
+      (``__main__`` modules excepted), so its job classes are all registered wherever
+      they are defined.
 
     Returns:
-        The imported module.
+        The imported modules: the one named, or the package and each of its modules.
 
     Raises:
-        ConfigError: the module or file cannot be found.
-        Exception: whatever the module raises when imported.
+        ConfigError: the module, file or folder cannot be found, or a module of a package
+            folder fails to import (the message names it).
+        Exception: whatever a named module or file raises when imported.
     """
     path = Path(target)
     if target.endswith(".py") or path.is_dir():
         if not path.exists():
             raise ConfigError(f"-r {target}: no such file or folder")
-        path = path.resolve()
-        folder = path.parent
-        module_name = path.stem if path.is_file() else path.name
-        if str(folder) not in sys.path:
-            sys.path.insert(0, str(folder))
-        return importlib.import_module(module_name)
+        root, module_name = _importable(path.resolve())
+        if str(root) not in sys.path:
+            sys.path.insert(0, str(root))
+        module = importlib.import_module(module_name)
+        return _with_submodules(target, module) if path.is_dir() else [module]
     cwd = str(Path.cwd())
     if cwd not in sys.path:
         sys.path.insert(0, cwd)  # as `python -m` does, so `-r myapp.jobs` finds ./myapp
     try:
-        return importlib.import_module(target)
+        return [importlib.import_module(target)]
     except ModuleNotFoundError as exc:
         # Only the target itself (or a package on its path, e.g. a typo in
         # `myapp.jobz`) missing is a configuration error; a found module that imports a
@@ -103,6 +115,81 @@ def require(target: str) -> ModuleType:
         if missing and (target == missing or target.startswith(missing + ".")):
             raise ConfigError(f"-r {target}: no module named {missing!r}") from None
         raise
+
+
+def require_all(targets: Iterable[str]) -> list[ModuleType]:
+    """:func:`require` each ``-r`` target in order, warning in the log about a target that
+    adds no job class (a package folder whose jobs live elsewhere, a module without
+    jobs) and when no job class is registered at all: a worker that has none fails every
+    job it fetches as unknown.
+
+    Returns:
+        Every imported module, in order.
+
+    Raises:
+        As :func:`require`; DuplicateJobName: two classes claim one name.
+    """
+    modules: list[ModuleType] = []
+    known = set(_all_subclasses(Job))
+    for target in targets:
+        modules.extend(require(target))
+        loaded = set(_all_subclasses(Job))
+        if not Registry(loaded - known):
+            log.warning(
+                "-r %s adds no job class (a concrete rfetch.Job subclass or @rfetch.job "
+                "function not loaded before); name the module that defines the jobs, e.g. "
+                "-r myapp.jobs",
+                target,
+            )
+        known = loaded
+    if not Registry(known):
+        log.warning(
+            "no job classes are registered%s: every job this worker fetches will fail as "
+            "unknown and go to the retry set",
+            "" if modules else " (no -r given)",
+        )
+    return modules
+
+
+def _importable(path: Path) -> tuple[Path, str]:
+    """The ``sys.path`` entry and dotted module name under which the file or folder
+    ``path`` (absolute) is imported: up through every enclosing package folder."""
+    if path.is_file() and path.stem == "__init__":  # a package's own file: the package
+        path = path.parent
+    parts = [path.stem if path.is_file() else path.name]
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return folder, ".".join(parts)
+
+
+def _with_submodules(target: str, package: ModuleType) -> list[ModuleType]:
+    """``package`` and every module under it, imported in name order; ``__main__``
+    modules (a package's command line) are skipped."""
+    modules = [package]
+    search = getattr(package, "__path__", None)
+    if search is None:
+        return modules
+
+    def failed(name: str) -> None:
+        raise ConfigError(f"-r {target}: importing {name} failed: {sys.exc_info()[1]!r}")
+
+    found = pkgutil.walk_packages(search, prefix=f"{package.__name__}.", onerror=failed)
+    for info in sorted(found, key=lambda i: i.name):
+        if info.name.rsplit(".", 1)[-1] == "__main__":
+            continue
+        try:
+            modules.append(importlib.import_module(info.name))
+        except ConfigError:
+            raise
+        except Exception as exc:
+            raise ConfigError(
+                f"-r {target}: importing {info.name}, a module of the package folder, failed: "
+                f"{exc!r}; fix it, or name the job modules with -r (e.g. -r {package.__name__}"
+                ".jobs)"
+            ) from exc
+    return modules
 
 
 def configure_from(modules: Iterable[ModuleType], config: Config) -> None:

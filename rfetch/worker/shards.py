@@ -6,6 +6,9 @@ its queues, each with that shard's queues only: its own fetcher and processors, 
 all against that shard's Redis. A shard that goes down stops only its own launcher's work
 (its threads back off and retry as with one Redis); the other shards' queues go on.
 
+Each shard has its own leader for periodic jobs, which pushes the periodic jobs of that
+shard's queues only.
+
 The signals are handled here, once, and forwarded to every launcher: TSTP quiets all, TERM
 stops all within ``-t`` (the launchers wait in parallel), TTIN dumps the threads. When one
 launcher stops on its own (a retire after a hard time limit), the others are stopped too, so
@@ -17,11 +20,14 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from rfetch.config import Config
 from rfetch.formatting import safe_url
-from rfetch.shards import queues_by_shard, shard_config
+from rfetch.log_context import JobContext
+from rfetch.periodic.schedule import Schedule
+from rfetch.shards import queues_by_shard, shard_config, shard_of
 from rfetch.worker.launcher import HANDLED_SIGNALS, Launcher
 from rfetch.worker.registry import Registry
 
@@ -34,20 +40,27 @@ class ShardedLauncher:
     Args:
         config: the settings, with ``shards`` (and optionally ``shard_map``).
         registry: the jobs this process may run.
+        job_context: marks the running job for the application's log records.
 
     Raises:
         ConfigError, RedisUnavailable: as :func:`rfetch.store.connection.connect`, for any
             shard.
     """
 
-    def __init__(self, config: Config, registry: Registry) -> None:
+    def __init__(
+        self, config: Config, registry: Registry, job_context: JobContext | None = None
+    ) -> None:
         self.config = config
         groups = queues_by_shard(config, [spec.name for spec in config.queues])
         self.launchers: dict[int, Launcher] = {}
         for index, names in sorted(groups.items()):
             specs = tuple(spec for spec in config.queues if spec.name in names)
-            own = shard_config(config, index).replace(queues=specs)
-            self.launchers[index] = Launcher(own, registry, own_signals=False)
+            # Periodic jobs: each shard's leader pushes those of its own queues only.
+            periodic = config.periodic.select(_on_shard(config, index))
+            own = shard_config(config, index).replace(queues=specs, periodic=periodic)
+            self.launchers[index] = Launcher(
+                own, registry, own_signals=False, job_context=job_context
+            )
         self._codes: dict[int, int] = {}
         self._done = threading.Event()
         self._stopping = False
@@ -97,3 +110,13 @@ class ShardedLauncher:
             self._stopping = True
         for launcher in self.launchers.values():
             launcher.events.put(name)
+
+
+def _on_shard(config: Config, index: int) -> Callable[[Schedule], bool]:
+    """Whether a periodic schedule pushes to a queue of shard ``index``."""
+
+    def keep(schedule: Schedule) -> bool:
+        return shard_of(config, schedule.queue) == index
+
+    return keep
+

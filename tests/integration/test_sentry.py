@@ -338,11 +338,13 @@ def test_the_module_and_the_cli_import_without_loading_sentry_sdk(blocked: bool)
 
 @pytest.fixture
 def rfetch_logger() -> Iterator[None]:
-    """The CLI configures the "rfetch" logger; put it back for the other tests."""
-    logger = logging.getLogger("rfetch")
-    saved = (logger.handlers[:], logger.level, logger.propagate)
+    """The CLI configures the "rfetch" and the root logger; put them back for the other
+    tests."""
+    loggers = [logging.getLogger("rfetch"), logging.getLogger()]
+    saved = [(logger.handlers[:], logger.level, logger.propagate) for logger in loggers]
     yield
-    logger.handlers[:], logger.level, logger.propagate = saved
+    for logger, (handlers, level, propagate) in zip(loggers, saved, strict=True):
+        logger.handlers[:], logger.level, logger.propagate = handlers, level, propagate
 
 
 class FakeLauncher:
@@ -352,7 +354,7 @@ class FakeLauncher:
 
     def __init__(
         self, config: Config, registry: Registry, identity: str | None = None,
-        supervision: object = None,
+        supervision: object = None, **parts: object,
     ) -> None:
         self.config = config
 

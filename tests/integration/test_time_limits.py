@@ -80,7 +80,8 @@ def test_hung_job_times_out_in_a_swarm_and_nothing_else_is_lost(
         assert records.count("start")[hang] == 1 and records.count("done")[hang] == 0
         entry = set_entries(r, "retry")[hang]
         assert "time limit of 2 s" in str(entry["error_message"])
-        assert f"exited with {EXIT_RETIRED}" in worker.log()
+        # The parent logs the retired child's exit once it has reaped it.
+        wait_for(lambda: f"exited with {EXIT_RETIRED}" in worker.log(), 10, worker.log)
         # The heartbeats of the children name their swarm.
         for member in r.smembers("processes"):
             info = r.hget(member, "info")

@@ -228,3 +228,13 @@ def test_from_env_overrides_win_and_none_is_ignored() -> None:
     assert config.redis_url == "redis://arg:2/0"
     assert config.concurrency == 3
     assert config.tag == "arg"
+
+
+def test_an_unusable_redis_url_is_a_config_error_without_its_password() -> None:
+    with pytest.raises(ConfigError, match=r"must start with redis://.*got http://ops:\*\*\*@h/0"):
+        Config(redis_url="http://ops:s3cret@h/0")
+    with pytest.raises(ConfigError, match="not a valid URL: Port could not be cast") as caught:
+        Config(redis_url="redis://ops:s3cret@h:port/0")
+    assert "s3cret" not in str(caught.value)
+    for url in ("redis://h:6380/1", "rediss://u:p@h/0", "unix:///tmp/redis.sock"):
+        assert Config(redis_url=url).redis_url == url

@@ -16,6 +16,7 @@ import pytest
 
 from rfetch.logs import (
     BUSY_BATCH,
+    DirectHandler,
     HandOffHandler,
     Item,
     JobEvent,
@@ -23,6 +24,8 @@ from rfetch.logs import (
     JsonFormatter,
     LogWriter,
     TextFormatter,
+    setup_direct_logging,
+    setup_logging,
 )
 from tests.support.wait import wait_for
 
@@ -190,3 +193,68 @@ def test_a_busy_writer_gathers_lines_and_stop_writes_them() -> None:
         *(f"burst {i}" for i in range(BUSY_BATCH * 2)),
         "late",
     ]
+
+
+def test_a_record_with_a_traceback_is_frozen_at_hand_off() -> None:
+    """The traceback is formatted in the calling thread (its frames as they were), and the
+    text and JSON formatters both write it."""
+    items: queue.SimpleQueue[Item] = queue.SimpleQueue()
+    handler = HandOffHandler(items)
+    logger = logging.getLogger("rfetchtest.frozen")
+    logger.handlers[:] = [handler]
+    logger.propagate = False
+    try:
+        raise KeyError("missing")
+    except KeyError:
+        logger.warning("fail: %s", "KeyError", exc_info=True)
+    record = items.get_nowait()
+    assert isinstance(record, logging.LogRecord)
+    assert record.exc_info is None and record.exc_text is not None
+    assert record.exc_text.startswith("Traceback (most recent call last):")
+    assert record.exc_text.endswith("KeyError: 'missing'")
+    text = TextFormatter().format(record)
+    assert text.splitlines()[0].endswith("WARNING: fail: KeyError")
+    assert text.splitlines()[-1] == "KeyError: 'missing'"
+    assert json.loads(JsonFormatter().format(record))["exc"] == record.exc_text
+
+
+def test_an_eager_handler_freezes_the_message_of_a_mutable_argument() -> None:
+    items: queue.SimpleQueue[Item] = queue.SimpleQueue()
+    logger = logging.getLogger("rfetchtest.eager")
+    logger.handlers[:] = [HandOffHandler(items, eager=True)]
+    logger.propagate = False
+    cart = ["apple"]
+    logger.info("cart %s", cart)
+    cart.append("pear")  # the application goes on changing its object
+    record = items.get_nowait()
+    assert isinstance(record, logging.LogRecord)
+    assert record.getMessage() == "cart ['apple']"
+
+
+@pytest.fixture
+def saved_loggers() -> Iterator[None]:
+    """setup_logging configures the "rfetch" and the root logger; put them back."""
+    loggers = [logging.getLogger("rfetch"), logging.getLogger()]
+    saved = [(lg.handlers[:], lg.level, lg.propagate) for lg in loggers]
+    yield
+    for logger, (handlers, level, propagate) in zip(loggers, saved, strict=True):
+        logger.handlers[:], logger.level, logger.propagate = handlers, level, propagate
+
+
+@pytest.mark.usefixtures("saved_loggers")
+def test_setup_logging_takes_the_root_logger_unless_the_application_configured_it() -> None:
+    root = logging.getLogger()
+    root.handlers[:] = []
+    setup_direct_logging(False, False)
+    assert [type(h) for h in root.handlers] == [DirectHandler]
+    writer = setup_logging(True, False)
+    writer.stop()
+    assert [type(h) for h in root.handlers] == [HandOffHandler]
+    assert root.level == logging.DEBUG
+
+    own = logging.StreamHandler(io.StringIO())  # as dictConfig in a -r module would
+    root.handlers[:] = [own]
+    root.setLevel(logging.ERROR)
+    writer = setup_logging(False, False)
+    writer.stop()
+    assert root.handlers == [own] and root.level == logging.ERROR

@@ -105,8 +105,8 @@ def test_require_module_path(tmp_path: Path, import_sandbox: str) -> None:
     (package / "__init__.py").write_text("")
     (package / "jobs.py").write_text(JOBS_SOURCE)
     importlib.invalidate_caches()
-    require(f"{import_sandbox}.jobs")  # found from the current folder, as `python -m`
-    module = sys.modules[f"{import_sandbox}.jobs"]
+    (module,) = require(f"{import_sandbox}.jobs")  # found from the current folder
+    assert module is sys.modules[f"{import_sandbox}.jobs"]
     assert module.Report.job_name() == f"{import_sandbox}.jobs.Report"
     assert Registry([module.Report]).get(f"{import_sandbox}.jobs.Report") is module.Report
 
@@ -138,3 +138,57 @@ def test_require_does_not_mask_a_missing_dependency(tmp_path: Path, import_sandb
     importlib.invalidate_caches()
     with pytest.raises(ModuleNotFoundError, match="rfetch_not_installed_dependency"):
         require(import_sandbox)
+
+
+def make_package(root: Path, name: str) -> Path:
+    """``<root>/<name>/`` with an empty ``__init__.py``, ``jobs.py`` (Report) and
+    ``more/billing.py`` (Invoice) in a subpackage, and a ``__main__.py`` that must not run."""
+    package = root / name
+    (package / "more").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "jobs.py").write_text(JOBS_SOURCE)
+    (package / "more" / "__init__.py").write_text("")
+    (package / "more" / "billing.py").write_text(JOBS_SOURCE.replace("Report", "Invoice"))
+    (package / "__main__.py").write_text("raise SystemExit('a package __main__ must not run')\n")
+    importlib.invalidate_caches()
+    return package
+
+
+@pytest.mark.usefixtures("collect_local_jobs")
+def test_require_package_folder_loads_every_module(tmp_path: Path, import_sandbox: str) -> None:
+    """README: -r takes a package folder defining the jobs; every module of it is imported,
+    so its job classes are registered under the names its client pushes."""
+    package = make_package(tmp_path / "src", import_sandbox)
+    modules = require(str(package))
+    names = Registry.from_loaded().names()
+    assert f"{import_sandbox}.jobs.Report" in names
+    assert f"{import_sandbox}.more.billing.Invoice" in names
+    assert [m.__name__ for m in modules] == [
+        import_sandbox, f"{import_sandbox}.jobs", f"{import_sandbox}.more",
+        f"{import_sandbox}.more.billing",
+    ]
+    assert f"{import_sandbox}.__main__" not in sys.modules
+
+
+def test_require_package_folder_names_the_module_that_fails(
+    tmp_path: Path, import_sandbox: str
+) -> None:
+    package = make_package(tmp_path, import_sandbox)
+    (package / "broken.py").write_text("import rfetch_not_installed_dependency\n")
+    importlib.invalidate_caches()
+    with pytest.raises(ConfigError, match=rf"{import_sandbox}\.broken.*rfetch_not_installed"):
+        require(str(package))
+
+
+@pytest.mark.usefixtures("collect_local_jobs")
+def test_require_file_inside_a_package_takes_its_package_name(
+    tmp_path: Path, import_sandbox: str
+) -> None:
+    """``-r src/shop/jobs.py`` registers ``shop.jobs.Report``, the name an application that
+    imports ``shop.jobs`` pushes (not ``jobs.Report``)."""
+    package = make_package(tmp_path / "src", import_sandbox)
+    modules = require(str(package / "more" / "billing.py"))
+    assert [m.__name__ for m in modules] == [f"{import_sandbox}.more.billing"]
+    assert modules[0].Invoice.job_name() == f"{import_sandbox}.more.billing.Invoice"
+    assert str(tmp_path / "src") in sys.path
+    assert "billing" not in sys.modules

@@ -22,4 +22,5 @@ def dashboard(ctx: Ctx) -> Response:
         days=days, day_choices=HISTORY_DAYS, history=history,
         chart=history_chart(history), queues=queues[:10], queue_count=len(queues),
         redis=ctx.api.redis_info(),
+        leader_problem=ctx.api.leader_problem(),
     )
