@@ -60,7 +60,8 @@ def admin_view(redis_url: str | None, namespace: str | None) -> Iterator[Api | S
     try:
         yield view
     except (RedisError, OSError) as exc:
-        raise click.ClickException(f"Redis: {exc}") from None
+        where = " ".join(safe_url(url) for url in config.shards) or safe_url(config.redis_url)
+        raise click.ClickException(f"Redis at {where}: {exc}") from None
     finally:
         if isinstance(view, ShardedApi):
             view.close()

@@ -52,3 +52,15 @@ def test_from_env() -> None:
     assert config.shard_map == {"mail": 1, "reports": 0}
     with pytest.raises(ConfigError, match="queue=index"):
         Config.from_env({"RFETCH_SHARDS": URLS[0], "RFETCH_SHARD_MAP": "mail"})
+
+
+def test_each_shard_leader_gets_the_periodic_jobs_of_its_queues() -> None:
+    from rfetch.periodic.schedule import PeriodicRegistry
+    from rfetch.worker.shards import _on_shard
+
+    config = Config(shards=URLS[:2], shard_map={"mail": 0, "reports": 1})
+    registry = PeriodicRegistry()
+    registry.register("0 3 * * *", "Report", name="nightly", queue="reports")
+    registry.register("*/5 * * * *", "Mail", name="mailer", queue="mail")
+    assert [s.name for s in registry.select(_on_shard(config, 0))] == ["mailer"]
+    assert [s.name for s in registry.select(_on_shard(config, 1))] == ["nightly"]
