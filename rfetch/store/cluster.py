@@ -57,3 +57,22 @@ def connect_cluster(url: str, connection_kwargs: dict[str, Any]) -> Redis:
     kwargs = dict(connection_kwargs)
     kwargs.pop("redis_connect_func", None)
     return cast(Redis, RedisCluster.from_url(url, **kwargs))
+
+
+def node_client(redis: Redis, key: str) -> Redis:
+    """A client of the one server that holds ``key``: ``redis`` itself, or on a Redis
+    Cluster the client of the master serving ``key``'s slot (where a hash-tag namespace
+    keeps every key). For commands that take a cursor, such as SCAN, which a cluster client
+    runs node by node with a cursor per node.
+
+    Raises:
+        redis.exceptions.RedisClusterException: no node serves the slot.
+    """
+    if not isinstance(redis, RedisCluster):
+        return redis
+    node = redis.get_node_from_key(key)
+    client = node.redis_connection if node is not None else None
+    if client is None:
+        client = redis.get_redis_connection(node)
+    return cast(Redis, client)
+

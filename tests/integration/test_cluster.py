@@ -97,6 +97,7 @@ def test_admin_api_on_a_cluster(cluster: ClusterSet) -> None:
     assert queue.is_paused()
     assert queue.unpause()
     assert api.explain(str(jid)).summary
+    assert not api.explain("0" * 24).found  # the SCAN of unknown private lists, on one node
     assert api.ordering_key_count("admin") >= 1
     scheduled = api.job_set("schedule")
     assert [record.jid for record in scheduled.page(limit=10).jobs] == [later]
@@ -126,3 +127,17 @@ def test_worker_and_client_follow_a_cluster_failover(cluster: ClusterSet, tmp_pa
         assert worker.proc.poll() is None
     finally:
         assert worker.stop(20) == 0, worker.log()[-3000:]
+
+
+def test_web_ui_pages_on_a_cluster(cluster: ClusterSet) -> None:
+    from werkzeug.test import Client as WebClient
+
+    from rfetch.web import create_app
+    from rfetch.web.router import ROUTES
+
+    config = cluster_config(cluster)
+    rfetch.Client(config).push("Some", [1], {"queue": "web", "key": "k"})
+    web = WebClient(create_app(config, basic_auth=False))
+    pages = [rule for rule, _, method, _ in ROUTES if method == "GET" and "<" not in rule]
+    pages += ["/queues/web", "/explain?jid=" + "0" * 24]
+    assert {page: web.get(page).status_code for page in pages} == dict.fromkeys(pages, 200)
