@@ -18,8 +18,8 @@ from rfetch.affinity import check_setting as check_cpu_affinity
 from rfetch.errors import ConfigError
 from rfetch.formatting import safe_url
 from rfetch.periodic.schedule import PeriodicRegistry
-from rfetch.store.cluster import check_namespace
-from rfetch.store.sentinel import SentinelUrl, is_sentinel_url
+from rfetch.store.sentinel import is_sentinel_url
+from rfetch.store.topology import check_topology, parse_shard_map
 
 if TYPE_CHECKING:
     from rfetch.middleware import ClientMiddleware, ServerMiddleware
@@ -254,46 +254,11 @@ class Config:
             )
 
     def _validate_redis(self) -> None:
-        if is_sentinel_url(self.redis_url):
-            SentinelUrl.parse(self.redis_url)
-        self._validate_shards()
-        if self.cluster:
-            check_namespace(self.namespace)
-            if is_sentinel_url(self.redis_url):
-                raise ConfigError("a Redis Cluster is not reached through Sentinel")
-            if self.min_replicas:
-                raise ConfigError("min_replicas is not available in cluster mode")
-        if self.min_replicas < 0:
-            raise ConfigError(f"min_replicas must not be negative, got {self.min_replicas}")
-        if not self.min_replicas_timeout > 0:
-            raise ConfigError(
-                f"min_replicas_timeout must be positive, got {self.min_replicas_timeout}"
-            )
-
-    def _validate_shards(self) -> None:
-        if isinstance(self.shards, str):
-            raise ConfigError("shards is a list of Redis URLs, not one string")
-        for url in self.shards:
-            if is_sentinel_url(url):
-                SentinelUrl.parse(url)
-            elif not url.startswith(("redis://", "rediss://", "unix://")):
-                raise ConfigError(f"a shard must be a Redis URL, got {url!r}")
-        if len(set(self.shards)) != len(self.shards):
-            raise ConfigError("a shard URL is listed twice")
-        for queue, index in self.shard_map.items():
-            if not self.shards:
-                raise ConfigError("shard_map needs shards")
-            if isinstance(index, bool) or not isinstance(index, int) or not (
-                0 <= index < len(self.shards)
-            ):
-                raise ConfigError(
-                    f"shard_map sends queue {queue!r} to shard {index!r}; shards are "
-                    f"0 to {len(self.shards) - 1}"
-                )
-        if self.shards and (self.cluster or self.min_replicas or self.processes > 1):
-            raise ConfigError(
-                "shards cannot be combined with cluster, min_replicas or processes > 1 yet"
-            )
+        check_topology(
+            self.redis_url, cluster=self.cluster, namespace=self.namespace,
+            min_replicas=self.min_replicas, min_replicas_timeout=self.min_replicas_timeout,
+            shards=self.shards, shard_map=self.shard_map, processes=self.processes,
+        )
 
     def _validate_limits(self) -> None:
         if self.processes < 1:
@@ -349,7 +314,7 @@ class Config:
         if env.get("RFETCH_SHARDS"):
             values["shards"] = tuple(env["RFETCH_SHARDS"].split())
         if env.get("RFETCH_SHARD_MAP"):
-            values["shard_map"] = _parse_shard_map(env["RFETCH_SHARD_MAP"])
+            values["shard_map"] = parse_shard_map(env["RFETCH_SHARD_MAP"])
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
@@ -405,21 +370,6 @@ _SCALAR_FIELDS: dict[str, str] = {
     "job_timeout_grace": "float",
     "leader_ttl": "float",
 }
-
-
-def _parse_shard_map(text: str) -> dict[str, int]:
-    """``"mail=0,reports=1"`` -> ``{"mail": 0, "reports": 1}``.
-
-    Raises:
-        ConfigError: a pair that is not ``queue=index``.
-    """
-    mapping: dict[str, int] = {}
-    for pair in text.split(","):
-        queue, equals, index = pair.strip().partition("=")
-        if not equals or not queue.strip() or not index.strip().isdigit():
-            raise ConfigError(f"RFETCH_SHARD_MAP wants queue=index pairs, got {pair!r}")
-        mapping[queue.strip()] = int(index)
-    return mapping
 
 
 def _parse_scalar(name: str, kind: str, text: str) -> Any:
