@@ -103,9 +103,10 @@ class Config:
             back to their queues (Sidekiq default 25).
         tag: process tag shown in the heartbeat and the process title.
         labels: extra labels shown in the heartbeat.
-        heartbeat_interval: seconds between heartbeats (Sidekiq: 10).
-        heartbeat_ttl: lifetime of the heartbeat hash; a process whose hash has expired is
-            dead (Sidekiq: 60).
+        heartbeat_interval: seconds between heartbeats (Sidekiq: 10; rfetch: 5, so that a
+            killed process's jobs are back within 60 s, docs/guarantees.md).
+        heartbeat_ttl: lifetime of the heartbeat hash, whole seconds; a process whose hash
+            has expired is dead (Sidekiq: 60; rfetch: 20, four missed beats).
         poll_interval_average: average seconds between scheduled/retry polls across the whole
             cluster; ``None`` means Sidekiq's ``process count x 5 s``.
         poll_initial_wait: seconds before the first poll (Sidekiq: 10 + rand(5)); ``None``
@@ -124,7 +125,8 @@ class Config:
         client_middleware, server_middleware: middleware chains, outermost first.
         backtrace_lines_default: lines kept when a job sets ``backtrace=True``.
         orphan_check_interval: average seconds between checks for dead processes (jittered
-            to [0.5x, 1.5x]); a suspect is looked at again after 2 heartbeat intervals.
+            to [0.5x, 1.5x]; default 10); a suspect is looked at again after 2 heartbeat
+            intervals.
         orphan_full_scan_interval: seconds between full SCANs for private lists of
             identities rfetch does not know (Sidekiq Pro: hourly).
         poison_max_recoveries: recoveries within ``poison_window`` that make a job a poison
@@ -175,8 +177,8 @@ class Config:
     shutdown_timeout: float = 25.0
     tag: str = ""
     labels: Sequence[str] = ()
-    heartbeat_interval: float = 10.0
-    heartbeat_ttl: int = 60
+    heartbeat_interval: float = 5.0
+    heartbeat_ttl: int = 20
     poll_interval_average: float | None = None
     poll_initial_wait: float | None = None
     max_retries: int = 25
@@ -191,7 +193,7 @@ class Config:
     client_middleware: list[ClientMiddleware] = field(default_factory=list)
     server_middleware: list[ServerMiddleware] = field(default_factory=list)
     backtrace_lines_default: int = 1000
-    orphan_check_interval: float = 60.0
+    orphan_check_interval: float = 10.0
     orphan_full_scan_interval: float = 3600.0
     poison_max_recoveries: int = 3
     poison_window: float = 72 * 3600

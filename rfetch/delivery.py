@@ -29,6 +29,7 @@ from redis import Redis
 from rfetch.config import Config
 from rfetch.errors import BufferFull
 from rfetch.formatting import safe_url
+from rfetch.guard import ThreadGuard
 from rfetch.payload import Routing, may_be_gated
 from rfetch.push_buffer import BufferedJob, MemoryBuffer, PushBuffer, SpoolBuffer
 from rfetch.replicas import NotReplicated, Replicated, ReplicaWait
@@ -251,17 +252,19 @@ class Delivery:
         self._retrier.start()
 
     def _retry_loop(self) -> None:
-        delay = 0.1
+        """Deliver the buffer until it is empty; any error (Redis down, a reply error such
+        as OOM, a spool error) is logged once per kind and retried after a back-off."""
+        guard = ThreadGuard("delivery of buffered jobs", log, redis=self.redis, cap=5.0)
+        delay = guard.first
         while self._maybe_pending:
             time.sleep(delay)
             try:
                 with self._lock:
                     self._drain()
-            except RETRIED:
-                delay = min(delay * 2, 5.0)
-            except Exception:
-                log.exception("delivering buffered jobs failed")
-                delay = 5.0
+            except Exception as exc:
+                delay = guard.failed(exc)
+            else:
+                guard.succeeded()
 
     def _flush_at_exit(self) -> None:
         """At interpreter exit (``atexit``): deliver what is buffered, waiting up to

@@ -3,6 +3,7 @@ log lines from worker threads to one writer thread."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import logging
@@ -195,6 +196,7 @@ class LogWriter:
         self.interval = BUSY_INTERVAL if interval is None else interval
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self._failures: set[str] = set()
 
     def start(self) -> None:
         """Start the writer thread (a daemon: it never keeps the process alive)."""
@@ -229,20 +231,35 @@ class LogWriter:
                 self._stopping.wait(self.interval)
 
     def _write(self, batch: list[Item]) -> bool:
+        """Write a batch; False once the stop sentinel is in it. One item that cannot be
+        formatted or handled is reported on stderr (once per kind of error) and skipped:
+        the writer thread never ends before :meth:`stop`, or every later line is lost."""
         pid = os.getpid()
         lines: list[str] = []
         going = True
         for item in batch:
             if item is None:
                 going = False
-            elif isinstance(item, JobEvent):
-                lines.append(self.formatter.format_event(item, pid))
-            else:
-                self._flush(lines)
-                lines = []
-                self.handler.handle(item)
+                continue
+            try:
+                if isinstance(item, JobEvent):
+                    lines.append(self.formatter.format_event(item, pid))
+                else:
+                    self._flush(lines)
+                    lines = []
+                    self.handler.handle(item)
+            except Exception as exc:
+                self._dropped(exc)
         self._flush(lines)
         return going
+
+    def _dropped(self, exc: Exception) -> None:
+        kind = type(exc).__name__
+        if kind in self._failures:
+            return
+        self._failures.add(kind)
+        with contextlib.suppress(Exception):  # stderr itself is gone: nothing left to tell
+            sys.stderr.write(f"rfetch log writer: dropped a line it could not write: {exc!r}\n")
 
     def _flush(self, lines: list[str]) -> None:
         if not lines:

@@ -36,7 +36,9 @@
 -- tenant whose list is empty leaves the ring, one out of credits goes to the tail. Invariant
 -- kept by every script: a tenant is in the ring iff its list is non-empty.
 -- A public queue key that holds another type than a list is skipped (an error would abort
--- the whole script and starve every other queue) and reported with its type.
+-- the whole script and starve every other queue) and reported with its type. Any other
+-- error of the move (OOM at maxmemory, READONLY) ends the fetch: an error reply when no
+-- job was moved, else the jobs moved so far (acknowledgements done before stay done).
 -- Returns {pairs_looked_at, {pair, payload, pair, payload, ...}, {pair, type, ...}}: the
 -- jobs moved, oldest first, and the queues skipped for their type.
 -- #include gate
@@ -69,6 +71,7 @@ end
 local jobs, broken = {}, {}
 local looked_at = 0
 local moved = 0
+local refused = false
 
 -- One job from the tenant ring whose keys start at KEYS[base + 1], into private list dst.
 local function ring_step(base, dst)
@@ -99,7 +102,7 @@ local function ring_step(base, dst)
 end
 
 for p = 1, pairs_to_fetch do
-  if moved >= limit then break end
+  if moved >= limit or refused then break end
   looked_at = p
   local base = fair[p]
   local plain_done = false
@@ -117,7 +120,13 @@ for p = 1, pairs_to_fetch do
     end
     if not plain_done then
       local job = redis.pcall('LMOVE', KEYS[2 * p - 1], KEYS[2 * p], 'RIGHT', 'LEFT')
-      if type(job) == 'table' and job['err'] then
+      if type(job) == 'table' and job['err'] and not string.find(job['err'], 'WRONGTYPE') then
+        -- Another reply error (OOM at maxmemory, READONLY): not this queue's fault. With
+        -- nothing moved yet it is the caller's error; else the moved jobs are returned.
+        if #jobs == 0 then return redis.error_reply(job['err']) end
+        refused = true
+        break
+      elseif type(job) == 'table' and job['err'] then
         broken[#broken + 1] = p
         broken[#broken + 1] = redis.call('TYPE', KEYS[2 * p - 1])['ok']
         plain_done = true

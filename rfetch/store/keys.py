@@ -62,6 +62,10 @@ class Keys:
         """Busy threads of one process: thread id -> JSON ``{queue, payload, run_at}``."""
         return self._k(f"{identity}:work")
 
+    def workers(self, identity: str) -> str:
+        """The same busy threads under Sidekiq 6's name (its API and Web UI read this)."""
+        return self._k(f"{identity}:workers")
+
     def signals(self, identity: str) -> str:
         """Remote-control list of one process (``TSTP``, ``TERM``, ``TTIN``)."""
         return self._k(f"{identity}-signals")

@@ -1,12 +1,20 @@
 """The heartbeat: the process hash, its busy threads, stats flush and remote signals.
 
 Every ``heartbeat_interval`` seconds one pipelined round trip writes what Sidekiq 7's
-launcher writes: counters, the ``<identity>:work`` hash, the
-``<identity>`` hash (info, busy, beat, quiet, rss, rtt_us) with a TTL, membership of
-``processes``, and it pops one remote signal from ``<identity>-signals``. Sidekiq wraps
-this in MULTI and pings separately for ``rtt_us``; rfetch times the round trip itself and
-skips the work hash while no thread is busy, so an idle process costs about 0.5 commands
-per second for its heartbeat (rfetch's idle-cost target).
+launcher writes: counters, the busy threads, the ``<identity>`` hash (info, busy, beat,
+quiet, rss, rtt_us) with a TTL, membership of ``processes``, and it pops one remote signal
+from ``<identity>-signals``. The busy threads go to both ``<identity>:work`` (read by
+Sidekiq 7 and 8's ``WorkSet``) and ``<identity>:workers`` (read by Sidekiq 6's
+``Workers`` and its Web UI's Busy page), so every Ruby Sidekiq on the same Redis sees them.
+Sidekiq wraps this in MULTI and pings separately for ``rtt_us``; rfetch times the round
+trip itself and skips the work hashes while no thread is busy, so an idle process costs
+about one command per second for its heartbeat.
+
+The pipeline is not a transaction: when Redis refuses some of its commands (``OOM`` at
+``maxmemory`` refuses HSET and SADD but not EXPIRE; a key of the wrong type refuses one
+command), the others still run, so a live process keeps its heartbeat hash alive. Any
+failure is handled by a :class:`~rfetch.guard.ThreadGuard` and the next beat comes at the
+usual interval: the heartbeat thread never ends before the process does.
 """
 
 from __future__ import annotations
@@ -22,12 +30,14 @@ from typing import Any
 
 from redis import Redis
 from redis.client import Pipeline
+from redis.typing import EncodableT, FieldT
 
 from rfetch.config import Config
+from rfetch.guard import Reporter, ThreadGuard
 from rfetch.stats import Stats
-from rfetch.store.connection import REDIS_DOWN
 from rfetch.store.keys import Keys
 from rfetch.version import __version__
+from rfetch.worker.host import own_stamp
 from rfetch.worker.unit import UnitOfWork
 from rfetch.worker.work_state import WorkState
 
@@ -61,6 +71,7 @@ class Heartbeat:
             ``ReliableFetch.write_leases``).
         extra_info: more fields of ``info`` (a swarm's worker: ``swarm``, the parent's
             ``host:pid``, and its ``slot``).
+        report: the error reporter, told once per kind of failure.
     """
 
     def __init__(
@@ -74,6 +85,7 @@ class Heartbeat:
         on_signal: Callable[[str], None],
         renew: Callable[[Pipeline, list[UnitOfWork]], None] | None = None,
         extra_info: Mapping[str, str | int] | None = None,
+        report: Reporter | None = None,
     ) -> None:
         self.config = config
         self.redis = redis
@@ -84,7 +96,7 @@ class Heartbeat:
         self.renew = renew
         self.keys = keys
         self.started_at = time.time()
-        self._failing = False
+        self.guard = ThreadGuard("heartbeat", log, report, redis)
         self._rtt_us = 0  # round trip of the previous heartbeat, microseconds
         self._lock = threading.Lock()
         self._cleared = False
@@ -94,9 +106,12 @@ class Heartbeat:
         self._queues = json.dumps([q.name for q in config.queues])
 
     def info(self) -> dict[str, Any]:
-        """The ``info`` field: Sidekiq 7's process description."""
+        """The ``info`` field: Sidekiq 7's process description, plus ``proc``: what names
+        this process on its host (:class:`~rfetch.worker.host.ProcessStamp`), so that a
+        worker started after it dies recovers its jobs at once."""
         hostname, pid, _ = self.identity.rsplit(":", 2)
-        return {
+        stamp = own_stamp() if int(pid) == os.getpid() else None
+        info: dict[str, Any] = {
             "hostname": hostname,
             "started_at": self.started_at,
             "pid": int(pid),
@@ -110,39 +125,38 @@ class Heartbeat:
             "embedded": False,
             **self._extra_info,
         }
+        if stamp is not None:
+            info["proc"] = stamp.to_info()
+        return info
 
-    def beat(self) -> None:
-        """Write one heartbeat; Redis errors are logged and counts kept for the next one."""
+    def beat(self) -> bool:
+        """Write one heartbeat. Never raises: a failure is logged once per kind (see
+        :class:`~rfetch.guard.ThreadGuard`) and the counters are kept for the next beat.
+
+        Returns:
+            True if every command of the beat succeeded.
+        """
         with self._lock:
-            if not self._cleared:
+            if self._cleared:
+                return False
+            try:
                 self._beat()
+            except Exception as exc:
+                self.guard.failed(exc)
+                return False
+            self.guard.succeeded()
+            return True
 
     def _beat(self) -> None:
         counts = self.stats.take()
         try:
-            running = self.work.running()
             pipe = self.redis.pipeline(transaction=False)
             self.stats.queue_flush(pipe, counts)
-            work_key = self.keys.work(self.identity)
-            if running or self._work_written:
-                pipe.unlink(work_key)
-            if running:
-                pipe.hset(
-                    work_key,
-                    mapping={
-                        f"{tid:x}": json.dumps(
-                            {
-                                "queue": unit.queue,
-                                "payload": unit.raw.decode("utf-8", "replace"),
-                                "run_at": int(run_at),
-                            }
-                        )
-                        for tid, (unit, run_at) in running.items()
-                    },
-                )
-                pipe.expire(work_key, self.config.heartbeat_ttl)
-                if self.renew is not None:
-                    self.renew(pipe, [unit for unit, _ in running.values()])
+            increments = [
+                i for i, (args, _) in enumerate(pipe.command_stack) if "INCR" in str(args[0])
+            ]
+            running = self.work.running()
+            self._queue_work(pipe, running)
             key = self.keys.process(self.identity)
             pipe.sadd(self.keys.processes, self.identity)
             pipe.hset(self.keys.identities, self.identity, self._queues)
@@ -160,29 +174,64 @@ class Heartbeat:
             pipe.expire(key, self.config.heartbeat_ttl)
             pipe.rpop(self.keys.signals(self.identity))
             rtt_start = time.perf_counter()
-            signal_name = pipe.execute()[-1]
-            self._rtt_us = int((time.perf_counter() - rtt_start) * 1_000_000)
-            self._work_written = bool(running)
-        except REDIS_DOWN as exc:
+            # Not raising on the first error: the commands after a refused one still ran,
+            # and their replies (the popped signal) must not be lost.
+            replies = pipe.execute(raise_on_error=False)
+        except BaseException:
+            self.stats.give_back(counts)  # not sent, or not known to be: next beat
+            self._work_written = True
+            raise
+        self._rtt_us = int((time.perf_counter() - rtt_start) * 1_000_000)
+        errors = [reply for reply in replies if isinstance(reply, Exception)]
+        if increments and all(isinstance(replies[i], Exception) for i in increments):
+            # Every counter refused (OOM): flush them next time. When only some were (a key
+            # of the wrong type), the others counted and giving all back would count them
+            # again at every beat: those counts are lost, as a killed process's are.
             self.stats.give_back(counts)
-            if not self._failing:
-                log.error("heartbeat failed, Redis unreachable: %s", exc)
-                self._failing = True
+        self._work_written = bool(running) or bool(errors)
+        if not isinstance(replies[-1], Exception):
+            self._signal(replies[-1])
+        if errors:
+            raise errors[0]
+
+    def _queue_work(self, pipe: Pipeline, running: dict[int, tuple[UnitOfWork, float]]) -> None:
+        """Queue the busy threads on ``pipe``: both work hashes replaced (Sidekiq 7/8 read
+        ``<identity>:work``, Sidekiq 6 ``<identity>:workers``), or deleted once idle."""
+        work_keys = (self.keys.work(self.identity), self.keys.workers(self.identity))
+        if running or self._work_written:
+            pipe.unlink(*work_keys)
+        if not running:
             return
-        if self._failing:
-            log.info("heartbeat restored")
-            self._failing = False
-        if signal_name:
-            name = signal_name.decode() if isinstance(signal_name, bytes) else str(signal_name)
-            if name in REMOTE_SIGNALS:
-                log.info("remote signal %s", name)
-                self.on_signal(name)
-            else:
-                log.warning("ignored unknown remote signal %r", name)
+        mapping: dict[FieldT, EncodableT] = {
+            f"{tid:x}": json.dumps(
+                {
+                    "queue": unit.queue,
+                    "payload": unit.raw.decode("utf-8", "replace"),
+                    "run_at": int(run_at),
+                }
+            )
+            for tid, (unit, run_at) in running.items()
+        }
+        for work_key in work_keys:
+            pipe.hset(work_key, mapping=mapping)
+            pipe.expire(work_key, self.config.heartbeat_ttl)
+        if self.renew is not None:
+            self.renew(pipe, [unit for unit, _ in running.values()])
+
+    def _signal(self, reply: object) -> None:
+        if not reply:
+            return
+        name = reply.decode() if isinstance(reply, bytes) else str(reply)
+        if name in REMOTE_SIGNALS:
+            log.info("remote signal %s", name)
+            self.on_signal(name)
+        else:
+            log.warning("ignored unknown remote signal %r", name)
 
     def run(self, stop: threading.Event) -> None:
         """Beat every ``heartbeat_interval`` seconds until ``stop`` is set (the launcher
-        beats once itself before it starts fetching)."""
+        beats once itself before it starts fetching). A failed beat is retried at the same
+        interval, not later: the beat that comes through must come before the TTL ends."""
         while not stop.wait(self.config.heartbeat_interval):
             self.beat()
 
@@ -200,9 +249,13 @@ class Heartbeat:
             self.stats.queue_flush(pipe, counts)
             pipe.srem(self.keys.processes, self.identity)
             pipe.hdel(self.keys.identities, self.identity)
-            pipe.unlink(self.keys.process(self.identity), self.keys.work(self.identity))
+            pipe.unlink(
+                self.keys.process(self.identity),
+                self.keys.work(self.identity),
+                self.keys.workers(self.identity),
+            )
             pipe.execute()
-        except REDIS_DOWN as exc:
+        except Exception as exc:
             log.error("could not clear the heartbeat: %s", exc)
 
 

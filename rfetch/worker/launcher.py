@@ -38,7 +38,7 @@ from rfetch.periodic.assembly import leader_service
 from rfetch.periodic.current import CURRENT
 from rfetch.stats import Stats
 from rfetch.store.commands import Commands
-from rfetch.store.connection import REDIS_DOWN, connect
+from rfetch.store.connection import connect
 from rfetch.store.keys import Keys
 from rfetch.swarm.channel import EXIT_RETIRED, StatusWriter, Supervision
 from rfetch.version import __version__
@@ -47,6 +47,7 @@ from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.heartbeat import Heartbeat, make_identity
 from rfetch.worker.manager import Manager
 from rfetch.worker.pausing import PauseWatcher
+from rfetch.worker.preflight import warn_about_redis
 from rfetch.worker.processor import Processor
 from rfetch.worker.recovery import OrphanRecovery
 from rfetch.worker.registry import Registry
@@ -149,6 +150,7 @@ class Launcher:
                 {"swarm": supervision.swarm, "slot": supervision.slot}
                 if supervision is not None else None
             ),
+            report=self.report,
         )
         self.timekeeper = Timekeeper(
             self.redis, self.keys, self.work, self.job_retry, self.stats, self.report,
@@ -190,13 +192,7 @@ class Launcher:
             len(self.registry),
         )
         log.info("job classes: %s", ", ".join(self.registry.names()) or "(none)")
-        # Beat once before fetching, so no private list exists without a known identity,
-        # and read the paused queues so none is fetched from in the first moments.
-        self.heartbeat.beat()
-        try:
-            self.pause_watcher.refresh()
-        except REDIS_DOWN as exc:
-            log.error("could not read the paused queues yet: %s", exc)
+        self._prepare()
         self.manager.start()
         CURRENT.set(self.periodic.lease)
         for target, name in (
@@ -225,6 +221,22 @@ class Launcher:
                 self.manager.busy() == 0 or time.monotonic() >= self._deadline
             ):
                 return self._shutdown()
+
+    def _prepare(self) -> None:
+        """Before fetching: warn about Redis settings that break the guarantees, beat once
+        (so no private list exists without a known identity), recover the jobs of this
+        host's dead processes at once, and read the paused queues so none is fetched from
+        in the first moments. None of it may stop the start: when Redis refuses (down,
+        ``OOM``, ``READONLY``), the worker starts anyway, logs it, and its threads keep
+        trying."""
+        warn_about_redis(self.redis)
+        if not self.heartbeat.beat():
+            log.warning("starting without a heartbeat written; the heartbeat keeps trying")
+        self.recovery.recover_host()
+        try:
+            self.pause_watcher.refresh()
+        except Exception as exc:
+            log.error("could not read the paused queues yet: %s", exc)
 
     def _wait_slice(self) -> float:
         if self._deadline is None:

@@ -17,10 +17,10 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import time
 from collections.abc import Callable, Collection
 
 from rfetch.config import Config
+from rfetch.guard import ThreadGuard
 from rfetch.store.connection import REDIS_DOWN
 from rfetch.worker.acks import ACK_MAX_DELAY, DeferredAcks
 from rfetch.worker.fetch import ReliableFetch
@@ -70,6 +70,7 @@ class Manager:
         self._sweep_needed = False
         self._threads: list[threading.Thread] = []
         self._fetcher: threading.Thread | None = None
+        self.guard = ThreadGuard("fetch", log, report, fetch.redis, first=0.1, cap=5.0)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -205,8 +206,6 @@ class Manager:
 
     def _fetch_loop(self) -> None:
         self.acks.deferring(True)
-        delay = 0.0
-        down_since: float | None = None
         idle = False
         while True:
             request = self._next_request()
@@ -231,26 +230,16 @@ class Manager:
                 if not units and room > 0:
                     units = self._block(paused)
                 idle = not units
-            except REDIS_DOWN as exc:
-                self.acks.put_back(acks)
-                with self._cond:
-                    self._sweep_needed = True
-                if down_since is None:
-                    down_since = time.monotonic()
-                    log.error("Redis unreachable, fetch paused, retrying: %s", exc)
-                delay = min(max(delay * 2, 0.1), 5.0)
-                self.work.sleep(delay)
-                continue
             except Exception as exc:
+                # Any error (a lost connection, a reply error such as OOM or READONLY, a
+                # bug) pauses fetching with a back-off; the fetcher itself never ends.
                 self.acks.put_back(acks)
-                log.exception("fetch failed")
-                self.report(exc, {"context": "fetch"})
-                self.work.sleep(1.0)
+                if isinstance(exc, REDIS_DOWN):  # a move's reply may have been lost
+                    with self._cond:
+                        self._sweep_needed = True
+                self.work.sleep(self.guard.failed(exc))
                 continue
-            if down_since is not None:
-                log.info("Redis reachable again after %.1f s", time.monotonic() - down_since)
-                down_since = None
-            delay = 0.0
+            self.guard.succeeded()
             if units:
                 self._hand_off(units)
 

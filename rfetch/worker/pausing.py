@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from redis import Redis
 
-from rfetch.store.connection import REDIS_DOWN
+from rfetch.guard import ThreadGuard
 from rfetch.store.keys import Keys
 
 log = logging.getLogger("rfetch.pausing")
@@ -41,6 +41,7 @@ class PauseWatcher:
         self.redis = redis
         self.on_change = on_change
         self._paused: frozenset[str] = frozenset()
+        self.guard = ThreadGuard("pause watcher", log, redis=redis, first=1.0, cap=10.0)
 
     def paused(self) -> frozenset[str]:
         """Queue names paused now (as last read; no round trip)."""
@@ -60,7 +61,9 @@ class PauseWatcher:
         return names
 
     def run(self, stop: threading.Event) -> None:
-        """Listen for pause announcements until ``stop`` is set; reconnect on errors."""
+        """Listen for pause announcements until ``stop`` is set. On any error the
+        subscription is dropped and made again after a back-off (1 s doubling to 10 s);
+        a successful re-read of the set ends the streak."""
         while not stop.is_set():
             pubsub = self.redis.pubsub()  # type: ignore[no-untyped-call]
             try:
@@ -69,11 +72,9 @@ class PauseWatcher:
                     message = pubsub.get_message(timeout=1.0)
                     if message is not None and message["type"] in ("subscribe", "message"):
                         self.refresh()
-            except REDIS_DOWN:
-                stop.wait(1.0)
-            except Exception:
-                log.exception("pause watcher failed")
-                stop.wait(1.0)
+                        self.guard.succeeded()
+            except Exception as exc:
+                stop.wait(self.guard.failed(exc))
             finally:
                 with contextlib.suppress(Exception):  # closing a broken connection may raise
                     pubsub.close()

@@ -8,7 +8,14 @@ A process is dead when its heartbeat hash has expired (``heartbeat_ttl``). It is
 only at a second look, at least two heartbeat intervals after the first by Redis's clock,
 and only if its heartbeat is still missing then: a Redis freeze expires every heartbeat at
 once, but live workers beat again before the second look (Sidekiq #4611 recovered jobs a
-live process was running).
+live process was running). With the defaults (5 s beats, 20 s TTL, checks every 5-15 s)
+a killed process's jobs are back in their queues within 20 + 15 + 10.5 = 45.5 s, and a live
+process is reaped only after it wrote no heartbeat for 20 + 10 = 30 s (docs/guarantees.md).
+
+At start-up, a worker also recovers at once, without waiting for any TTL, the private lists
+of processes of its own host that no longer exist (:meth:`OrphanRecovery.recover_host`, as
+Sidekiq Pro's super_fetch does at start-up): the common case of systemd restarting a
+worker killed by the OOM killer or kill -9.
 
 Each job is moved by ``recover.lua`` atomically. A job recovered ``poison_max_recoveries``
 times within ``poison_window`` is a poison pill (it likely kills its worker): it goes to the
@@ -29,10 +36,11 @@ from typing import Any
 
 from rfetch.config import Config
 from rfetch.errors import InvalidJob
+from rfetch.guard import ThreadGuard
 from rfetch.payload import Payload, loads
 from rfetch.store.commands import Commands
-from rfetch.store.connection import REDIS_DOWN
 from rfetch.worker.fetch import ReliableFetch
+from rfetch.worker.host import ProcessStamp, is_gone, own_stamp
 from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.rescue import KeyRescue
 from rfetch.worker.retry import JobRetry
@@ -41,6 +49,32 @@ from rfetch.worker.unit import UnitOfWork
 log = logging.getLogger("rfetch.recovery")
 
 POISON_ERROR_CLASS = "rfetch.PoisonPill"
+
+
+def recovery_bound(config: Config) -> float:
+    """The most seconds from a kill -9 to its jobs being back in their queues, when another
+    worker runs (the arithmetic of docs/guarantees.md):
+
+    * the heartbeat hash expires at most ``heartbeat_ttl`` after the kill (it was written
+      at most then);
+    * the next check of some worker comes at most ``1.5 x orphan_check_interval`` later;
+    * the second look comes ``2 x heartbeat_interval + 0.5`` after the first.
+
+    Defaults: 20 + 15 + 10.5 = 45.5 s (plus the moves themselves).
+    """
+    return (
+        config.heartbeat_ttl
+        + 1.5 * config.orphan_check_interval
+        + 2 * config.heartbeat_interval
+        + 0.5
+    )
+
+
+def stall_tolerance(config: Config) -> float:
+    """The fewest seconds a live process must go without a successful heartbeat before it
+    can be reaped: its hash must expire (``heartbeat_ttl`` after its last beat) and still be
+    missing at a second look ``2 x heartbeat_interval`` later. Defaults: 20 + 10 = 30 s."""
+    return config.heartbeat_ttl + 2 * config.heartbeat_interval
 
 
 class OrphanRecovery:
@@ -80,14 +114,23 @@ class OrphanRecovery:
         self.identity = identity
         self.rng = rng or random.Random()
         self._last_full_scan: float | None = None
+        self.guard = ThreadGuard(
+            "orphan recovery",
+            log,
+            report,
+            commands.redis,
+            first=min(1.0, config.orphan_check_interval),
+            cap=config.orphan_check_interval,
+        )
 
     # -- schedule ------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        """Check at start-up, then every jittered interval, until ``stop`` is set."""
+        """Check at start-up, then every jittered interval, until ``stop`` is set. A failed
+        check is retried sooner (1 s, doubling up to the interval); no error ends the loop."""
         wait = min(2.0, self.config.orphan_check_interval)
         while not stop.wait(wait):
-            wait = self.next_wait(self.check_safely())
+            wait = self.check_safely()
 
     def next_wait(self, suspects_pending: bool) -> float:
         """Seconds to the next check: two heartbeats while a suspect awaits its second
@@ -97,16 +140,55 @@ class OrphanRecovery:
         base = self.config.orphan_check_interval
         return base * self.rng.random() + base / 2
 
-    def check_safely(self) -> bool:
-        """:meth:`check`, logging errors instead of raising; True if suspects remain."""
+    def check_safely(self) -> float:
+        """:meth:`check`, with any error logged once per kind (:class:`ThreadGuard`) instead
+        of raised; returns the seconds to wait before the next check."""
         try:
-            return self.check()
-        except REDIS_DOWN as exc:
-            log.warning("orphan check skipped, Redis unreachable: %s", exc)
+            pending = self.check()
         except Exception as exc:
-            log.exception("orphan check failed")
-            self.report(exc, {"context": "recovery"})
-        return False
+            return self.guard.failed(exc)
+        self.guard.succeeded()
+        return self.next_wait(pending)
+
+    def recover_host(self) -> int:
+        """Reap at once the processes of this host that no longer exist (start-up).
+
+        A process of this host (same host name in its identity) whose heartbeat still
+        carries its :class:`~rfetch.worker.host.ProcessStamp` is gone when no process has
+        its pid any more, or the one that has it started at another moment. Processes of
+        another boot or pid namespace, or whose heartbeat has expired, are left to the
+        periodic check. Errors are logged, never raised (the periodic check follows).
+
+        Returns:
+            How many jobs were pushed back.
+        """
+        try:
+            return self._recover_host()
+        except Exception as exc:
+            log.error("start-up recovery of this host's dead processes failed: %r", exc)
+            return 0
+
+    def _recover_host(self) -> int:
+        mine = own_stamp()
+        if mine is None:
+            return 0
+        host = self.identity.rsplit(":", 2)[0]
+        known = {
+            _text(k): v for k, v in self.redis.hgetall(self.keys.identities).items()
+        }
+        names = [i for i in known if i != self.identity and i.rsplit(":", 2)[0] == host]
+        if not names:
+            return 0
+        pipe = self.redis.pipeline(transaction=False)
+        for identity in names:
+            pipe.hget(self.keys.process(identity), "info")
+        recovered = 0
+        for identity, info in zip(names, pipe.execute(), strict=True):
+            stamp = _stamp(info)
+            if stamp is not None and is_gone(stamp, mine):
+                log.info("process %s of this host no longer exists; recovering now", identity)
+                recovered += self.reap(identity, json.loads(known[identity]))
+        return recovered
 
     # -- one check -----------------------------------------------------------------------
 
@@ -228,7 +310,9 @@ class OrphanRecovery:
         pipe.hdel(self.keys.identities, identity)
         pipe.hdel(self.keys.suspects, identity)
         pipe.srem(self.keys.processes, identity)
-        pipe.unlink(self.keys.work(identity))
+        pipe.unlink(
+            self.keys.process(identity), self.keys.work(identity), self.keys.workers(identity)
+        )
         pipe.execute()
         log.warning("reaped dead process %s: %d job(s) pushed back", identity, recovered)
         return recovered
@@ -286,3 +370,14 @@ class OrphanRecovery:
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
+
+
+def _stamp(info: bytes | None) -> ProcessStamp | None:
+    """The process stamp in a heartbeat's ``info`` JSON; None if missing or unreadable."""
+    if info is None:
+        return None
+    try:
+        parsed = json.loads(info)
+    except ValueError:
+        return None
+    return ProcessStamp.from_info(parsed) if isinstance(parsed, dict) else None

@@ -15,8 +15,8 @@ import threading
 import time
 
 from rfetch.config import Config
+from rfetch.guard import ThreadGuard
 from rfetch.store.commands import Commands
-from rfetch.store.connection import REDIS_DOWN
 from rfetch.worker.reporting import ErrorReporter
 
 log = logging.getLogger("rfetch.scheduled")
@@ -53,7 +53,7 @@ class Poller:
         self.commands = commands
         self.report = report
         self.rng = rng or random.Random()
-        self._failing = False
+        self.guard = ThreadGuard("scheduled poller", log, report, commands.redis, 1.0, 30.0)
         self._count = 1
         self._counted_at = float("-inf")
 
@@ -93,25 +93,19 @@ class Poller:
         return 10.0 + self.rng.random() * 5.0
 
     def run(self, stop: threading.Event) -> None:
-        """Poll until ``stop`` is set."""
+        """Poll until ``stop`` is set. Any error is logged once per kind, and the next
+        poll comes after a back-off (1 s doubling to 30 s); no error ends the loop."""
         if stop.wait(self.initial_wait()):
             return
         while True:
-            wait = 1.0
             try:
                 moved = self.enqueue_due()
                 if moved:
                     log.debug("enqueued %d due job(s)", moved)
                 wait = self.interval()
-                if self._failing:
-                    log.info("scheduled poller reconnected")
-                    self._failing = False
-            except REDIS_DOWN as exc:
-                if not self._failing:
-                    log.error("scheduled poller: Redis unreachable: %s", exc)
-                    self._failing = True
             except Exception as exc:
-                log.exception("scheduled poller failed")
-                self.report(exc, {"context": "poller"})
+                wait = self.guard.failed(exc)
+            else:
+                self.guard.succeeded()
             if stop.wait(wait):
                 return

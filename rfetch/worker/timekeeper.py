@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 from redis import Redis
 
+from rfetch.guard import ThreadGuard
 from rfetch.limits import Verdict, read_cancel_mark
 from rfetch.stats import Stats
 from rfetch.store.connection import REDIS_DOWN
@@ -75,6 +76,9 @@ class Timekeeper:
         self.retire = retire
         self.clock = clock
         self._marks_failing = False
+        self.guard = ThreadGuard(
+            "time-limit check", log, report, redis, first=CHECK_INTERVAL, cap=CHECK_INTERVAL
+        )
 
     def run(self, stop: threading.Event) -> None:
         """Check until ``stop`` is set; every exception is logged and survived."""
@@ -84,9 +88,11 @@ class Timekeeper:
                 self.check()
                 wait = self.next_wait()
             except Exception as exc:
-                log.exception("time-limit check failed")
-                self.report(exc, {"context": "timekeeper"})
-                wait = CHECK_INTERVAL
+                # Logged once per kind (ThreadGuard); no back-off beyond the interval, so
+                # hard limits stay enforced as soon as the error ends.
+                wait = self.guard.failed(exc)
+            else:
+                self.guard.succeeded()
 
     def next_wait(self) -> float:
         """Seconds to the next check: :data:`CHECK_INTERVAL`, or less when a hard limit

@@ -190,3 +190,19 @@ def test_pause_a_queue_and_the_worker_stops_taking_from_it(page: Any, r: redis.R
         worker.kill()
         client.redis.close()
     assert page.errors == [], page.errors
+
+
+def test_live_chart_keeps_polling_through_a_redis_reply_error(page: Any, r: redis.Redis) -> None:
+    """The web poller survives a reply error (the ``queues`` set made a string): it says
+    so, keeps polling, and follows the counters again once the key is fixed."""
+    from playwright.sync_api import expect
+
+    r.set("stat:processed", 100)
+    page.goto("/")
+    page.wait_for_selector("text=Updated")
+    r.set("queues", "not a set")  # every read of it: WRONGTYPE
+    expect(page.locator("text=retrying")).to_be_visible()
+    r.delete("queues")
+    r.set("stat:processed", 345)
+    expect(page.locator("[data-stat=processed]")).to_have_text("345")
+    expect(page.locator("text=Updated")).to_be_visible()

@@ -219,3 +219,53 @@ def test_stray_private_entries_are_pushed_back_after_a_connection_error(
     finally:
         worker.signal(signal.SIGTERM)
         assert worker.wait(15) == 0
+
+
+def test_a_worker_starting_on_the_host_recovers_its_dead_predecessor_at_once(
+    r: redis.Redis, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """systemd restarting a worker killed with kill -9: the new worker recovers the dead
+    one's jobs at start-up, long before its heartbeat expires (60 s here, and no periodic
+    check within 10 min), and leaves a live worker of the same host alone."""
+    record = tmp_path / "record"
+    env = {
+        "RFETCH_TEST_RECORD": str(record),
+        "RFETCH_HEARTBEAT_INTERVAL": "0.5",
+        "RFETCH_HEARTBEAT_TTL": "60",
+        "RFETCH_ORPHAN_CHECK_INTERVAL": "600",
+        "RFETCH_BLOCK_TIMEOUT": "0.5",
+    }
+
+    def starts(jid: str) -> list[int]:
+        lines = record.read_text().splitlines() if record.exists() else []
+        return [int(f[2]) for f in (ln.split() for ln in lines) if f[:2] == ["start", jid]]
+
+    client = Client(Config(redis_url=redis_server.url), r)
+    on_a, on_b = ["-r", "testjobs", "-q", "a", "-t", "1"], ["-r", "testjobs", "-q", "b", "-t", "1"]
+    dying = WorkerProcess(redis_server.url, on_a, env, tmp_path)
+    live = WorkerProcess(redis_server.url, on_b, env, tmp_path)
+    restarted: WorkerProcess | None = None
+    try:
+        dying_id, live_id = dying.identity(r), live.identity(r)
+        held = client.push("testjobs.Sleep", [60], {"queue": "a"})
+        running = client.push("testjobs.Sleep", [60], {"queue": "b"})
+        wait_for(lambda: starts(held) == [dying.pid] and starts(running) == [live.pid], 10,
+                 "each worker to start its job")
+        dying.kill()
+        assert r.exists(KEYS.process(dying_id)), "the dead worker's heartbeat is still alive"
+
+        restarted = WorkerProcess(redis_server.url, on_a, env, tmp_path)
+        wait_for(lambda: starts(held) == [dying.pid, restarted.pid], 15, restarted.log)
+        assert r.llen(KEYS.private(dying_id, "a")) == 0
+        assert not r.sismember("processes", dying_id)
+        assert r.hget(KEYS.identities, dying_id) is None
+        log = restarted.log()
+        assert f"process {dying_id} of this host no longer exists" in log, log
+        assert live_id not in log, "a live worker of the same host is left alone"
+        assert starts(running) == [live.pid]
+        assert r.sismember("processes", live_id)
+    finally:
+        for proc in (live, restarted):
+            if proc is not None:
+                proc.signal(signal.SIGTERM)
+                assert proc.wait(15) == 0

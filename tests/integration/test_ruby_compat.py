@@ -216,6 +216,42 @@ def test_ruby_api_reads_what_rfetch_wrote(
     assert gone == {"size": 0, "work": [sleeper]}
 
 
+RUBY_BUSY = """
+busy = Sidekiq::Workers.new.map do |process, thread, work|
+  {process: process, thread: thread, queue: work["queue"], jid: work["payload"]["jid"],
+   klass: work["payload"]["class"], run_at: work["run_at"]}
+end
+puts JSON.generate({size: Sidekiq::Workers.new.size, busy: busy})
+"""
+
+
+@pytest.mark.ruby
+@needs_ruby
+def test_sidekiq_6_api_sees_the_busy_threads(
+    worker: WorkerProcess, redis_server: RedisServer, r: redis.Redis, record: Path
+) -> None:
+    """Sidekiq 6.4's ``Workers`` (its Busy page) reads ``<identity>:workers``; Sidekiq 7 and 8
+    read ``<identity>:work``: a running rfetch job shows in all of them."""
+    identity = worker.identity(r)
+    before = time.time()
+    jid = Client(Config(redis_url=redis_server.url), r).push("testjobs.Sleep", [30])
+    wait_for(lambda: [x[1] for x in records(record, "start")] == [jid], 10, "the job to start")
+    wait_for(lambda: r.exists(f"{identity}:work"), 10, "the busy thread in the heartbeat")
+
+    seen = ruby(redis_server.url, RUBY_BUSY)
+
+    assert seen["size"] == 1
+    assert len(seen["busy"]) == 1, seen
+    [busy] = seen["busy"]
+    assert busy["process"] == identity
+    assert busy["queue"] == "default"
+    assert busy["jid"] == jid
+    assert busy["klass"] == "testjobs.Sleep"
+    assert before - 1 <= busy["run_at"] <= time.time()
+    # The Sidekiq 7/8 key holds the same entry.
+    assert r.hgetall(f"{identity}:work") == r.hgetall(f"{identity}:workers")
+
+
 def test_sidekiq_8_millisecond_timestamps(
     worker: WorkerProcess, r: redis.Redis, record: Path
 ) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from rfetch.config import DEFAULT_REDIS_URL, Config, QueueSpec
 from rfetch.errors import ConfigError
+from rfetch.worker.recovery import recovery_bound, stall_tolerance
 
 # -- QueueSpec.parse ------------------------------------------------------------------------
 
@@ -57,13 +58,24 @@ def test_defaults_follow_sidekiq() -> None:
     assert config.concurrency == 5
     assert [q.name for q in config.queues] == ["default"]
     assert config.shutdown_timeout == 25.0
-    assert config.heartbeat_interval == 10.0
-    assert config.heartbeat_ttl == 60
     assert config.max_retries == 25
     assert config.dead_max_jobs == 10_000
     assert config.dead_timeout == 180 * 24 * 3600
     assert config.max_payload_bytes == 1024 * 1024
     assert 1.0 <= config.block_timeout <= 2.0
+
+
+def test_default_orphan_recovery_bound_is_under_a_minute() -> None:
+    """Defaults chosen for the recovery bound: a killed process's jobs are back within
+    60 s, while a live process must miss its heartbeat for at least 30 s (six beats, as
+    BullMQ's 30 s lock) before it can be reaped."""
+    config = Config()
+    assert (config.heartbeat_interval, config.heartbeat_ttl) == (5.0, 20)
+    assert config.orphan_check_interval == 10.0
+    assert recovery_bound(config) == 45.5
+    assert recovery_bound(config) < 60
+    assert stall_tolerance(config) == 30
+    assert stall_tolerance(config) >= 6 * config.heartbeat_interval
 
 
 @pytest.mark.parametrize(

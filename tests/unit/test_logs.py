@@ -258,3 +258,24 @@ def test_setup_logging_takes_the_root_logger_unless_the_application_configured_i
     writer = setup_logging(False, False)
     writer.stop()
     assert root.handlers == [own] and root.level == logging.ERROR
+
+
+def test_a_line_that_cannot_be_written_does_not_end_the_writer(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A line whose formatting raises is dropped (said once on stderr); the lines after it,
+    in the same batch and later ones, are written, and stop() still returns."""
+    items, stream, writer = _writer(interval=0.0)
+    broken = _event("broken")._replace(created="not a time")  # type: ignore[arg-type]
+    for _ in range(3):
+        items.put(broken)
+    items.put(_event("same batch"))
+    writer.start()
+    try:
+        wait_for(lambda: "same batch" in stream.getvalue(), 5, "the next line", step=0.01)
+        items.put(_event("later"))
+        wait_for(lambda: "later" in stream.getvalue(), 5, "a later line", step=0.01)
+    finally:
+        writer.stop()
+    assert "broken" not in stream.getvalue()
+    assert capsys.readouterr().err.count("dropped a line") == 1
