@@ -28,7 +28,8 @@ from rfetch.errors import (
     UnknownJob,
     UnrunnableJobWarning,
 )
-from rfetch.job import Job, JobFunction, job
+from rfetch.job import Job
+from rfetch.job_function import JobFunction, job
 from rfetch.periodic import is_leader
 from rfetch.version import __version__
 

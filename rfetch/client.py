@@ -8,12 +8,11 @@ Redis is unreachable), are :mod:`rfetch.delivery`'s.
 
 from __future__ import annotations
 
-import hashlib
-import json
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redis import Redis
 
@@ -21,117 +20,18 @@ from rfetch.config import Config
 from rfetch.delivery import BULK_BATCH, Delivery
 from rfetch.errors import ConfigError
 from rfetch.middleware import run_client_chain
+from rfetch.options import check_options, unique_digest
 from rfetch.payload import Payload, check_args, dumps, new_jid, new_jids
 from rfetch.push_buffer import BufferedJob, PushBuffer
 from rfetch.replicas import ReplicaWait
 from rfetch.shards import shard_config, shard_of
+from rfetch.sink import Sink
+
+if TYPE_CHECKING:
+    from rfetch.async_client import AsyncClient
 from rfetch.store.commands import Commands
 from rfetch.store.connection import connect
 from rfetch.store.keys import Keys
-
-JOB_OPTIONS = frozenset(
-    {
-        "queue", "retry", "dead", "backtrace", "retry_queue", "tags", "jid",
-        "key", "unique_for", "unique_key", "tenant", "coalesce", "score", "timeout",
-    }
-)
-"""Options that travel in the payload (Sidekiq's names, and rfetch's ``key`` (ordering key,
-stored as ``ordering_key``), ``tenant``, ``coalesce``, ``score``, ``unique_for`` and
-``unique_key``)."""
-
-MAX_ORDERING_KEY = 1000
-"""Characters allowed in an ordering key (it is part of a Redis key name)."""
-
-
-def check_options(options: Mapping[str, Any]) -> None:
-    """Raise ConfigError for an unknown option or a value of the wrong type."""
-    unknown = set(options) - JOB_OPTIONS
-    if unknown:
-        raise ConfigError(
-            f"unknown job option(s) {sorted(unknown)}; known: {sorted(JOB_OPTIONS)}"
-        )
-    queue = options.get("queue")
-    if queue is not None and (not isinstance(queue, str) or not queue):
-        raise ConfigError(f"queue must be a non-empty string, got {queue!r}")
-    retry = options.get("retry")
-    if retry is not None and not isinstance(retry, (bool, int)):
-        raise ConfigError(f"retry must be True, False or a number of retries, got {retry!r}")
-    if isinstance(retry, int) and not isinstance(retry, bool) and retry < 0:
-        raise ConfigError(f"retry must not be negative, got {retry}")
-    _check_ordering_options(options)
-    timeout = options.get("timeout")
-    if timeout is not None and (
-        not isinstance(timeout, (int, float))
-        or isinstance(timeout, bool)
-        or not 0 < timeout < float("inf")
-    ):
-        raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    tags = options.get("tags")
-    if tags is not None and (
-        not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags)
-    ):
-        raise ConfigError(f"tags must be a list of strings, got {tags!r}")
-
-
-def _check_ordering_options(options: Mapping[str, Any]) -> None:
-    """The options of ordering keys, fair tenants, coalescing and unique jobs: ``key``,
-    ``tenant``, ``coalesce``, ``score``, ``unique_for``, ``unique_key``."""
-    key = options.get("key")
-    if key is not None:
-        if not isinstance(key, str) or not key:
-            raise ConfigError(f"key (ordering key) must be a non-empty string, got {key!r}")
-        if len(key) > MAX_ORDERING_KEY:
-            raise ConfigError(
-                f"key (ordering key) is {len(key)} characters; at most {MAX_ORDERING_KEY}"
-            )
-        if options.get("retry_queue"):
-            raise ConfigError(
-                "retry_queue cannot be used with an ordering key: the key's order is kept "
-                "within one queue, and a retry must come back to the same queue"
-            )
-    coalesce = options.get("coalesce")
-    if coalesce not in (None, False, True, "last"):
-        raise ConfigError(f'coalesce must be True, "last" or False, got {coalesce!r}')
-    score = options.get("score")
-    if score is not None and (
-        isinstance(score, bool) or not isinstance(score, (int, float)) or score != score
-    ):
-        raise ConfigError(f"score must be a number, got {score!r}")
-    tenant = options.get("tenant")
-    if tenant is not None and (
-        not isinstance(tenant, str) or not tenant or "|" in tenant or len(tenant) > MAX_ORDERING_KEY
-    ):
-        raise ConfigError(
-            f"tenant must be a non-empty string without '|' of at most {MAX_ORDERING_KEY} "
-            f"characters, got {tenant!r}"
-        )
-    unique_for = options.get("unique_for")
-    if unique_for is not None and (
-        isinstance(unique_for, bool)
-        or not isinstance(unique_for, (int, float))
-        or not unique_for > 0
-        or unique_for == float("inf")
-    ):
-        raise ConfigError(f"unique_for must be a positive number of seconds, got {unique_for!r}")
-    unique_key = options.get("unique_key")
-    if unique_key is not None:
-        if not isinstance(unique_key, str) or not unique_key:
-            raise ConfigError(f"unique_key must be a non-empty string, got {unique_key!r}")
-        if unique_for is None:
-            raise ConfigError("unique_key needs unique_for (the lock's window, in seconds)")
-
-
-def unique_digest(class_name: str, queue: str, args: Sequence[Any], unique_key: str | None) -> str:
-    """The unique lock's name part: sha256 hex of ``unique_key`` if given, else of the
-    canonical JSON of (class, queue, args) (sorted object keys), so equal arguments give
-    the same lock whatever their dict order."""
-    if unique_key is not None:
-        material = "key:" + unique_key
-    else:
-        material = json.dumps(
-            [class_name, queue, list(args)], sort_keys=True, separators=(",", ":")
-        )
-    return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
 class Client:
@@ -142,6 +42,9 @@ class Client:
         redis: an existing client to use instead of connecting to ``config.redis_url``. With
             ``config.min_replicas``, pushes still go through a connection of their own to
             ``config.redis_url`` (``WAIT`` must follow the write on one connection).
+        sink: where serialised jobs go instead of straight to Redis (:mod:`rfetch.sink`):
+            ``rfetch.testing``'s fake and inline modes, or the Django integration's
+            on-commit deferral. None writes to Redis.
 
     With ``config.shards``, each job goes to its queue's shard (:mod:`rfetch.shards`), each
     shard with its own reliable-push buffer.
@@ -151,8 +54,11 @@ class Client:
             reachable (:func:`rfetch.store.connection.connect`); ``redis`` given with shards.
     """
 
-    def __init__(self, config: Config, redis: Redis | None = None) -> None:
+    def __init__(
+        self, config: Config, redis: Redis | None = None, *, sink: Sink | None = None
+    ) -> None:
         self.config = config
+        self.sink = sink
         self.keys = Keys(config.namespace)
         if config.shards and redis is not None:
             raise ConfigError("a client of several shards connects to each itself")
@@ -276,12 +182,23 @@ class Client:
             redis.exceptions.ConnectionError, TimeoutError, OSError: Redis cannot be
                 reached and ``buffer`` is False.
         """
-        payload = self._through_middleware(self.build(class_name, args, options or {}, at))
+        payload = self.prepare(class_name, args, options, at)
         if payload is None:
             return None
         jid: str = payload["jid"]
-        written = self._write([self._serialize(payload)], [payload["queue"]], buffer=buffer)
+        written = self._write(self.serialized([payload]), buffer=buffer)
         return jid if written is None or written[0] else None
+
+    def prepare(
+        self,
+        class_name: str,
+        args: Sequence[Any],
+        options: Mapping[str, Any] | None = None,
+        at: float | None = None,
+    ) -> Payload | None:
+        """The payload of one push, built, checked and through the client middleware; None
+        when the middleware dropped it (see :meth:`push`)."""
+        return self._through_middleware(self.build(class_name, args, options or {}, at))
 
     def push_bulk(
         self,
@@ -308,6 +225,24 @@ class Client:
         ``options_for(args)``, when given, supplies each job's options instead of
         ``options`` (a class-level ``ordering_key`` differs per job); they are checked too.
         """
+        payloads = self.prepare_bulk(class_name, args_list, options, at, options_for)
+        jobs = self.serialized(payloads)
+        jids_out: list[str] = []
+        for start in range(0, len(jobs), batch_size):
+            end = start + batch_size
+            jids_out += kept(payloads[start:end], self._write(jobs[start:end]))
+        return jids_out
+
+    def prepare_bulk(
+        self,
+        class_name: str,
+        args_list: Iterable[Sequence[Any]],
+        options: Mapping[str, Any] | None = None,
+        at: float | None = None,
+        options_for: Callable[[Sequence[Any]], Mapping[str, Any]] | None = None,
+    ) -> list[Payload]:
+        """The payloads of a bulk push, every one built, checked and through the client
+        middleware before anything is written (see :meth:`push_bulk`)."""
         options = dict(options or {})
         if "jid" in options:
             raise ConfigError("jid cannot be given to push_bulk: each job needs its own")
@@ -330,16 +265,7 @@ class Client:
             )
             if payload is not None:
                 payloads.append(payload)
-        items = [self._serialize(p) for p in payloads]
-        queues = [p["queue"] for p in payloads]
-        jids_out: list[str] = []
-        for start in range(0, len(items), batch_size):
-            end = start + batch_size
-            written = self._write(items[start:end], queues[start:end])
-            for index, payload in enumerate(payloads[start:end]):
-                if written is None or written[index]:
-                    jids_out.append(payload["jid"])
-        return jids_out
+        return payloads
 
     def _through_middleware(self, payload: Payload) -> Payload | None:
         chain = self.config.client_middleware
@@ -347,18 +273,30 @@ class Client:
             return payload
         return run_client_chain(chain, payload["class"], payload, payload["queue"], self.redis)
 
-    def _serialize(self, payload: Payload) -> tuple[str, float | None]:
-        """JSON text and run time; Sidekiq removes ``at`` before storing (the score has it)."""
-        at = payload.pop("at", None)
-        return dumps(payload, self.config.max_payload_bytes), at
+    def serialized(self, payloads: Sequence[Payload]) -> list[BufferedJob]:
+        """The payloads as JSON text with their queue and run time; Sidekiq removes ``at``
+        before storing (the schedule's score has it).
 
-    def _write(
-        self,
-        items: Sequence[tuple[str, float | None]],
-        queues: Sequence[str],
-        *,
-        buffer: bool = True,
-    ) -> list[bool] | None:
+        Raises:
+            PayloadTooLarge: a payload is over ``max_payload_bytes``.
+        """
+        jobs = []
+        for payload in payloads:
+            at = payload.pop("at", None)
+            text = dumps(payload, self.config.max_payload_bytes)
+            jobs.append(BufferedJob(payload["queue"], text, at))
+        return jobs
+
+    @functools.cached_property
+    def aio(self) -> AsyncClient:
+        """This client's face for asyncio code (``await client.aio.push(...)``; what
+        ``aperform_async`` uses): the same Config, checks, middleware, sink and push
+        buffer, writing through ``redis.asyncio``."""
+        from rfetch.async_client import AsyncClient
+
+        return AsyncClient(self)
+
+    def _write(self, jobs: Sequence[BufferedJob], *, buffer: bool = True) -> list[bool] | None:
         """Push serialised jobs (see :meth:`Delivery.write`): per job whether written, or
         None when buffered.
 
@@ -367,7 +305,12 @@ class Client:
             redis.exceptions.ConnectionError, TimeoutError, OSError: Redis is unreachable
                 and ``buffer`` is False.
         """
-        jobs = [BufferedJob(q, text, at) for (text, at), q in zip(items, queues, strict=True)]
+        if self.sink is not None:
+            return self.sink.write(jobs, lambda held: self._deliver(held, buffer))
+        return self._deliver(jobs, buffer)
+
+    def _deliver(self, jobs: Sequence[BufferedJob], buffer: bool) -> list[bool] | None:
+        """Write through the delivery of each job's shard (see :meth:`_write`)."""
         if len(self.deliveries) == 1:
             return self.delivery.write(jobs, buffer=buffer)
         # Shards: each job to its queue's shard; a buffered group counts as accepted.
@@ -392,6 +335,11 @@ def _delivery(config: Config, client: Redis) -> Delivery:
     return Delivery(config, Commands(pushes, keys), replica_wait)
 
 
+def kept(payloads: Sequence[Payload], written: Sequence[bool] | None) -> list[str]:
+    """The jids of the payloads written (all of them when buffered: ``written`` is None)."""
+    return [p["jid"] for i, p in enumerate(payloads) if written is None or written[i]]
+
+
 class DefaultClient:
     """Holder of the one process-wide client used by ``perform_async`` and friends.
 
@@ -405,8 +353,19 @@ class DefaultClient:
 
     def set(self, client: Client | None) -> None:
         """Replace the default client (None: build from the environment at next use)."""
+        self.swap(client)
+
+    def swap(self, client: Client | None) -> Client | None:
+        """Replace the default client and return the one it replaces (None when none was
+        built yet), so a caller can put it back (``rfetch.testing.fake()`` does)."""
         with self._lock:
-            self._client = client
+            previous, self._client = self._client, client
+            return previous
+
+    def peek(self) -> Client | None:
+        """The default client if one is set or built, without building one."""
+        with self._lock:
+            return self._client
 
     def get(self) -> Client:
         """The default client, building it from the environment on first use."""

@@ -96,6 +96,8 @@ class Config:
             such as ``{myapp}`` (:mod:`rfetch.store.cluster`).
         namespace: optional key prefix; every key becomes ``<namespace>:<key>``.
         concurrency: processor threads per worker process (Sidekiq 7 default: 5).
+        async_concurrency: async jobs (``async def perform``) a worker process runs at
+            once on its event loop thread, beside the threads (default 100).
         queues: queues to fetch from, with weights.
         strict: take queues in the listed order; when ``None``, strict exactly when no
             queue has a weight above 1 (Sidekiq's rule).
@@ -115,8 +117,13 @@ class Config:
         dead_max_jobs: cap of the dead set (Sidekiq: 10,000).
         dead_timeout: age after which dead jobs are trimmed (Sidekiq: 180 days).
         max_payload_bytes: largest JSON payload a client pushes (default 1 MiB).
-        prefetch: jobs a worker process may hold in its private lists beyond the ones
-            its threads are running; ``None`` means equal to ``concurrency``.
+        prefetch: the most jobs a worker process may hold in its private lists beyond the
+            ones its threads are running; ``None`` means equal to ``concurrency``. How many
+            it holds adapts to the jobs' run time (:mod:`rfetch.worker.prefetch`).
+        prefetch_horizon: seconds a job fetched ahead may expect to wait for a thread of its
+            process: fewer jobs are fetched ahead the longer jobs run, none while every
+            thread runs a job older than this, and a job that would wait longer behind
+            such threads goes back to its queue for another process (default 0.1).
         block_timeout: seconds a blocking fetch waits before looking at the other queues and
             at shutdown (1-2 s, as the issue asks).
         network_timeout: socket timeout for Redis commands other than blocking fetches.
@@ -172,6 +179,7 @@ class Config:
     shard_map: Mapping[str, int] = field(default_factory=dict)
     namespace: str | None = None
     concurrency: int = 5
+    async_concurrency: int = 100
     queues: Sequence[QueueSpec] = (QueueSpec("default"),)
     strict: bool | None = None
     shutdown_timeout: float = 25.0
@@ -186,6 +194,7 @@ class Config:
     dead_timeout: float = 180 * 24 * 3600
     max_payload_bytes: int = 1024 * 1024
     prefetch: int | None = None
+    prefetch_horizon: float = 0.1
     block_timeout: float = 2.0
     network_timeout: float = 5.0
     error_handlers: list[ErrorHandler] = field(default_factory=list)
@@ -221,6 +230,10 @@ class Config:
         """
         if self.concurrency < 1:
             raise ConfigError(f"concurrency must be 1 or more, got {self.concurrency}")
+        if self.async_concurrency < 1:
+            raise ConfigError(
+                f"async_concurrency must be 1 or more, got {self.async_concurrency}"
+            )
         if not self.queues:
             raise ConfigError("at least one queue is needed")
         names = [q.name for q in self.queues]
@@ -242,6 +255,8 @@ class Config:
             raise ConfigError("push_buffer_size must be >= 1 and push_exit_timeout >= 0")
         if self.prefetch is not None and self.prefetch < 0:
             raise ConfigError("prefetch must not be negative")
+        if self.prefetch_horizon <= 0:
+            raise ConfigError("prefetch_horizon must be positive (seconds)")
         if not 0 < self.block_timeout < self.network_timeout:
             raise ConfigError("block_timeout must be positive and below network_timeout")
         check_cpu_affinity(self.cpu_affinity)
@@ -343,6 +358,7 @@ _SCALAR_FIELDS: dict[str, str] = {
     "cluster": "bool",
     "namespace": "str",
     "concurrency": "int",
+    "async_concurrency": "int",
     "shutdown_timeout": "float",
     "tag": "str",
     "strict": "bool",
@@ -355,6 +371,7 @@ _SCALAR_FIELDS: dict[str, str] = {
     "dead_timeout": "float",
     "max_payload_bytes": "int",
     "prefetch": "int",
+    "prefetch_horizon": "float",
     "block_timeout": "float",
     "network_timeout": "float",
     "orphan_check_interval": "float",

@@ -23,6 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from redis import Redis
 
@@ -33,8 +34,10 @@ from rfetch.guard import ThreadGuard
 from rfetch.payload import Routing, may_be_gated
 from rfetch.push_buffer import BufferedJob, MemoryBuffer, PushBuffer, SpoolBuffer
 from rfetch.replicas import NotReplicated, Replicated, ReplicaWait
+from rfetch.store.async_commands import AsyncCommands
 from rfetch.store.commands import Commands
 from rfetch.store.connection import REDIS_DOWN
+from rfetch.store.keys import Keys
 
 log = logging.getLogger("rfetch.client")
 
@@ -130,17 +133,29 @@ class Delivery:
             except REDIS_DOWN as exc:
                 if not buffer:
                     raise
-                self._keep(jobs, exc)
+                self.keep(jobs, exc)
                 return None
             except NotReplicated as exc:
                 # Already written: the buffer (empty, as _drain succeeded) holds them as such.
                 unshared = not len(self.buffer)
-                self._keep(jobs, exc)
+                self.keep(jobs, exc)
                 if exc.generation is not None and unshared:
                     self._written = (len(jobs), exc.generation)
                 return None
 
-    def _keep(self, jobs: Sequence[BufferedJob], exc: Exception) -> None:
+    @property
+    def holding(self) -> bool:
+        """Whether the buffer may hold jobs not delivered yet (a newer push must then go
+        after them, through :meth:`write`)."""
+        return self._maybe_pending
+
+    def keep(self, jobs: Sequence[BufferedJob], exc: Exception) -> None:
+        """Buffer ``jobs``, which could not be written because of ``exc`` (Redis
+        unreachable), and deliver them in the background.
+
+        Raises:
+            BufferFull: the buffer cannot take them all; none of them was accepted.
+        """
         held = len(self.buffer)
         if held + len(jobs) > self.config.push_buffer_size:
             raise BufferFull(
@@ -197,51 +212,20 @@ class Delivery:
 
     def _send(self, jobs: Sequence[BufferedJob]) -> list[bool]:
         """One MULTI/EXEC round trip, as Sidekiq's raw_push; per job, whether written."""
-        if any(may_be_gated(job.text) for job in jobs):
-            return self._send_in_order(jobs)
-        by_queue: dict[str, list[str]] = {}
-        scheduled: dict[str, float] = {}
-        for job in jobs:
-            if job.at is None:
-                by_queue.setdefault(job.queue, []).append(job.text)
+        pipe = self.redis.pipeline(transaction=True)
+        if not any(may_be_gated(job.text) for job in jobs):
+            queue_plain(pipe, self.keys, jobs)
+            pipe.execute()
+            return [True] * len(jobs)
+        # One step per job in push order: jobs with an ordering key, a unique lock or a
+        # tenant through push.lua, the others as plain pushes.
+        steps = in_order(jobs)
+        for job, routing, window_ms in steps:
+            if routing is None:
+                queue_plain(pipe, self.keys, [job])
             else:
-                scheduled[job.text] = job.at
-        pipe = self.redis.pipeline(transaction=True)
-        for queue, texts in by_queue.items():
-            pipe.sadd(self.keys.queues, queue)
-            pipe.lpush(self.keys.queue(queue), *texts)
-        if scheduled:
-            pipe.zadd(self.keys.schedule, scheduled)
-        pipe.execute()
-        return [True] * len(jobs)
-
-    def _send_in_order(self, jobs: Sequence[BufferedJob]) -> list[bool]:
-        """One MULTI/EXEC round trip, one step per job in push order: jobs with an ordering
-        key, a unique lock or a tenant through ``push.lua``, the others as plain pushes."""
-        pipe = self.redis.pipeline(transaction=True)
-        steps: list[int] = []  # replies per job: 2 plain push, 1 script, 0 plain schedule
-        for job in jobs:
-            routing = Routing.parse(job.text)
-            if routing is not None and routing.gated:
-                window_ms = 1
-                if routing.unique_until is not None:
-                    window_ms = max(1, int((routing.unique_until - time.time()) * 1000))
                 self.commands.push(pipe, job.queue, job.text, job.at, routing, window_ms)
-                steps.append(1)
-            elif job.at is None:
-                pipe.sadd(self.keys.queues, job.queue)
-                pipe.lpush(self.keys.queue(job.queue), job.text)
-                steps.append(2)
-            else:
-                pipe.zadd(self.keys.schedule, {job.text: job.at})
-                steps.append(0)
-        replies = pipe.execute()
-        written: list[bool] = []
-        position = 0
-        for count in steps:
-            written.append(count != 1 or bool(replies[position]))
-            position += max(count, 1)
-        return written
+        return written(steps, pipe.execute())
 
     def _start_retrier(self) -> None:
         if self._retrier is not None and self._retrier.is_alive():
@@ -303,3 +287,88 @@ class Delivery:
             safe_url(self.config.redis_url),
             where,
         )
+
+
+Step = tuple[BufferedJob, "Routing | None", int]
+"""One job of an in-order write: its routing when it goes through ``push.lua`` (else
+None), and its unique lock's window in milliseconds."""
+
+
+def queue_plain(pipe: Any, keys: Keys, jobs: Sequence[BufferedJob]) -> None:
+    """Queue plain pushes on a pipeline (sync or asyncio: their command methods queue):
+    per queue one SADD ``queues`` and one LPUSH, and one ZADD ``schedule`` for the
+    scheduled ones. Replies: 2 per queue, then 1."""
+    by_queue: dict[str, list[str]] = {}
+    scheduled: dict[str, float] = {}
+    for job in jobs:
+        if job.at is None:
+            by_queue.setdefault(job.queue, []).append(job.text)
+        else:
+            scheduled[job.text] = job.at
+    for queue, texts in by_queue.items():
+        pipe.sadd(keys.queues, queue)
+        pipe.lpush(keys.queue(queue), *texts)
+    if scheduled:
+        pipe.zadd(keys.schedule, scheduled)
+
+
+def in_order(jobs: Sequence[BufferedJob]) -> list[Step]:
+    """The steps of an in-order write (see :data:`Step`)."""
+    steps: list[Step] = []
+    for job in jobs:
+        routing = Routing.parse(job.text)
+        if routing is None or not routing.gated:
+            steps.append((job, None, 0))
+            continue
+        window_ms = 1
+        if routing.unique_until is not None:
+            window_ms = max(1, int((routing.unique_until - time.time()) * 1000))
+        steps.append((job, routing, window_ms))
+    return steps
+
+
+def written(steps: Sequence[Step], replies: Sequence[Any]) -> list[bool]:
+    """Per job of an in-order write, whether it was written (``push.lua`` answers 0 when a
+    unique lock was held; a plain push is always written)."""
+    out: list[bool] = []
+    position = 0
+    for job, routing, _ in steps:
+        if routing is not None:
+            out.append(bool(replies[position]))
+            position += 1
+        else:
+            out.append(True)
+            position += 2 if job.at is None else 1
+    return out
+
+
+class AsyncSender:
+    """:meth:`Delivery.write`'s round trip from asyncio code, on one event loop's client:
+    the same commands in the same order (one MULTI/EXEC).
+
+    Args:
+        commands: ``push.lua`` on the asyncio client.
+    """
+
+    def __init__(self, commands: AsyncCommands) -> None:
+        self.commands = commands
+        self.keys = commands.keys
+
+    async def send(self, jobs: Sequence[BufferedJob]) -> list[bool]:
+        """Write ``jobs``; per job, whether written.
+
+        Raises:
+            redis.exceptions.ConnectionError / TimeoutError / OSError: Redis is unreachable.
+        """
+        pipe = self.commands.redis.pipeline(transaction=True)
+        if not any(may_be_gated(job.text) for job in jobs):
+            queue_plain(pipe, self.keys, jobs)
+            await pipe.execute()
+            return [True] * len(jobs)
+        steps = in_order(jobs)
+        for job, routing, window_ms in steps:
+            if routing is None:
+                queue_plain(pipe, self.keys, [job])
+            else:
+                await self.commands.push(pipe, job.queue, job.text, job.at, routing, window_ms)
+        return written(steps, await pipe.execute())

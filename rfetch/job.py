@@ -1,155 +1,21 @@
-"""The Job base class, job options and the ``@rfetch.job`` decorator."""
+"""The Job base class and its options."""
 
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import inspect
-import time
-import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Generic, Literal, ParamSpec, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Literal, cast
 
 from rfetch.arity import Arity, raw_perform
-from rfetch.client import DEFAULT, Client, check_options
-from rfetch.errors import ConfigError, UnrunnableJobWarning
+from rfetch.errors import ConfigError
+from rfetch.job_setter import HasPerform, JobSetter, P
 from rfetch.limits import JobControl
+from rfetch.options import check_options
 
 RetryDecision = float | int | Literal["discard", "kill"] | None
 """What ``retry_in`` returns: seconds until the retry, ``"discard"`` (drop the job),
 ``"kill"`` (straight to the dead set), or None for Sidekiq's default backoff."""
-
-
-def to_epoch(when: dt.datetime | float | int) -> float:
-    """A run time as float epoch seconds.
-
-    Args:
-        when: an aware datetime, a naive datetime (taken as local time, as
-            ``datetime.timestamp`` does), or epoch seconds.
-
-    Raises:
-        ConfigError: anything else.
-    """
-    if isinstance(when, dt.datetime):
-        return when.timestamp()
-    if isinstance(when, (int, float)) and not isinstance(when, bool):
-        return float(when)
-    raise ConfigError(f"a run time must be a datetime or epoch seconds, got {when!r}")
-
-
-def to_seconds(interval: dt.timedelta | float | int) -> float:
-    """An interval as float seconds.
-
-    Raises:
-        ConfigError: anything but a timedelta or a number.
-    """
-    if isinstance(interval, dt.timedelta):
-        return interval.total_seconds()
-    if isinstance(interval, (int, float)) and not isinstance(interval, bool):
-        return float(interval)
-    raise ConfigError(f"an interval must be a timedelta or seconds, got {interval!r}")
-
-
-class JobSetter:
-    """A job class with options overridden for the next pushes (``Job.set(...)``)."""
-
-    def __init__(
-        self, job_class: type[Job], options: Mapping[str, Any], client: Client | None = None
-    ) -> None:
-        check_options(options)
-        self.job_class = job_class
-        self.options = dict(options)
-        self.client = client
-
-    def set(self, **options: Any) -> JobSetter:
-        """More options on top of these."""
-        return JobSetter(self.job_class, {**self.options, **options}, self.client)
-
-    def _client(self) -> Client:
-        return self.client if self.client is not None else DEFAULT.get()
-
-    def _options(self, args: Sequence[Any] | None = None) -> dict[str, Any]:
-        options = {**self.job_class.default_options(), **self.options}
-        if args is not None and "key" not in options:
-            key = self.job_class.key_of(args)
-            if key is not None:
-                options["key"] = key
-        if args is not None and "tenant" not in options:
-            tenant = self.job_class.tenant_of(args)
-            if tenant is not None:
-                options["tenant"] = tenant
-        return options
-
-    def _checked(self, args: Sequence[Any], options: Mapping[str, Any]) -> Sequence[Any]:
-        """``args`` once they fit ``perform`` (a coalescing job's ``perform(batch)`` takes
-        the list of its jobs' argument lists, so its pushes are not checked); warns
-        (UnrunnableJobWarning) when the job's name starts with ``__main__.``."""
-        if options.get("coalesce") is not True:
-            self.job_class.check_args(args)
-        name = self.job_class.job_name()
-        if name.startswith("__main__."):
-            warnings.warn(
-                f"job {name!r} is defined in the script being run (__main__), so no worker "
-                "can register that name (a worker imports the module under its own name): "
-                "define the job in a module the script imports, or give the class a name "
-                f"(name = {name.split('.', 1)[1]!r})",
-                UnrunnableJobWarning,
-                stacklevel=4,
-            )
-        return args
-
-    def perform_async(self, *args: Any) -> str | None:
-        """Enqueue now; the jid (24 hex), or None if client middleware dropped the push or a
-        unique job's lock is held (unique jobs).
-
-        Raises:
-            ArgsMismatch: the arguments do not fit ``perform``; nothing is written.
-            ArgsNotSerializable, PayloadTooLarge: nothing is written.
-            ConfigError: a bad option (e.g. an ordering key that is not a string).
-        """
-        options = self._options(args)
-        return self._client().push(
-            self.job_class.job_name(), self._checked(args, options), options
-        )
-
-    def perform_in(self, interval: dt.timedelta | float, *args: Any) -> str | None:
-        """Enqueue to run after ``interval`` (seconds or timedelta)."""
-        return self.perform_at(time.time() + to_seconds(interval), *args)
-
-    def perform_at(self, when: dt.datetime | float, *args: Any) -> str | None:
-        """Enqueue to run at ``when`` (datetime or epoch seconds); a past time runs now.
-
-        Raises:
-            ArgsMismatch: as :meth:`perform_async`.
-        """
-        options = self._options(args)
-        return self._client().push(
-            self.job_class.job_name(), self._checked(args, options), options, at=to_epoch(when)
-        )
-
-    def perform_bulk(
-        self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000
-    ) -> list[str]:
-        """Enqueue one job per argument list, ``batch_size`` per round trip; their jids.
-
-        Raises:
-            ArgsMismatch: an argument list does not fit ``perform``; nothing is written.
-        """
-        arg_lists = list(args_list)
-        options = self._options()
-        for args in arg_lists:
-            if isinstance(args, (list, tuple)):  # push_bulk names any other item itself
-                self._checked(args, options)
-        keyed = ("key" not in self.options and self.job_class.has_ordering_key()) or (
-            "tenant" not in self.options and self.job_class.has_tenant()
-        )
-        return self._client().push_bulk(
-            self.job_class.job_name(),
-            arg_lists,
-            options,
-            batch_size=batch_size,
-            options_for=self._options if keyed else None,
-        )
 
 
 class Job:
@@ -181,6 +47,12 @@ class Job:
     score order (``score=``, default enqueue time); ``coalesce = "last"``: only the newest
     one's ``perform(*args)`` runs.
 
+    ``perform`` may be ``async def``: the class is then an async job (``is_async``), awaited
+    on the worker's event loop.
+
+    The push methods are typed from ``perform``'s own signature (ParamSpec), so a type
+    checker flags ``SendWelcome.perform_async("42")`` when ``perform`` takes an ``int``.
+
     ``timeout`` (seconds; per push ``set(timeout=...)``; default the worker's
     ``--job-timeout``) is the job's time limit: ``self.deadline`` says when it runs out and
     ``self.check_cancelled()`` raises :class:`rfetch.JobTimeout` past it, or
@@ -211,6 +83,9 @@ class Job:
     cron: ClassVar[str | None] = None
     cron_tz: ClassVar[str | None] = None
 
+    is_async: ClassVar[bool] = False
+    """Set when the class is defined: whether ``perform`` is ``async def``."""
+
     jid: str = ""
     _arity: ClassVar[Arity | None] = None
     control: JobControl | None = None
@@ -236,11 +111,13 @@ class Job:
             self.control.check()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Check ``key_on_failure`` and ``timeout`` when the class is defined.
+        """Check the class when it is defined, and note whether ``perform`` is async.
 
         Raises:
-            ConfigError: a ``key_on_failure`` other than ``"block"`` or ``"skip"``, or a
-                ``timeout`` that is not a positive number of seconds.
+            ConfigError: ``key_on_failure`` other than ``"block"`` or ``"skip"``; a
+                ``timeout`` that is not a positive number of seconds; a ``perform`` that
+                is a generator; an async ``ordering_key`` or ``tenant`` (they run at push
+                time, in the caller's thread).
         """
         super().__init_subclass__(**kwargs)
         if cls.timeout is not None:
@@ -253,10 +130,63 @@ class Job:
                 f'{cls.__qualname__}.key_on_failure must be "block" or "skip", '
                 f"got {cls.key_on_failure!r}"
             )
+        if inspect.isasyncgenfunction(cls.perform) or inspect.isgeneratorfunction(cls.perform):
+            raise ConfigError(
+                f"{cls.__qualname__}.perform is a generator; it must be a plain or an "
+                "async function (a generator would never run its body)"
+            )
+        for hook in ("ordering_key", "tenant"):
+            if inspect.iscoroutinefunction(getattr(cls, hook)):
+                raise ConfigError(
+                    f"{cls.__qualname__}.{hook} must not be async: it runs at push time"
+                )
+        cls.is_async = inspect.iscoroutinefunction(cls.perform)
 
-    def perform(self, *args: Any) -> None:
-        """The work; raise to fail (the job is then retried)."""
+    def perform(self, *args: Any, **kwargs: Any) -> object:
+        """The work; raise to fail (the job is then retried). May be ``async def``."""
         raise NotImplementedError(f"{type(self).__name__} must define perform()")
+
+    @classmethod
+    def positional_args(cls, args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Any]:
+        """The job's arguments as the positional list a payload carries (Sidekiq's ``args``).
+
+        Keyword arguments are bound to ``perform``'s parameters: ``perform_async(1,
+        template="x")`` for ``perform(self, user_id, template)`` sends ``[1, "x"]``; a
+        parameter skipped between them takes its default.
+
+        Raises:
+            TypeError: a keyword that ``perform`` does not take, a missing parameter, or a
+                keyword-only parameter (a JSON list has no place for it).
+        """
+        if not kwargs:
+            return list(args)
+        signature = inspect.signature(cls.perform)
+        positional = {
+            p.name
+            for p in signature.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        }
+        try:
+            bound = signature.bind(None, *args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{cls.job_name()}.perform{signature}: {exc}") from None
+        not_positional = sorted(set(kwargs) - positional)
+        if not_positional:
+            raise TypeError(
+                f"{cls.job_name()}.perform{signature}: {not_positional} cannot be sent by "
+                "keyword: a job's arguments travel as a JSON list (Sidekiq's args), so "
+                "only parameters that can be given by position can be sent"
+            )
+        # Up to the last parameter given, in order; one skipped on the way takes its default.
+        params = list(signature.parameters.values())[1:]
+        given = [i for i, p in enumerate(params) if p.name in bound.arguments]
+        values: list[Any] = []
+        for param in params[: max(given, default=-1) + 1]:
+            if param.kind is param.VAR_POSITIONAL:
+                values.extend(bound.arguments.get(param.name, ()))
+            else:
+                values.append(bound.arguments.get(param.name, param.default))
+        return values
 
     def ordering_key(self, *args: Any) -> str | None:
         """The ordering key of a job with these arguments, or None (no ordering). Called at
@@ -337,7 +267,7 @@ class Job:
         return options
 
     @classmethod
-    def set(cls, **options: Any) -> JobSetter:
+    def set(cls: type[HasPerform[P]], **options: Any) -> JobSetter[P]:
         """Override options for one push: ``SendWelcome.set(queue="critical").perform_async(7)``.
 
         ``client=`` picks a Client other than the process-wide default.
@@ -346,109 +276,75 @@ class Job:
             ConfigError: an unknown option.
         """
         client = options.pop("client", None)
-        return JobSetter(cls, options, client)
+        return JobSetter(cast("type[Job]", cls), options, client)
 
     @classmethod
-    def perform_async(cls, *args: Any) -> str | None:
-        """Enqueue now; returns the jid (24 hex characters)."""
-        return JobSetter(cls, {}).perform_async(*args)
+    def perform_async(cls: type[HasPerform[P]], *args: P.args, **kwargs: P.kwargs) -> str | None:
+        """Enqueue now; returns the jid (24 hex characters). See JobSetter.perform_async."""
+        return JobSetter[P](cast("type[Job]", cls), {}).perform_async(*args, **kwargs)
 
     @classmethod
-    def perform_in(cls, interval: dt.timedelta | float, *args: Any) -> str | None:
+    def perform_in(
+        cls: type[HasPerform[P]],
+        interval: dt.timedelta | float,
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> str | None:
         """Enqueue to run after ``interval`` (seconds or timedelta)."""
-        return JobSetter(cls, {}).perform_in(interval, *args)
+        return JobSetter[P](cast("type[Job]", cls), {}).perform_in(interval, *args, **kwargs)
 
     @classmethod
-    def perform_at(cls, when: dt.datetime | float, *args: Any) -> str | None:
+    def perform_at(
+        cls: type[HasPerform[P]],
+        when: dt.datetime | float,
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> str | None:
         """Enqueue to run at ``when`` (datetime or float epoch seconds)."""
-        return JobSetter(cls, {}).perform_at(when, *args)
+        return JobSetter[P](cast("type[Job]", cls), {}).perform_at(when, *args, **kwargs)
 
     @classmethod
     def perform_bulk(cls, args_list: Iterable[Sequence[Any]], batch_size: int = 1000) -> list[str]:
         """Enqueue many jobs, pipelined ``batch_size`` (default 1,000) per round trip."""
-        return JobSetter(cls, {}).perform_bulk(args_list, batch_size)
+        return JobSetter[Any](cls, {}).perform_bulk(args_list, batch_size)
 
+    # -- from asyncio code (redis.asyncio; the same checks, middleware and push buffer) ----
 
-P = ParamSpec("P")
-R = TypeVar("R")
+    @classmethod
+    async def aperform_async(
+        cls: type[HasPerform[P]], *args: P.args, **kwargs: P.kwargs
+    ) -> str | None:
+        """``await SendWelcome.aperform_async(42)``: :meth:`perform_async` for asyncio code."""
+        return await JobSetter[P](cast("type[Job]", cls), {}).aperform_async(*args, **kwargs)
 
+    @classmethod
+    async def aperform_in(
+        cls: type[HasPerform[P]],
+        interval: dt.timedelta | float,
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> str | None:
+        """:meth:`perform_in` for asyncio code."""
+        setter = JobSetter[P](cast("type[Job]", cls), {})
+        return await setter.aperform_in(interval, *args, **kwargs)
 
-class JobFunction(Generic[P, R]):
-    """A plain function made into a job by ``@rfetch.job``; calling it runs it inline."""
+    @classmethod
+    async def aperform_at(
+        cls: type[HasPerform[P]],
+        when: dt.datetime | float,
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> str | None:
+        """:meth:`perform_at` for asyncio code."""
+        return await JobSetter[P](cast("type[Job]", cls), {}).aperform_at(when, *args, **kwargs)
 
-    def __init__(self, func: Callable[P, R], job_class: type[Job]) -> None:
-        functools.update_wrapper(self, func)
-        self.func = func
-        self.job_class = job_class
-
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        return self.func(*args, **kwargs)
-
-    def set(self, **options: Any) -> JobSetter:
-        """Override options for one push."""
-        return self.job_class.set(**options)
-
-    def perform_async(self, *args: Any) -> str | None:
-        """Enqueue now; returns the jid."""
-        return self.job_class.perform_async(*args)
-
-    def perform_in(self, interval: dt.timedelta | float, *args: Any) -> str | None:
-        """Enqueue to run after ``interval``."""
-        return self.job_class.perform_in(interval, *args)
-
-    def perform_at(self, when: dt.datetime | float, *args: Any) -> str | None:
-        """Enqueue to run at ``when``."""
-        return self.job_class.perform_at(when, *args)
-
-    def perform_bulk(self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000) -> list[str]:
-        """Enqueue many jobs."""
-        return self.job_class.perform_bulk(args_list, batch_size)
-
-
-def job(
-    func: Callable[P, R] | None = None, **options: Any
-) -> JobFunction[P, R] | Callable[[Callable[P, R]], JobFunction[P, R]]:
-    """Make a plain function a job: ``@rfetch.job`` or ``@rfetch.job(queue="mail", retry=3)``.
-
-    The job is registered as ``module.function_name`` unless ``name=`` is given.
-    ``cron=`` (and ``cron_tz=``) makes it a periodic job, pushed without arguments at every
-    tick (see :class:`Job`); the expression is checked when a worker starts.
-
-    Raises:
-        ConfigError: an unknown option.
-    """
-    name = options.pop("name", None)
-    periodic: dict[str, Any] = {k: options.pop(k) for k in ("cron", "cron_tz") if k in options}
-    check_options(options)
-    per_push = {"key", "tenant", "unique_key"} & set(options)
-    if per_push:
-        raise ConfigError(
-            f"{sorted(per_push)} differ per job: pass them with .set(...) at push time"
-        )
-
-    def wrap(fn: Callable[P, R]) -> JobFunction[P, R]:
-        def perform(self: Job, *args: Any) -> None:
-            fn(*args)  # type: ignore[call-arg]
-
-        # Pushes are checked against the function's own parameters, behind the ``self``
-        # every method has.
-        own = inspect.signature(fn)
-        self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        perform.__signature__ = own.replace(  # type: ignore[attr-defined]
-            parameters=[self_param, *own.parameters.values()]
-        )
-        attrs: dict[str, Any] = {
-            "perform": perform,
-            "__module__": fn.__module__,
-            "__qualname__": fn.__qualname__,
-            "__doc__": fn.__doc__,
-            "name": name,
-        }
-        attrs.update(options)
-        attrs.update(periodic)
-        job_class = type(fn.__name__, (Job,), attrs)
-        return JobFunction(fn, job_class)
-
-    if func is not None:
-        return wrap(func)
-    return wrap
+    @classmethod
+    async def aperform_bulk(
+        cls, args_list: Iterable[Sequence[Any]], batch_size: int = 1000
+    ) -> list[str]:
+        """:meth:`perform_bulk` for asyncio code."""
+        return await JobSetter[Any](cls, {}).aperform_bulk(args_list, batch_size)

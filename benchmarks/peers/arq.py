@@ -25,7 +25,7 @@ class ArqPeer(Peer):
 
 PEERS = [ArqPeer()]
 
-FUNCTIONS = {"noop": "noop", "sleep": "sleepio", "stamp": "stamp"}
+FUNCTIONS = {"noop": "noop", "sleep": "sleepio", "stamp": "stamp", "wait100": "wait100"}
 
 
 class ArqClient(BenchClient):

@@ -26,13 +26,19 @@ async def sleepio(ctx: dict[str, Any], n: int) -> None:
     await ctx["redis"].incr(DONE)
 
 
+async def wait100(ctx: dict[str, Any], n: int) -> None:
+    await asyncio.sleep(0.1)
+    await ctx["redis"].incr(DONE)
+
+
 async def stamp(ctx: dict[str, Any], n: int) -> None:
     await ctx["redis"].rpush(STARTED, repr(time.time()))
 
 
 class WorkerSettings:
-    functions = [noop, sleepio, stamp]
+    functions = [noop, sleepio, stamp, wait100]
     redis_settings = RedisSettings.from_dsn(os.environ["REDIS_URL"])
+    redis_settings.max_connections = 10_000  # redis-py's default pool has 100
     queue_name = queues_from_env()[0]
     max_jobs = int(os.environ.get("BENCH_CONCURRENCY", "10"))
     poll_delay = 0.01

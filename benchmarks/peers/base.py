@@ -32,8 +32,10 @@ from typing import Any
 
 DONE = "bench:done"
 STARTED = "bench:started"
-KINDS = ("noop", "sleep", "stamp", "cpu")
-"""``cpu`` (5 ms of pure Python) exists for rfetch only (``benchmarks/swarm.py``)."""
+KINDS = ("noop", "sleep", "stamp", "cpu", "io", "hash", "wait100", "wait100-thread")
+"""``cpu`` (5 ms of pure Python, ``benchmarks/swarm.py``), ``io`` and ``hash``
+(``benchmarks/affinity.py``) and ``wait100`` / ``wait100-thread``
+(``benchmarks/async_sleep.py``) exist for rfetch (``wait100`` for arq too)."""
 RESULT_PREFIX = "BENCH-RESULT "
 REPO = Path(__file__).resolve().parents[2]
 

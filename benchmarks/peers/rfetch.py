@@ -67,7 +67,8 @@ class RfetchClient(BenchClient):
         rfetch.configure(redis_url=url)
         self.jobs: dict[str, type[rfetch.Job]] = {
             "noop": bench_jobs.Noop, "sleep": bench_jobs.SleepIO, "stamp": bench_jobs.Stamp,
-            "cpu": bench_jobs.Cpu,
+            "cpu": bench_jobs.Cpu, "io": bench_jobs.SocketIO, "hash": bench_jobs.HashBuffer,
+            "wait100": bench_jobs.AsyncWait, "wait100-thread": bench_jobs.ThreadWait,
         }
 
     def bulk(self, kind: str, n: int, queue: str) -> None:

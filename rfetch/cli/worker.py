@@ -75,6 +75,9 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
 )
 @click.option("-c", "--concurrency", type=click.IntRange(min=1), default=None,
               help="Processor threads. [default: 5]")
+@click.option("--async-concurrency", type=click.IntRange(min=1), default=None,
+              help="Async jobs (async def perform) run at once on the event loop thread, "
+              "beside the threads. [default: 100]")
 @click.option("-r", "--require", "requires", multiple=True, metavar="MODULE_OR_FILE",
               help="Module path (myapp.jobs) or file (./jobs.py) defining the jobs; repeatable.")
 @click.option("-t", "--timeout", type=click.FloatRange(min=0), default=None,
@@ -86,7 +89,10 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
 @click.option("--strict/--no-strict", default=None,
               help="Force strict queue order (ignoring weights) or weighted random order.")
 @click.option("--prefetch", type=click.IntRange(min=0), default=None,
-              help="Jobs held beyond the running ones. [default: concurrency]")
+              help="Most jobs held beyond the running ones. [default: concurrency]")
+@click.option("--prefetch-horizon", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds a job fetched ahead may expect to wait for a thread; jobs "
+              "waiting behind longer-running ones go back to the queue. [default: 0.1]")
 @click.option("--label", "labels", multiple=True, help="Label shown in the heartbeat.")
 @click.option("--cpu-affinity", default=None, metavar="auto|none|CPUS",
               help="Run every thread on one CPU ('auto', the default: worker processes of a "
@@ -118,6 +124,7 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
 def worker(
     queues: tuple[str, ...],
     concurrency: int | None,
+    async_concurrency: int | None,
     requires: tuple[str, ...],
     timeout: float | None,
     tag: str | None,
@@ -125,6 +132,7 @@ def worker(
     namespace: str | None,
     strict: bool | None,
     prefetch: int | None,
+    prefetch_horizon: float | None,
     labels: tuple[str, ...],
     cpu_affinity: str | None,
     verbose: bool,
@@ -164,12 +172,14 @@ def worker(
             redis_url=redis_url,
             namespace=namespace,
             concurrency=concurrency,
+            async_concurrency=async_concurrency,
             queues=_queue_specs(queues),
             strict=strict,
             shutdown_timeout=timeout,
             tag=tag,
             labels=tuple(labels),
             prefetch=prefetch,
+            prefetch_horizon=prefetch_horizon,
             cpu_affinity=cpu_affinity,
             processes=processes,
             max_memory=max_memory,

@@ -1,6 +1,10 @@
-"""Optional integrations with other services; each imports its third-party library only
-when it is used, so ``import rfetch`` never needs them.
+"""Optional integrations with other services and frameworks; ``import rfetch`` imports none
+of them, so it never needs their third-party libraries.
 
 * :mod:`rfetch.integrations.sentry`: report job failures and internal errors to Sentry
   (the ``sentry`` extra: ``pip install 'rfetch[sentry]'``).
+* :mod:`rfetch.integrations.opentelemetry`: producer and consumer spans, the trace context
+  carried in the payload as Ruby's Sidekiq instrumentation carries it (the ``otel`` extra).
+* :mod:`rfetch.integrations.django`: settings, pushes on commit, the web UI behind staff
+  login, a worker that closes stale database connections (the ``django`` extra).
 """

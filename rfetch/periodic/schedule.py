@@ -136,7 +136,7 @@ def build_schedule(
             that is not a job, arguments that are not native JSON, a bad catch-up window
             or a bad or unsupported job option.
     """
-    from rfetch.client import check_options  # the client's option rules, imported late
+    from rfetch.options import check_options  # the client's option rules, imported late
     from rfetch.payload import check_args
 
     cls = job_class_of(job_class)

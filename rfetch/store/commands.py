@@ -351,22 +351,26 @@ class Commands:
             routing: the payload's routing fields.
             window_ms: the unique lock's window, milliseconds.
         """
+        keys, args = self.push_call(queue, text, at, routing, window_ms)
+        queue_script(self.scripts.push, pipe, keys=keys, args=args)
+
+    def push_call(
+        self, queue: str, text: str, at: float | None, routing: Routing, window_ms: int
+    ) -> tuple[list[str], list[str | int]]:
+        """``push.lua``'s KEYS and ARGV (see :meth:`push`), for this client and for the
+        asyncio one (:class:`rfetch.store.async_commands.AsyncCommands`)."""
         keys = [self.keys.schedule, *self.gate_keys(queue, routing.ordering_key, routing.unique)]
-        queue_script(
-            self.scripts.push,
-            pipe,
-            keys=keys,
-            args=[
-                queue,
-                text,
-                "" if at is None else repr(at),
-                routing.ordering_key or "",
-                routing.jid,
-                routing.unique or "",
-                window_ms,
-                routing.tenant or "",
-            ],
-        )
+        args: list[str | int] = [
+            queue,
+            text,
+            "" if at is None else repr(at),
+            routing.ordering_key or "",
+            routing.jid,
+            routing.unique or "",
+            window_ms,
+            routing.tenant or "",
+        ]
+        return keys, args
 
     # -- admin API -----------------------------------------------------------------------
 

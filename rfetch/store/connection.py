@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import redis.asyncio
 from redis import Redis
 from redis.backoff import NoBackoff
 from redis.connection import AbstractConnection
@@ -18,6 +19,7 @@ from redis.exceptions import (
 from redis.retry import Retry
 
 from rfetch.config import Config
+from rfetch.errors import ConfigError
 from rfetch.store.cluster import connect_cluster
 from rfetch.store.sentinel import connect_sentinel, is_sentinel_url
 
@@ -86,3 +88,25 @@ def _after_connect(callback: Callable[[], None]) -> Callable[[AbstractConnection
         callback()
 
     return connected
+
+
+def connect_async(config: Config) -> redis.asyncio.Redis:
+    """An asyncio Redis client for ``config.redis_url`` (:func:`connect`'s settings: no
+    automatic retries, ``network_timeout``), for the async client. It belongs to the event
+    loop that first uses it.
+
+    Raises:
+        ConfigError: a Sentinel URL, cluster mode, shards or ``min_replicas``, which the
+            asyncio client does not support yet (use the threaded client).
+    """
+    if is_sentinel_url(config.redis_url) or config.cluster or config.shards or config.min_replicas:
+        raise ConfigError(
+            "the asyncio client does not support Sentinel, cluster mode, shards or "
+            "min_replicas yet: push with the threaded rfetch.Client"
+        )
+    return redis.asyncio.Redis.from_url(
+        config.redis_url,
+        socket_timeout=config.network_timeout,
+        socket_connect_timeout=config.network_timeout,
+        retry=Retry(NoBackoff(), 0),
+    )

@@ -229,6 +229,24 @@ class ReliableFetch:
         )
         return [self.unit(unit.queue, raw, unit.private_key) for raw in raws]
 
+    def holds(self, unit: UnitOfWork) -> bool:
+        """Whether ``unit`` is still in its private list (one LPOS of the exact bytes,
+        retried until Redis answers): False once orphan recovery has pushed it back after
+        this process looked dead (its heartbeat expired during a stall), so it must not be
+        started here.
+
+        Used before starting a job that waited long enough for its process to have been
+        stalled past ``heartbeat_ttl`` (see :class:`rfetch.worker.manager.Manager`).
+        """
+        return (
+            self._until_answered(
+                lambda: self.redis.lpos(unit.private_key, unit.raw),  # type: ignore[arg-type]
+                "ownership check",
+                None,
+            )
+            is not None
+        )
+
     def write_leases(self, pipe: Pipeline, units: Iterable[UnitOfWork]) -> None:
         """Queue on ``pipe`` the leases of running keyed jobs: the heartbeat calls it, so a
         running holder's lease (``rfetch:key-leases:<q>``, member ``<jid>:<key>``) expires

@@ -107,7 +107,9 @@ class Launcher:
         self.registry = registry
         self.identity = identity or make_identity()
         self.keys = Keys(config.namespace)
-        pool_size = config.concurrency + 8
+        # Threads, the worker's own threads, and the event loop's executor threads (a
+        # failure's retry of an async job); connections open only when used.
+        pool_size = config.concurrency + 8 + (config.async_concurrency if registry.has_async else 0)
         self.redis = redis if redis is not None else connect(config, max_connections=pool_size)
         self.report = ErrorReporter(config.error_handlers)
         self.commands = Commands(self.redis, self.keys)
@@ -180,14 +182,16 @@ class Launcher:
         """Run until TERM/INT; returns the exit code (0 after a clean shutdown)."""
         if self.own_signals:
             self._install_signal_handlers()
+        pool = self.manager.aio
         log.info(
-            "rfetch %s starting: identity=%s redis=%s namespace=%s concurrency=%d queues=%s "
-            "jobs=%d",
+            "rfetch %s starting: identity=%s redis=%s namespace=%s concurrency=%d%s "
+            "queues=%s jobs=%d",
             __version__,
             self.identity,
             safe_url(self.config.redis_url),
             self.config.namespace or "(none)",
             self.config.concurrency,
+            f" async_concurrency={pool.size}" if pool is not None else "",
             ",".join(f"{q.name}:{q.weight}" for q in self.config.queues),
             len(self.registry),
         )
@@ -325,10 +329,9 @@ class Launcher:
         elif self.manager.quiet:
             state = " quiet"
         tag = f" {self.config.tag}" if self.config.tag else ""
-        set_title(
-            f"rfetch {__version__}{tag} [{self.manager.busy()} of "
-            f"{self.config.concurrency} busy]{state}"
-        )
+        pool = self.manager.aio
+        slots = self.config.concurrency + (pool.size if pool is not None else 0)
+        set_title(f"rfetch {__version__}{tag} [{self.manager.busy()} of {slots} busy]{state}")
 
     def _dump_threads(self) -> None:
         names = {t.ident: t.name for t in threading.enumerate()}

@@ -1,48 +1,73 @@
 """The pool of processor threads and the one fetcher thread that feeds them.
 
 The fetcher moves jobs into the private lists in batches (``ReliableFetch.retrieve_work``)
-and hands them to the processor threads. It keeps at most ``concurrency + prefetch`` jobs
-held (running or waiting), so a process never holds more than that; on quiet, waiting jobs
-are pushed back at once, and on stop everything still in the private lists is pushed back
-to the head of its queue.
+and hands them to the processor threads. It holds at most ``concurrency`` jobs plus the
+fetch-ahead allowance of :class:`rfetch.worker.prefetch.PrefetchPolicy` (running or
+waiting), so a job waits in this process only while a thread is expected to take it soon,
+never behind long jobs while another process could run it; on quiet, waiting jobs are
+pushed back at once, and on stop everything still in the private lists is pushed back to
+the head of its queue.
+
+When a fetch finds nothing and no job waits, the blocking fetch (``BLMOVE``) is run by an
+idle processor thread, which then runs the job it gets itself: on an idle worker a job
+goes from Redis to ``perform`` without a hand-off between threads (Sidekiq's processors
+fetch for themselves for the same reason), and no job is fetched while no thread is free.
+
+A job that waited long enough for this process to have been stalled past its heartbeat
+TTL (SIGSTOP, a VM pause, swap, a debugger) may have been recovered as an orphan and run
+elsewhere meanwhile: before starting it, a thread checks that it is still in the private
+list (``ReliableFetch.holds``) and drops it otherwise.
 
 Acknowledgements are deferred while the queues are busy (:mod:`rfetch.worker.acks`): the
-fetcher waits for room for ``min_batch`` jobs unless the threads have nothing left to run,
-and sends pending acknowledgements with its next fetch within ``ACK_MAX_DELAY`` seconds.
-Busy threads and the quiet flag live in the shared :class:`WorkState`.
+fetcher waits for room for a quarter of its capacity unless the threads have nothing left
+to run, and sends pending acknowledgements with its next fetch within ``ACK_MAX_DELAY``
+seconds. Busy threads and the quiet flag live in the shared :class:`WorkState`.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
+import time
 from collections.abc import Callable, Collection
 
 from rfetch.config import Config
 from rfetch.guard import ThreadGuard
 from rfetch.store.connection import REDIS_DOWN
 from rfetch.worker.acks import ACK_MAX_DELAY, DeferredAcks
+from rfetch.worker.event_loop import AsyncPool
 from rfetch.worker.fetch import ReliableFetch
+from rfetch.worker.handoff import BlockingFetch, HandOff, Request
+from rfetch.worker.prefetch import PrefetchPolicy
 from rfetch.worker.processor import Processor
 from rfetch.worker.reporting import ErrorReporter
+from rfetch.worker.stall import StallGuard
 from rfetch.worker.unit import UnitOfWork
 from rfetch.worker.work_state import WorkState
 
 log = logging.getLogger("rfetch.manager")
+
+CANCEL_WAIT = 2.0
+"""Seconds the stop waits for cancelled async jobs to unwind before pushing them back."""
 
 
 class Manager:
     """Runs ``config.concurrency`` processor threads fed by one fetcher thread.
 
     Args:
-        config: concurrency, prefetch, block timeout.
+        config: concurrency, prefetch, prefetch horizon, block timeout, heartbeat interval.
         fetch: the reliable fetch of this process.
         processor: runs one job; its acknowledgement is ``acks``.
         acks: the processor's deferred acknowledgements, sent by the fetcher.
         work: busy threads and quiet flag, shared with the heartbeat and metrics.
         report: the error reporter, for internal errors.
         paused: returns the names of queues not to fetch from now (queue pausing).
+
+    When the processor's registry has async job classes, the manager also runs an
+    :class:`AsyncPool` (one event-loop thread, ``config.async_concurrency`` jobs at once)
+    and hands it the async jobs it fetches; the process then holds at most ``concurrency
+    + async_concurrency + prefetch`` jobs. The threads stay: an idle one runs the blocking
+    fetch, and hands an async job it gets to the loop.
     """
 
     def __init__(
@@ -62,11 +87,19 @@ class Manager:
         self.work = work
         self.report = report
         self.paused = paused
-        self.capacity = config.concurrency + config.prefetch_count
-        self.min_batch = max(1, self.capacity // 4)
-        self._handoff: queue.SimpleQueue[UnitOfWork | None] = queue.SimpleQueue()
-        self._cond = threading.Condition()
-        self._held: dict[int, UnitOfWork] = {}
+        self.prefetch = PrefetchPolicy(
+            config.concurrency, config.prefetch_count, config.prefetch_horizon
+        )
+        self.stall = StallGuard(config, fetch)
+        self.pool = HandOff(config.concurrency)
+        registry = processor.registry
+        self.aio = (
+            AsyncPool(config, processor, registry, work, report, on_done=self._async_done)
+            if registry.has_async
+            else None
+        )
+        self._loop_slots = self.aio.size if self.aio is not None else 0
+        self._low_water = config.concurrency
         self._sweep_needed = False
         self._threads: list[threading.Thread] = []
         self._fetcher: threading.Thread | None = None
@@ -75,7 +108,9 @@ class Manager:
     # -- lifecycle ---------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the processor threads and the fetcher."""
+        """Start the processor threads, the event loop (async jobs) and the fetcher."""
+        if self.aio is not None:
+            self.aio.start()
         for index in range(self.config.concurrency):
             thread = threading.Thread(
                 target=self._process_loop, name=f"rfetch-processor-{index}", daemon=True
@@ -94,19 +129,16 @@ class Manager:
 
     def quiet_down(self) -> None:
         """Stop fetching; push back jobs fetched but not started. Running jobs go on."""
-        with self._cond:
-            self.work.go_quiet()
+        self.work.go_quiet()
+        # Outside the lock: the loop thread takes it when a job ends.
+        looped = self.aio.take_waiting() if self.aio is not None else []
+        with self.pool.cond:
             self.acks.close()
-            waiting = []
-            while True:
-                try:
-                    unit = self._handoff.get_nowait()
-                except queue.Empty:
-                    break
-                if unit is not None:
-                    waiting.append(unit)
-                    self._held.pop(id(unit), None)
-            self._cond.notify_all()
+            waiting = self.pool.take_waiting(lambda unit: True, quiet=True)
+            for unit in looped:
+                self.pool.release(unit)
+            waiting += looped
+            self.pool.cond.notify_all()
         if waiting:
             self._requeue(waiting, "quiet")
 
@@ -114,27 +146,18 @@ class Manager:
         """Push back jobs fetched from queues that were just paused and not started yet."""
         if not paused:
             return
-        with self._cond:
-            keep: list[UnitOfWork | None] = []
-            released: list[UnitOfWork] = []
-            while True:
-                try:
-                    unit = self._handoff.get_nowait()
-                except queue.Empty:
-                    break
-                if unit is not None and unit.queue in paused:
-                    released.append(unit)
-                    self._held.pop(id(unit), None)
-                else:
-                    keep.append(unit)
-            for item in keep:
-                self._handoff.put(item)
-            self._cond.notify_all()
+        looped = self.aio.take_waiting(paused) if self.aio is not None else []
+        with self.pool.cond:
+            released = self.pool.take_waiting(lambda unit: unit.queue in paused, quiet=False)
+            for unit in looped:
+                self.pool.release(unit)
+            released += looped
+            self.pool.cond.notify_all()
         if released:
             self._requeue(released, "queue paused")
 
     def busy(self) -> int:
-        """Threads running a job now."""
+        """Jobs running now (threads and async jobs)."""
         return self.work.busy()
 
     def finish(self) -> int:
@@ -150,7 +173,12 @@ class Manager:
         if self._fetcher is not None:
             self._fetcher.join(self.config.block_timeout + self.config.network_timeout)
         for _ in self._threads:
-            self._handoff.put(None)
+            self.pool.queue.put(None)
+        if self.aio is not None:
+            cancelled = self.aio.cancel(CANCEL_WAIT)
+            if cancelled:
+                log.info("cancelled %d async job(s) still running", cancelled)
+            self.aio.stop()
         try:
             return self.fetch.requeue_unheld((), "shutdown")
         except REDIS_DOWN as exc:
@@ -161,96 +189,215 @@ class Manager:
             )
             return 0
 
-    # -- threads -----------------------------------------------------------------------
+    # -- processor threads -------------------------------------------------------------
 
     def _process_loop(self) -> None:
         ident = threading.get_ident()
         while True:
-            unit = self._handoff.get()
-            if unit is None:
+            item = self.pool.queue.get()
+            if item is None:
                 return
-            self.work.begin(ident, unit)
-            try:
-                self.processor.process(unit)
-            except BaseException as exc:  # an rfetch bug: keep the thread, sweep the job
-                log.exception("internal error while processing a job; it will be pushed back")
-                self.report(exc, {"context": "processor"})
-                with self._cond:
-                    self._sweep_needed = True
-            finally:
-                self.work.end(ident)
-                with self._cond:
-                    self._held.pop(id(unit), None)
-                    # Wake the fetcher only when it has a reason to fetch: room for a batch,
-                    # or threads about to starve (waking it per job costs a GIL hand-off).
-                    if (
-                        self.capacity - len(self._held) >= self.min_batch
-                        or self._handoff.empty()
-                        or self.work.quiet
-                    ):
-                        self._cond.notify_all()
+            if isinstance(item, BlockingFetch):
+                unit = self._blocking_fetch(ident, item)
+                if unit is not None:
+                    self._run(ident, unit, time.monotonic())
+            else:
+                self._run(ident, item, None)
 
-    def _next_request(self) -> tuple[int, list[UnitOfWork], bool, list[UnitOfWork]] | None:
-        """Wait until there is room for a batch (or threads starve, or acks are due).
+    def _blocking_fetch(self, ident: int, request: BlockingFetch) -> UnitOfWork | None:
+        """Run the blocking fetch in this (idle) thread; the first job it gets is started
+        by this thread (marked started in the same lock section as it is held), the others
+        are handed to the pool."""
+        sent_at = time.monotonic()
+        units: list[UnitOfWork] = []
+        try:
+            if not self.work.quiet:
+                units = self.fetch.wait_for_work(request.paused)
+        except Exception as exc:  # the fetcher backs off and sweeps
+            request.error = exc
+        with self.pool.cond:
+            admitted, rejected = self.pool.admit(units, sent_at, self.work.quiet, self.paused())
+            request.units = admitted
+            request.done = True
+            looped, threaded = self._split(admitted)
+            if threaded:
+                self.pool.started[ident] = time.monotonic()
+            for unit in threaded[1:]:
+                self.pool.queue.put(unit)
+            self.pool.cond.notify_all()
+        if looped and self.aio is not None:
+            self.aio.submit(looped)
+        if rejected:
+            self._requeue(rejected, "fetched while going quiet or pausing")
+        return threaded[0] if threaded else None
 
-        Returns (room, acks, sweep, held), or None when quiet.
-        """
-        with self._cond:
+    def _split(self, units: list[UnitOfWork]) -> tuple[list[UnitOfWork], list[UnitOfWork]]:
+        """The async jobs (for the event loop) and the others (for the threads)."""
+        if self.aio is None:
+            return [], units
+        looped = [unit for unit in units if self.aio.accepts(unit)]
+        if not looped:
+            return [], units
+        ids = {id(unit) for unit in looped}
+        with self.pool.cond:
+            self.pool.looped |= ids
+        return looped, [unit for unit in units if id(unit) not in ids]
+
+    def _async_done(self, unit: UnitOfWork, internal_error: bool) -> None:
+        """An async job ended (called in the loop thread): free its slot."""
+        with self.pool.cond:
+            self.pool.release(unit)
+            if internal_error:
+                self._sweep_needed = True
+            self.pool.cond.notify_all()
+
+    def _run(self, ident: int, unit: UnitOfWork, started: float | None) -> None:
+        """Run one job; ``started`` is its start time when already marked started (a job
+        this thread fetched itself), else the job came through the hand-off queue and is
+        checked for a stall first."""
+        now = started if started is not None else time.monotonic()
+        if started is None:
+            with self.pool.cond:
+                _, sent_at = self.pool.held.get(id(unit), (unit, now))
+                fresh = self.stall.fresh(now - sent_at)
+                if fresh:
+                    self.pool.started[ident] = now
+            if not fresh:
+                if self.stall.lost(unit, now - sent_at):
+                    self._done(ident, unit, None)
+                    return
+                now = time.monotonic()
+                with self.pool.cond:
+                    self.pool.started[ident] = now
+        self.work.begin(ident, unit)
+        try:
+            self.processor.process(unit)
+        except BaseException as exc:  # an rfetch bug: keep the thread, sweep the job
+            log.exception("internal error while processing a job; it will be pushed back")
+            self.report(exc, {"context": "processor"})
+            with self.pool.cond:
+                self._sweep_needed = True
+        finally:
+            self.work.end(ident)
+            self._done(ident, unit, time.monotonic() - now)
+
+    def _done(self, ident: int, unit: UnitOfWork, seconds: float | None) -> None:
+        with self.pool.cond:
+            self.pool.started.pop(ident, None)
+            self.pool.held.pop(id(unit), None)
+            if seconds is not None:
+                self.prefetch.finished(seconds)
+            # Wake the fetcher only when it has a reason to fetch: room for a batch, or
+            # threads about to starve (waking it per job costs a GIL hand-off).
+            if (
+                len(self.pool.held) <= self._low_water
+                or len(self.pool.held) <= len(self.pool.started)
+                or self.work.quiet
+            ):
+                self.pool.cond.notify_all()
+
+    # -- the fetcher -------------------------------------------------------------------
+
+    def _next_request(self, idle: bool) -> Request | None:
+        """Wait until there is room for a batch (or threads starve, or acks are due, or
+        waiting jobs must be given back). After a fetch that found nothing (``idle``),
+        fetch again only once a thread is free with no job waiting. None when quiet."""
+        with self.pool.cond:
             while not self.work.quiet:
-                room = self.capacity - len(self._held)
-                starving = self._handoff.empty()
-                if (room > 0 and (starving or room >= self.min_batch)) or self.acks.due():
-                    return room, self.acks.take(), self._sweep_needed, list(self._held.values())
-                self._cond.wait(ACK_MAX_DELAY)
+                ready = self.prefetch.ready_soon(self.pool.started.values(), time.monotonic())
+                waiting = self.pool.waiting()
+                capacity = (
+                    self.config.concurrency + self._loop_slots + self.prefetch.allowance(ready)
+                )
+                room = capacity - len(self.pool.held)
+                min_batch = max(1, capacity // 4)
+                self._low_water = capacity - min_batch
+                give_back = []
+                if self.prefetch.give_back(waiting, ready):
+                    give_back = self.pool.take_waiting(lambda unit: True, quiet=False)
+                # After an empty fetch, fetch again once a thread is free with nothing
+                # waiting; else once threads starve or there is room for a batch.
+                starving = waiting == 0 or (self.aio is not None and self.aio.idle())
+                wanted = self.pool.thread_free() if idle else starving or room >= min_batch
+                if give_back or self.acks.due() or (room > 0 and wanted):
+                    held = [unit for unit, _ in self.pool.held.values()]
+                    return Request(room, self.acks.take(), self._sweep_needed, held, give_back)
+                self.pool.cond.wait(ACK_MAX_DELAY)
         return None
 
     def _fetch_loop(self) -> None:
         self.acks.deferring(True)
         idle = False
         while True:
-            request = self._next_request()
+            request = self._next_request(idle)
             if request is None:
                 self._flush_acks()
                 return
-            room, acks, sweep, held = request
+            room, acks, sweep, held, give_back = request
+            if give_back:
+                self._requeue(give_back, "waiting behind long jobs: given back to the queue")
             try:
                 if sweep:
                     # Finished jobs whose acks are still pending are not strays.
                     self.fetch.requeue_unheld([*held, *acks], "a reply lost to a connection error")
-                    with self._cond:
+                    with self.pool.cond:
                         self._sweep_needed = False
                 paused = self.paused()
-                if idle and not acks and room > 0 and not self.fetch.broken and (
+                sent_at = time.monotonic()
+                if room <= 0 or (idle and not acks and not self.fetch.broken and (
                     len(self.config.queues) == 1 or not self.fetch.any_waiting(paused)
-                ):
-                    units = []  # still idle: go straight back to blocking
+                )):
+                    units = []  # no room, or still idle: go straight back to blocking
+                    if acks:
+                        self.fetch.retrieve_work(0, paused, acks)
                 else:
                     units = self.fetch.retrieve_work(room, paused, acks)
                 acks = []
-                if not units and room > 0:
+                if units:
+                    self._hand_off(units, sent_at)
+                elif room > 0 and self.pool.thread_free():
                     units = self._block(paused)
-                idle = not units
+                # Idle only after looking for jobs and finding none (not after a call that
+                # only acknowledged, or gave back, for want of room).
+                idle = room > 0 and not units
             except Exception as exc:
                 # Any error (a lost connection, a reply error such as OOM or READONLY, a
                 # bug) pauses fetching with a back-off; the fetcher itself never ends.
                 self.acks.put_back(acks)
                 if isinstance(exc, REDIS_DOWN):  # a move's reply may have been lost
-                    with self._cond:
+                    with self.pool.cond:
                         self._sweep_needed = True
                 self.work.sleep(self.guard.failed(exc))
                 continue
             self.guard.succeeded()
-            if units:
-                self._hand_off(units)
 
     def _block(self, paused: Collection[str]) -> list[UnitOfWork]:
-        """Blocking fetch; meanwhile threads acknowledge their jobs themselves."""
+        """Blocking fetch by an idle processor thread (:meth:`_blocking_fetch`), which
+        runs what it gets; meanwhile threads acknowledge their jobs themselves.
+
+        Raises:
+            Exception: what the blocking fetch raised (e.g. Redis unreachable).
+        """
         for unit in self.acks.deferring(False):
             unit.acknowledge()
+        request = BlockingFetch(paused)
         try:
-            if self.work.quiet:
-                return []
-            return self.fetch.wait_for_work(paused)
+            with self.pool.cond:
+                if self.work.quiet:
+                    return []
+                self.pool.queue.put(request)
+                # Once quiet, a fetch not yet taken by a thread is cancelled; one under way
+                # is awaited, so that what it moves is pushed back before the pool ends.
+                limit = self.config.block_timeout + self.config.network_timeout
+                while not request.done:
+                    if self.work.quiet:
+                        if limit <= 0:
+                            break
+                        limit -= ACK_MAX_DELAY
+                    self.pool.cond.wait(ACK_MAX_DELAY if self.work.quiet else None)
+            if request.error is not None:
+                raise request.error
+            return request.units
         finally:
             self.acks.deferring(True)
 
@@ -258,19 +405,16 @@ class Manager:
         for unit in self.acks.take():
             unit.acknowledge()
 
-    def _hand_off(self, units: list[UnitOfWork]) -> None:
-        paused = self.paused()
-        late = [u for u in units if u.queue in paused]  # a BLMOVE racing a pause
-        with self._cond:
-            if not self.work.quiet:
-                for unit in units:
-                    if unit.queue not in paused:
-                        self._held[id(unit)] = unit
-                        self._handoff.put(unit)
-                if late:
-                    self._requeue(late, "queue paused")
-                return
-        self._requeue(units, "fetched while going quiet")
+    def _hand_off(self, units: list[UnitOfWork], sent_at: float) -> None:
+        with self.pool.cond:
+            admitted, rejected = self.pool.admit(units, sent_at, self.work.quiet, self.paused())
+            looped, threaded = self._split(admitted)
+            for unit in threaded:
+                self.pool.queue.put(unit)
+        if looped and self.aio is not None:
+            self.aio.submit(looped)
+        if rejected:
+            self._requeue(rejected, "fetched while going quiet or pausing")
 
     def _requeue(self, units: list[UnitOfWork], why: str) -> None:
         try:

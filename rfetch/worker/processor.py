@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, cast
 
 from rfetch.config import Config
 from rfetch.errors import InvalidJob, JobCancelled, UnknownJob
@@ -15,19 +17,60 @@ from rfetch.job import Job
 from rfetch.limits import JobControl, timeout_of
 from rfetch.log_context import JobContext
 from rfetch.logs import JobLog
-from rfetch.middleware import run_server_chain
+from rfetch.middleware import run_server_chain, run_server_chain_async
 from rfetch.payload import Payload, Routing, loads
 from rfetch.stats import Stats
 from rfetch.worker.registry import Registry
 from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.retry import JobRetry
 from rfetch.worker.unit import UnitOfWork
-from rfetch.worker.work_state import Execution, WorkState
+from rfetch.worker.work_state import Execution as WatchedExecution
+from rfetch.worker.work_state import WorkState
 
 log = logging.getLogger("rfetch.job")
 
 COALESCE_MAX = 1000
 """Waiting jobs of a key merged into one execution at most; the rest form the next one."""
+
+
+@dataclass
+class JobRun:
+    """One execution of a fetched job: the job, its coalesced followers, its class (None
+    for a name this worker does not know), its start (``time.perf_counter``) and, once
+    made, its instance and its time limit and cancel flag."""
+
+    unit: UnitOfWork
+    job: Payload
+    followers: list[tuple[UnitOfWork, Payload]]
+    cls: type[Job] | None
+    started: float
+    instance: Job | None = None
+    control: JobControl | None = None
+
+    def owned(self) -> bool:
+        """Whether this execution still owns its outcome (acknowledge it or record its
+        failure): False when the timekeeper's hard path recorded it first."""
+        return self.control is None or self.control.finish()
+
+    def instantiate(self) -> Job:
+        """A new instance of the class, with its jid (part of the execution: whatever it
+        raises fails the job).
+
+        Raises:
+            UnknownJob: no class of the job's name is registered in this worker.
+        """
+        if self.cls is None:
+            raise UnknownJob(
+                f"no job named {self.job['class']!r} is registered in this worker (is the "
+                "module that defines it passed with -r, and deployed?)"
+            )
+        self.instance = self.cls()
+        self.instance.jid = self.job["jid"]
+        return self.instance
+
+    def elapsed_ms(self) -> float:
+        """Milliseconds since the start, rounded to microseconds."""
+        return round((time.perf_counter() - self.started) * 1000, 3)
 
 
 class Processor:
@@ -38,12 +81,13 @@ class Processor:
 
     Each execution gets a :class:`~rfetch.limits.JobControl` (its time limit, from the
     payload's ``timeout`` or ``config.job_timeout``, and its cancel flag), registered in
-    ``work`` for the timekeeper. A job raising ``rfetch.JobCancelled`` is recorded as
-    cancelled (never retried); a job whose outcome the timekeeper already recorded (the hard
-    path) is left alone when its thread comes back.
+    ``work`` for the timekeeper under its thread's id (an async job's: its task's slot). A
+    job raising ``rfetch.JobCancelled`` is recorded as cancelled (never retried); a job
+    whose outcome the timekeeper already recorded (the hard path) is left alone when it
+    comes back.
 
     Args:
-        config: server middleware, ``job_timeout`` and ``job_timeout_grace``.
+        config: server middleware.
         registry: the job classes this worker may run.
         job_retry: records failures.
         stats: processed/failed counters.
@@ -94,78 +138,160 @@ class Processor:
         try:
             job = loads(unit.raw)
         except InvalidJob as exc:
-            self.job_retry.bury_invalid(unit, exc)
-            self.report(exc, {"queue": unit.queue, "context": "invalid job"})
+            self._bury(unit, exc)
             return
-        name = job["class"]
-        jid = job["jid"]
         routing = unit.routing
-        coalesced = routing is not None and routing.coalesced
-        followers = self._take_followers(unit) if coalesced else []
-        self.job_context.enter(name, jid, unit.queue)
-        job_log = self.job_log
-        job_log.event("start", name, jid, unit.queue, None)
-        started = time.perf_counter()
-        instance: Job | None = None
-        control: JobControl | None = None
+        followers = self._take_followers(unit) if routing and routing.coalesced else []
+        execution = self._start(unit, job, followers)
         try:
-            cls = self.registry.get(name)
-            if cls is None:
-                raise UnknownJob(
-                    f"no job named {name!r} is registered in this worker (is the module that "
-                    "defines it passed with -r, and deployed?)"
-                )
-            instance = cls()
-            instance.jid = jid
-            control = self._control(unit, job, instance)
-            if coalesced:
-                last = routing is not None and routing.coalesce == "last"
-                self._perform_coalesced(instance, job, unit.queue, followers, last)
-            else:
-                self._perform(instance, job, unit.queue)
+            self._perform(execution)
         except BaseException as exc:  # a job's failure, whatever it raised, is a retry
-            if control is not None and not control.finish():
-                return  # the timekeeper recorded it (hard time limit or cancel)
-            elapsed = round((time.perf_counter() - started) * 1000, 3)
-            # With the traceback, as Sidekiq's default error handler logs a failure.
-            log.warning(
-                "fail: %s: %s",
-                type(exc).__name__,
-                exc,
-                exc_info=exc,
-                extra={"job_class": name, "jid": jid, "queue": unit.queue, "elapsed_ms": elapsed},
-            )
-            self.stats.record(name, True, elapsed)
-            self.report(exc, {"job": job, "queue": unit.queue, "jid": job["jid"]})
-            if followers:
-                # Back to the head of the key's list, still behind the failed holder: they
-                # coalesce again when it is retried (the key stays blocked).
-                unit.fetch.requeue([f for f, _ in followers])
-            if isinstance(exc, JobCancelled):
-                dead = control is not None and control.cancel_to_dead
-                self.job_retry.cancel(unit, job, exc, dead)
-                return
-            self.job_retry.fail(unit, job, instance, exc)
+            self._failed(execution, exc)
             return
-        if control is not None and not control.finish():
+        self._finished(execution)
+
+    async def aprocess(self, unit: UnitOfWork, shutting_down: Callable[[], bool]) -> None:
+        """:meth:`process` for an async job, on the worker's event loop: ``perform`` and the
+        server middleware are awaited; what waits on Redis beyond the acknowledgement (a
+        failure's retry, an invalid payload, a coalesced key's followers) runs in the loop's
+        executor, so the loop never waits for it.
+
+        Args:
+            unit: the fetched job.
+            shutting_down: whether the worker cancelled its async jobs (TERM past the
+                timeout); a job cancelled then is left in the private list, to be pushed
+                back, instead of failing. A job that raises ``CancelledError`` by itself
+                fails as any other exception.
+
+        Raises:
+            asyncio.CancelledError: cancelled at shutdown.
+        """
+        loop = asyncio.get_running_loop()
+        try:
+            job = loads(unit.raw)
+        except InvalidJob as exc:
+            await loop.run_in_executor(None, self._bury, unit, exc)
+            return
+        routing = unit.routing
+        followers: list[tuple[UnitOfWork, Payload]] = []
+        if routing and routing.coalesced:
+            followers = await loop.run_in_executor(None, self._take_followers, unit)
+        execution = self._start(unit, job, followers)
+        try:
+            await self._aperform(execution)
+        except asyncio.CancelledError as exc:
+            if shutting_down():
+                raise
+            await loop.run_in_executor(None, self._failed, execution, exc)
+            return
+        except BaseException as exc:
+            await loop.run_in_executor(None, self._failed, execution, exc)
+            return
+        if followers:
+            await loop.run_in_executor(None, self._finished, execution)
+        else:
+            self._finished(execution)  # a deferred acknowledgement: no round trip here
+
+    def _bury(self, unit: UnitOfWork, exc: InvalidJob) -> None:
+        self.job_retry.bury_invalid(unit, exc)
+        self.report(exc, {"queue": unit.queue, "context": "invalid job"})
+
+    def _start(
+        self, unit: UnitOfWork, job: Payload, followers: list[tuple[UnitOfWork, Payload]]
+    ) -> JobRun:
+        """Log the start and look the class up (an unknown one fails the execution)."""
+        name = job["class"]
+        self.job_context.enter(name, job["jid"], unit.queue)  # an async job: in its task
+        self.job_log.event("start", name, job["jid"], unit.queue, None)
+        return JobRun(unit, job, followers, self.registry.get(name), time.perf_counter())
+
+    def _arguments(self, execution: JobRun) -> list[Any]:
+        """``perform``'s arguments: the job's own, or a coalesced key's in score order
+        (``score``, default ``created_at``; stable): the list of argument lists
+        (``coalesce=True``) or the newest one's (``coalesce="last"``)."""
+        if not execution.followers:
+            routing = execution.unit.routing
+            if routing is None or not routing.coalesced:
+                return list(execution.job["args"])
+        payloads = [execution.job, *(p for _, p in execution.followers)]
+        ordered = sorted(payloads, key=lambda p: Routing.of(p).score)
+        if execution.job.get("coalesce") == "last":
+            return list(ordered[-1]["args"])
+        return [[p["args"] for p in ordered]]
+
+    def _control(self, run: JobRun, instance: Job, slot: int) -> None:
+        """The execution's deadline and cancel flag, set on the job and registered for the
+        timekeeper under ``slot`` (the thread id, or an async job's slot)."""
+        control = JobControl(
+            timeout_of(run.job, self.config.job_timeout), self.config.job_timeout_grace
+        )
+        instance.control = run.control = control
+        if self.work is not None:
+            self.work.watch(slot, WatchedExecution(run.unit, run.job, instance, control))
+
+    def _perform(self, execution: JobRun) -> None:
+        instance = execution.instantiate()
+        self._control(execution, instance, threading.get_ident())
+        args = self._arguments(execution)
+        chain = self.config.server_middleware
+        if not chain:
+            instance.perform(*args)
+            return
+        queue = execution.unit.queue
+        run_server_chain(chain, instance, execution.job, queue, lambda: instance.perform(*args))
+
+    async def _aperform(self, execution: JobRun) -> None:
+        instance = execution.instantiate()
+        self._control(execution, instance, id(asyncio.current_task()))
+        args = self._arguments(execution)
+
+        async def perform() -> None:
+            if instance.is_async:
+                await cast("Awaitable[object]", instance.perform(*args))
+            else:  # not routed here by the manager, but never run a sync job on the loop
+                await asyncio.get_running_loop().run_in_executor(None, instance.perform, *args)
+
+        chain = self.config.server_middleware
+        if not chain:
+            await perform()
+            return
+        await run_server_chain_async(chain, instance, execution.job, execution.unit.queue, perform)
+
+    def _failed(self, execution: JobRun, exc: BaseException) -> None:
+        if not execution.owned():
             return  # the timekeeper recorded it (hard time limit or cancel)
-        elapsed = round((time.perf_counter() - started) * 1000, 3)
-        for follower, _ in followers:
+        unit, job = execution.unit, execution.job
+        name, jid = job["class"], job["jid"]
+        elapsed = execution.elapsed_ms()
+        log.warning(
+            "fail: %s: %s",
+            type(exc).__name__,
+            exc,
+            exc_info=exc,  # with the traceback, as Sidekiq's default error handler logs
+            extra={"job_class": name, "jid": jid, "queue": unit.queue, "elapsed_ms": elapsed},
+        )
+        self.stats.record(name, True, elapsed)
+        self.report(exc, {"job": job, "queue": unit.queue, "jid": jid})
+        if execution.followers:
+            # Back to the head of the key's list, still behind the failed holder: they
+            # coalesce again when it is retried (the key stays blocked).
+            unit.fetch.requeue([f for f, _ in execution.followers])
+        if isinstance(exc, JobCancelled):
+            control = execution.control
+            self.job_retry.cancel(unit, job, exc, control is not None and control.cancel_to_dead)
+            return
+        self.job_retry.fail(unit, job, execution.instance, exc)
+
+    def _finished(self, execution: JobRun) -> None:
+        if not execution.owned():
+            return  # the timekeeper recorded it (hard time limit or cancel)
+        unit, job = execution.unit, execution.job
+        elapsed = execution.elapsed_ms()
+        for follower, _ in execution.followers:
             follower.acknowledge()
         self.ack(unit)  # a keyed job's release rides on the ack (fetch.lua or finish.lua)
-        self.stats.record(name, False, elapsed)
-        job_log.event("done", name, jid, unit.queue, elapsed)
-
-    def _control(self, unit: UnitOfWork, job: Payload, instance: Job) -> JobControl:
-        """The execution's deadline and cancel flag, set on the job and registered for the
-        timekeeper."""
-        control = JobControl(
-            timeout_of(job, self.config.job_timeout), self.config.job_timeout_grace
-        )
-        instance.control = control
-        if self.work is not None:
-            self.work.watch(threading.get_ident(), Execution(unit, job, instance, control))
-        return control
+        self.stats.record(job["class"], False, elapsed)
+        self.job_log.event("done", job["class"], job["jid"], unit.queue, elapsed)
 
     def _take_followers(self, unit: UnitOfWork) -> list[tuple[UnitOfWork, Payload]]:
         """Move the key's waiting jobs into the private list (``coalesce.lua``) and parse
@@ -179,39 +305,3 @@ class Processor:
                 continue
             followers.append((follower, payload))
         return followers
-
-    def _perform_coalesced(
-        self,
-        instance: Job,
-        job: Payload,
-        queue: str,
-        followers: list[tuple[UnitOfWork, Payload]],
-        last: bool,
-    ) -> None:
-        """One execution for the holder and its followers, in score order (``score``,
-        default ``created_at``; stable): ``perform(batch)`` with the list of argument
-        lists (``coalesce=True``), or ``perform(*args)`` of the newest (``last``:
-        ``coalesce="last"``)."""
-        payloads = [job, *(p for _, p in followers)]
-        ordered = sorted(payloads, key=lambda p: Routing.of(p).score)
-        args = ordered[-1]["args"] if last else [
-            [p["args"] for p in ordered]
-        ]
-
-        def call() -> None:
-            instance.perform(*args)
-
-        chain = self.config.server_middleware
-        if not chain:
-            call()
-            return
-        run_server_chain(chain, instance, job, queue, call)
-
-    def _perform(self, instance: Job, job: dict[str, Any], queue: str) -> None:
-        args = job["args"]
-        chain = self.config.server_middleware
-        if not chain:
-            instance.perform(*args)
-            return
-        run_server_chain(chain, instance, job, queue, lambda: instance.perform(*args))
-

@@ -52,6 +52,11 @@ class Registry:
                     f"and {cls.__module__}.{cls.__qualname__}; give one of them another name"
                 )
             self._by_name[name] = cls
+        kinds = {cls.is_async for cls in self._by_name.values()}
+        self.has_async = True in kinds
+        """Whether any class is async (``async def perform``): the worker runs an event loop."""
+        self.has_sync = False in kinds or not kinds
+        """Whether any class is sync (or none is registered): the worker's threads run jobs."""
 
     @classmethod
     def from_loaded(cls) -> Registry:

@@ -18,6 +18,8 @@ from rfetch.client import DEFAULT, Client
 from rfetch.config import Config
 from rfetch.errors import ArgsNotSerializable, ConfigError, PayloadTooLarge
 from rfetch.payload import Payload
+from rfetch.push_buffer import BufferedJob
+from rfetch.sink import Send
 from tests.support.redis_server import RedisServer
 
 SIDEKIQ_FIELDS = ["retry", "queue", "class", "args", "jid", "created_at", "enqueued_at"]
@@ -170,17 +172,17 @@ def test_payload_limit_writes_nothing(config: Config, r: redis.Redis) -> None:
 # -- push_bulk ------------------------------------------------------------------------------
 
 
-def test_push_bulk_writes_in_batches(
-    client: Client, r: redis.Redis, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_push_bulk_writes_in_batches(client: Client, r: redis.Redis) -> None:
     batches: list[int] = []
-    write = client._write
 
-    def counting_write(items: Sequence[tuple[str, float | None]], queues: Sequence[str]) -> None:
-        batches.append(len(items))
-        write(items, queues)
+    class Counting:
+        """A sink that counts each write's jobs and writes them to Redis."""
 
-    monkeypatch.setattr(client, "_write", counting_write)
+        def write(self, jobs: Sequence[BufferedJob], send: Send) -> list[bool] | None:
+            batches.append(len(jobs))
+            return send(jobs)
+
+    client = Client(client.config, client.redis, sink=Counting())
     jids = client.push_bulk("app.Bulk", [[i] for i in range(2500)])
     assert batches == [1000, 1000, 500]
     assert len(set(jids)) == 2500 and all(is_jid(j) for j in jids)

@@ -163,6 +163,7 @@ def test_killed_worker_jobs_run_elsewhere(
         "RFETCH_HEARTBEAT_TTL": "2",
         "RFETCH_ORPHAN_CHECK_INTERVAL": "1",
         "RFETCH_BLOCK_TIMEOUT": "0.5",
+        "RFETCH_PREFETCH_HORIZON": "60",  # keep the 4 jobs fetched ahead until the kill
     }
     client = Client(Config(redis_url=redis_server.url), r)
     jids = client.push_bulk("testjobs.Sleep", [[0.3] for _ in range(20)])

@@ -33,6 +33,10 @@ WORKER_ENV = {
     "RFETCH_HEARTBEAT_INTERVAL": "0.5",
     "RFETCH_BLOCK_TIMEOUT": "1",
     "RFETCH_POLL_INTERVAL_AVERAGE": "1",
+    # Jobs fetched ahead stay behind a long job (no give-back within the tests' waits), so
+    # the push-back of jobs not started is seen (tests/integration/test_prefetch.py tests
+    # the give-back).
+    "RFETCH_PREFETCH_HORIZON": "60",
 }
 EXIT_WAIT = 15.0
 """Upper bound for any worker exit we expect (seconds); the tests measure tighter ones."""
@@ -493,6 +497,7 @@ def test_worker_survives_a_redis_restart_without_losing_jobs(
     assert len(everything) == 12
     wait_for(lambda: set(everything) <= set(record.done_order()), 20, "every job to run")
     wait_for(lambda: r.llen("queue:default") == 0, 5, "an empty queue")
+    wait_for(lambda: "heartbeat recovered after" in worker.log(), 5, "the heartbeat to beat again")
     stop(worker)
 
     log = worker.log()

@@ -1,0 +1,120 @@
+"""Pushing jobs from asyncio code: ``await SendWelcome.aperform_async(42)``.
+
+An :class:`AsyncClient` is the asyncio face of one :class:`rfetch.Client` (``client.aio``):
+it builds and checks payloads and runs the client middleware with the same code, gives
+them to the same sink (test modes, the Django on-commit deferral), and writes them through
+``redis.asyncio`` with the same commands and Lua scripts as the sync client (one MULTI/EXEC
+per push, ``push.lua`` for ordering keys, unique jobs and tenants).
+
+Reliable push is the sync client's, shared: when Redis cannot be reached, the jobs go to the
+same buffer (memory or SQLite spool) and its delivery thread sends them in order as soon as
+Redis answers; while the buffer holds jobs, newer pushes go after them through the same
+(sync) path, run in a worker thread so the event loop does not wait.
+
+The middleware receive the sync client's ``redis`` (Sidekiq passes its connection pool), so
+one chain serves both clients; a middleware that calls Redis blocks the loop while it does.
+
+An asyncio Redis client belongs to the event loop that uses it, so one is made per loop
+(a test suite that runs each test in its own loop gets a fresh one each time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from rfetch.client import Client, kept
+from rfetch.delivery import BULK_BATCH, AsyncSender
+from rfetch.push_buffer import BufferedJob
+from rfetch.store.async_commands import AsyncCommands
+from rfetch.store.connection import REDIS_DOWN, connect_async
+
+
+class AsyncClient:
+    """Pushes jobs from asyncio code through ``client``'s Config, checks, middleware, sink
+    and push buffer (see the module docstring).
+
+    Args:
+        client: the sync client it is the asyncio face of.
+    """
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.config = client.config
+        self._senders: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncSender] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    async def push(
+        self,
+        class_name: str,
+        args: Sequence[Any],
+        options: Mapping[str, Any] | None = None,
+        at: float | None = None,
+    ) -> str | None:
+        """:meth:`rfetch.Client.push`, awaited: the jid, or None if client middleware
+        stopped the push or a unique job's lock is held.
+
+        Raises:
+            ArgsNotSerializable, PayloadTooLarge, ConfigError: nothing is written.
+            BufferFull: Redis is unreachable and the push buffer is full.
+        """
+        client = self.client
+        payload = client.prepare(class_name, args, options, at)
+        if payload is None:
+            return None
+        jid: str = payload["jid"]
+        written = await self._write(client.serialized([payload]))
+        return jid if written is None or written[0] else None
+
+    async def push_bulk(
+        self,
+        class_name: str,
+        args_list: Iterable[Sequence[Any]],
+        options: Mapping[str, Any] | None = None,
+        at: float | None = None,
+        batch_size: int = BULK_BATCH,
+        options_for: Callable[[Sequence[Any]], Mapping[str, Any]] | None = None,
+    ) -> list[str]:
+        """:meth:`rfetch.Client.push_bulk`, awaited: every payload is checked before
+        anything is written, then ``batch_size`` per round trip; the jids written."""
+        payloads = self.client.prepare_bulk(class_name, args_list, options, at, options_for)
+        jobs = self.client.serialized(payloads)
+        jids: list[str] = []
+        for start in range(0, len(jobs), batch_size):
+            end = start + batch_size
+            jids += kept(payloads[start:end], await self._write(jobs[start:end]))
+        return jids
+
+    async def _write(self, jobs: Sequence[BufferedJob]) -> list[bool] | None:
+        sink = self.client.sink
+        if sink is None:
+            return await self._send_or_buffer(jobs)
+        awrite = getattr(sink, "awrite", None)
+        if awrite is not None:  # a sink with an asyncio form (inline mode awaits jobs)
+            result: list[bool] | None = await awrite(jobs, self.client.delivery.write)
+            return result
+        return sink.write(jobs, self.client.delivery.write)
+
+    async def _send_or_buffer(self, jobs: Sequence[BufferedJob]) -> list[bool] | None:
+        """Write to Redis, or buffer when it cannot be reached (:meth:`Delivery.write`'s
+        rules: never ahead of a buffered job)."""
+        delivery = self.client.delivery
+        if delivery.holding:
+            return await asyncio.to_thread(delivery.write, jobs)
+        try:
+            return await self._sender().send(jobs)
+        except REDIS_DOWN as exc:
+            await asyncio.to_thread(delivery.keep, jobs, exc)
+            return None
+
+    def _sender(self) -> AsyncSender:
+        loop = asyncio.get_running_loop()
+        sender = self._senders.get(loop)
+        if sender is None:
+            commands = self.client.delivery.commands
+            sender = AsyncSender(AsyncCommands(connect_async(self.config), commands))
+            self._senders[loop] = sender
+        return sender

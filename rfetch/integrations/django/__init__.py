@@ -1,0 +1,33 @@
+"""Django integration (extra ``django``).
+
+- ``INSTALLED_APPS += ["rfetch.integrations.django"]``: ``settings.RFETCH = {...}`` becomes
+  the Config of the process-wide client (:mod:`.settings`), and a push inside
+  ``transaction.atomic()`` is written when the transaction commits (Sidekiq 7's
+  transaction-aware client; ``RFETCH["on_commit"] = False`` turns it off, and
+  :func:`immediate_client` pushes at once for one call:
+  ``Job.set(client=immediate_client()).perform_async(...)``).
+- ``path("rfetch/", include("rfetch.integrations.django.urls"))``: the web UI, for staff
+  users only (Django's ``staff_member_required``).
+- ``rfetch worker -r rfetch.integrations.django.worker -r myapp.jobs``: a worker that sets
+  Django up and closes stale database connections around each job (:mod:`.worker`).
+
+See docs/integrations.md.
+"""
+
+from __future__ import annotations
+
+from rfetch.client import Client
+
+
+def immediate_client() -> Client:
+    """The client that pushes at once, even inside a transaction.
+
+    Raises:
+        LookupError: the app is not in ``INSTALLED_APPS``.
+    """
+    from rfetch.integrations.django.apps import app_config
+
+    return app_config().immediate_client()
+
+
+__all__ = ["immediate_client"]

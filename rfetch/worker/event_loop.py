@@ -1,0 +1,208 @@
+"""Async jobs (``async def perform``) on one event-loop thread per worker process.
+
+The manager's fetcher hands the pool the async jobs it fetched (reliable fetch, the same
+private lists, acknowledgements and retries as the threads' jobs); the pool runs at most
+``config.async_concurrency`` of them at once as tasks of its loop, the others waiting in
+order. Each running job is one entry of the shared :class:`WorkState`, so the heartbeat,
+the busy count and the shutdown wait see async jobs as they see threads.
+
+Shutdown (TERM): the launcher waits up to ``shutdown_timeout`` for running jobs; then
+:meth:`AsyncPool.cancel` cancels the async jobs still running (their ``perform`` gets
+``CancelledError`` at its current ``await``) and the manager pushes them back to the head of
+their queue with every other unfinished job, as it does for threads. A job cancelled there
+is neither acknowledged nor retried.
+
+The loop's default executor (``run_in_executor(None, ...)``) has up to
+``async_concurrency`` threads, created as needed: it runs what would block the loop (a
+failure's retry, the Redis work of a coalesced key, a sync server middleware around an
+async job).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Collection, Sequence
+
+from rfetch.config import Config
+from rfetch.worker.processor import Processor
+from rfetch.worker.registry import Registry
+from rfetch.worker.reporting import ErrorReporter
+from rfetch.worker.unit import UnitOfWork
+from rfetch.worker.work_state import WorkState
+
+log = logging.getLogger("rfetch.manager")
+
+CALL_TIMEOUT = 5.0
+"""Seconds another thread waits for the loop to answer (a job that blocks the loop with
+sync code delays it)."""
+
+
+class AsyncPool:
+    """The event-loop thread of a worker process and the async jobs it runs.
+
+    Args:
+        config: ``async_concurrency`` (jobs running at once).
+        processor: runs one job (:meth:`Processor.aprocess`).
+        registry: which job classes are async (routing, :meth:`accepts`).
+        work: busy state shared with the heartbeat.
+        report: the error reporter, for internal errors.
+        on_done: called in the loop thread with each job whose execution ended (finished,
+            failed, cancelled) and whether rfetch itself failed around it (the manager then
+            sweeps its private lists), so the manager frees its slot.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        processor: Processor,
+        registry: Registry,
+        work: WorkState,
+        report: ErrorReporter,
+        on_done: Callable[[UnitOfWork, bool], None],
+    ) -> None:
+        self.size = config.async_concurrency
+        self.processor = processor
+        self.registry = registry
+        self.work = work
+        self.report = report
+        self.on_done = on_done
+        self._loop = asyncio.new_event_loop()
+        self._thread: threading.Thread | None = None
+        self._waiting: deque[UnitOfWork] = deque()  # touched only in the loop thread
+        self._running: dict[asyncio.Task[None], UnitOfWork] = {}  # idem
+        self._cancelling = False
+
+    # -- from other threads ----------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the loop thread."""
+        self._thread = threading.Thread(
+            target=self._run, name="rfetch-event-loop", daemon=True
+        )
+        self._thread.start()
+
+    def accepts(self, unit: UnitOfWork) -> bool:
+        """Whether ``unit`` is a job of an async class (else the threads run it). In a
+        worker whose classes are all async, every job is (an unknown or invalid one then
+        fails here as it would on a thread)."""
+        if not self.registry.has_sync:
+            return True
+        try:
+            name = json.loads(unit.raw)["class"]
+        except (ValueError, TypeError, KeyError):
+            return False
+        cls = self.registry.get(name) if isinstance(name, str) else None
+        return cls is not None and cls.is_async
+
+    def submit(self, units: Sequence[UnitOfWork]) -> None:
+        """Run ``units`` (in order, as slots free up)."""
+        self._loop.call_soon_threadsafe(self._admit, list(units))
+
+    def idle(self) -> bool:
+        """Whether no async job is running or waiting (a hint: read without the loop)."""
+        return not self._running and not self._waiting
+
+    def take_waiting(self, queues: Collection[str] | None = None) -> list[UnitOfWork]:
+        """Remove and return the jobs not started yet (of ``queues``, or all), for the
+        manager to push back (quiet, a paused queue). Empty when the loop does not answer
+        within ``CALL_TIMEOUT``: those jobs then start later, or are pushed back at stop."""
+
+        if self._thread is None:
+            return []
+
+        def take() -> list[UnitOfWork]:
+            keep = [u for u in self._waiting if queues is not None and u.queue not in queues]
+            taken = [u for u in self._waiting if queues is None or u.queue in queues]
+            self._waiting = deque(keep)
+            return taken
+
+        return self._call(take, [])
+
+    def cancel(self, timeout: float) -> int:
+        """Cancel every async job still running and wait up to ``timeout`` seconds for them
+        to end (TERM past the shutdown timeout); none starts after this. Returns how many
+        were cancelled. They stay in the private lists, for the manager to push back."""
+        if self._thread is None:
+            return 0
+
+        async def cancel_all() -> int:
+            self._cancelling = True
+            self._waiting.clear()
+            tasks = list(self._running)
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                await asyncio.wait(tasks, timeout=timeout)
+            return len(tasks)
+
+        try:
+            future = asyncio.run_coroutine_threadsafe(cancel_all(), self._loop)
+            return future.result(timeout + CALL_TIMEOUT)
+        except (concurrent.futures.TimeoutError, RuntimeError):
+            log.error("the event loop did not answer the cancellation of its async jobs")
+            return 0
+
+    def stop(self) -> None:
+        """Stop the loop (after :meth:`cancel`)."""
+        if self._thread is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+
+    # -- in the loop thread --------------------------------------------------------------
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.set_default_executor(
+            concurrent.futures.ThreadPoolExecutor(self.size, thread_name_prefix="rfetch-async")
+        )
+        while True:
+            try:
+                self._loop.run_forever()
+                return  # stop() was called
+            except BaseException:  # a callback raised through the loop: keep the loop
+                log.exception("event loop error; the loop goes on")
+
+    def _admit(self, units: list[UnitOfWork]) -> None:
+        self._waiting.extend(units)
+        self._fill()
+
+    def _fill(self) -> None:
+        while self._waiting and len(self._running) < self.size and not self._cancelling:
+            unit = self._waiting.popleft()
+            task = self._loop.create_task(self._execute(unit))
+            self._running[task] = unit
+
+    async def _execute(self, unit: UnitOfWork) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        slot = id(task)
+        self.work.begin(slot, unit)
+        internal_error = False
+        try:
+            await self.processor.aprocess(unit, lambda: self._cancelling)
+        except asyncio.CancelledError:
+            pass  # stays in the private list: pushed back at stop
+        except BaseException as exc:  # an rfetch bug: keep the loop, sweep the job
+            internal_error = True
+            log.exception("internal error while processing an async job; it will be pushed back")
+            self.report(exc, {"context": "processor"})
+        finally:
+            self.work.end(slot)
+            self._running.pop(task, None)
+            self.on_done(unit, internal_error)
+            self._fill()
+
+    def _call(self, function: Callable[[], list[UnitOfWork]], default: list[UnitOfWork]
+              ) -> list[UnitOfWork]:
+        async def call() -> list[UnitOfWork]:
+            return function()
+
+        try:
+            return asyncio.run_coroutine_threadsafe(call(), self._loop).result(CALL_TIMEOUT)
+        except (concurrent.futures.TimeoutError, RuntimeError):
+            log.error("the event loop did not answer within %.0f s", CALL_TIMEOUT)
+            return default

@@ -1,0 +1,201 @@
+"""The Django integration, run by Django's test runner against PostgreSQL and a real Redis
+(``tests/integration/test_django.py`` starts it with the Redis of the pytest session)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import redis
+from django.contrib.auth.models import User
+from django.db import connection, transaction
+from django.test import TestCase, TransactionTestCase
+
+import rfetch
+from rfetch.integrations.django import immediate_client
+from rfetch.integrations.django.apps import app_config
+from tests.django_app.jobs import RecordBackend, WelcomeSignup
+from tests.django_app.models import BackendRun, Signup
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def redis_client() -> redis.Redis:
+    return redis.Redis.from_url(app_config().config.redis_url)
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def queued_jids(r: redis.Redis) -> list[str]:
+    return [json.loads(raw)["jid"] for raw in r.lrange("queue:django", 0, -1)]
+
+
+class OnCommitTests(TransactionTestCase):
+    """Pushes inside transaction.atomic() wait for the commit (real commits here)."""
+
+    def setUp(self) -> None:
+        self.redis = redis_client()
+        self.redis.flushdb()
+
+    def tearDown(self) -> None:
+        self.redis.close()
+
+    def test_a_push_inside_a_transaction_is_written_at_commit(self) -> None:
+        with transaction.atomic():
+            signup = Signup.objects.create(email="ann@example.com")
+            jid = WelcomeSignup.perform_async(signup.pk)
+            self.assertIsNotNone(jid)
+            self.assertEqual(queued_jids(self.redis), [])  # not before the row is visible
+        self.assertEqual(queued_jids(self.redis), [jid])
+
+    def test_a_rolled_back_transaction_pushes_nothing(self) -> None:
+        try:
+            with transaction.atomic():
+                signup = Signup.objects.create(email="bob@example.com")
+                WelcomeSignup.perform_async(signup.pk)
+                raise RuntimeError("rolled back")
+        except RuntimeError:
+            pass
+        self.assertEqual(queued_jids(self.redis), [])
+        self.assertEqual(Signup.objects.count(), 0)
+
+    def test_a_rolled_back_savepoint_drops_only_its_pushes(self) -> None:
+        with transaction.atomic():
+            kept = WelcomeSignup.perform_async(1)
+            try:
+                with transaction.atomic():
+                    WelcomeSignup.perform_async(2)
+                    raise RuntimeError("inner block rolled back")
+            except RuntimeError:
+                pass
+        self.assertEqual(queued_jids(self.redis), [kept])
+
+    def test_the_immediate_client_pushes_inside_a_transaction(self) -> None:
+        with transaction.atomic():
+            jid = WelcomeSignup.set(client=immediate_client()).perform_async(3)
+            self.assertEqual(queued_jids(self.redis), [jid])
+
+    def test_outside_a_transaction_a_push_is_written_at_once(self) -> None:
+        jid = WelcomeSignup.perform_async(4)
+        self.assertEqual(queued_jids(self.redis), [jid])
+
+    def test_bad_arguments_raise_at_the_call_not_at_commit(self) -> None:
+        with transaction.atomic(), self.assertRaises(rfetch.ArgsNotSerializable):
+            WelcomeSignup.perform_async(object())  # type: ignore[arg-type]
+        self.assertEqual(queued_jids(self.redis), [])
+
+
+class WorkerTests(TransactionTestCase):
+    """A real ``rfetch worker`` with Django loaded: jobs use the ORM, and a database
+    connection the server closed costs no job."""
+
+    def setUp(self) -> None:
+        self.redis = redis_client()
+        self.redis.flushdb()
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "tests.django_app.settings",
+            "RFETCH_DJANGO_DB": connection.settings_dict["NAME"],  # the test database
+            "REDIS_URL": app_config().config.redis_url,
+        }
+        self.log_path = Path(tempfile.mkdtemp()) / "worker.log"
+        self.log = self.log_path.open("ab")
+        self.worker = subprocess.Popen(
+            [sys.executable, "-m", "rfetch.cli", "worker", "-c", "1",
+             "-r", "rfetch.integrations.django.worker", "-r", "tests.django_app.jobs"],
+            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+        )
+
+    def tearDown(self) -> None:
+        self.worker.send_signal(signal.SIGTERM)
+        self.assertEqual(self.worker.wait(30), 0)
+        self.log.close()
+        self.redis.close()
+
+    def ran(self, label: str) -> BackendRun:
+        try:
+            wait_for(lambda: BackendRun.objects.filter(label=label).exists(), 30, label)
+        except AssertionError:
+            log = self.log_path.read_text(errors="replace")
+            raise AssertionError(f"job {label!r} did not run; worker log:\n{log}") from None
+        return BackendRun.objects.get(label=label)
+
+    def test_jobs_use_the_orm(self) -> None:
+        signup = Signup.objects.create(email="cy@example.com")
+        WelcomeSignup.perform_async(signup.pk)
+        wait_for(lambda: Signup.objects.get(pk=signup.pk).welcomed, 30, "the welcome job")
+
+    def test_a_connection_closed_by_the_server_costs_no_job(self) -> None:
+        RecordBackend.perform_async("first")
+        first = self.ran("first")
+        with connection.cursor() as cursor:  # as a database restart or failover would
+            cursor.execute("SELECT pg_terminate_backend(%s)", [first.pid])
+        wait_for(lambda: not self.backend_alive(first.pid), 10, "the backend to exit")
+
+        RecordBackend.perform_async("second")
+        second = self.ran("second")
+        self.assertNotEqual(second.pid, first.pid)  # a new connection ...
+        self.assertEqual(self.redis.zcard("retry"), 0)  # ... and no failed run
+        self.assertEqual(BackendRun.objects.filter(label="second").count(), 1)
+
+    def backend_alive(self, pid: int) -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid])
+            (count,) = cursor.fetchone()
+        return bool(count)
+
+
+class WebUITests(TestCase):
+    """The web UI under /rfetch/, for staff users only."""
+
+    def setUp(self) -> None:
+        self.redis = redis_client()
+        self.redis.flushdb()
+
+    def tearDown(self) -> None:
+        self.redis.close()
+
+    def test_anonymous_visitors_go_to_the_login_page(self) -> None:
+        response = self.client.get("/rfetch/queues")
+        self.assertEqual(response.status_code, 302)
+        self.assertEqual(response["Location"], "/admin/login/?next=/rfetch/queues")
+
+    def test_users_who_are_not_staff_are_refused(self) -> None:
+        self.client.force_login(User.objects.create_user("dee", password="x"))
+        self.assertEqual(self.client.get("/rfetch/").status_code, 302)
+
+    def test_staff_see_the_ui_under_the_mount_and_can_act(self) -> None:
+        self.client.force_login(User.objects.create_user("eve", password="x", is_staff=True))
+        response = self.client.get("/rfetch/")
+        self.assertEqual(response.status_code, 200)
+        body = response.content.decode()
+        self.assertIn('href="/rfetch/queues"', body)
+        self.assertIn("Jobs", body)  # RFETCH["web"]["title"]
+        self.assertEqual(self.client.get("/rfetch/static/rfetch.css").status_code, 200)
+
+        self.redis.sadd("queues", "django")
+        self.assertEqual(self.client.get("/rfetch/queues").status_code, 200)
+        cookie = self.client.cookies["rfetch_csrf"]  # set by rfetch, through the view
+        self.assertEqual(cookie["path"], "/rfetch")
+        token = cookie.value
+        refused = self.client.post("/rfetch/queues/django", {"action": "pause"})
+        self.assertEqual(refused.status_code, 403)  # rfetch's own CSRF check
+        response = self.client.post(
+            "/rfetch/queues/django", {"action": "pause", "csrf_token": token}
+        )
+        self.assertEqual(response.status_code, 303)
+        self.assertEqual(response["Location"], "/rfetch/queues/django")
+        self.assertTrue(self.redis.sismember("paused", "django"))
