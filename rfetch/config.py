@@ -146,7 +146,9 @@ class Config:
             restart of the pushing process; None keeps them in memory only.
         push_exit_timeout: seconds the client keeps trying to deliver buffered jobs at
             interpreter exit.
-        cpu_affinity: where ``rfetch worker`` runs its threads (CPU affinity): ``"auto"`` (one
+        cpu_affinity: where ``rfetch worker`` runs its threads (CPU affinity): ``"none"``, the
+            default (the kernel's placement: best for I/O-bound jobs and for C code that
+            releases the GIL), ``"auto"`` (one
             CPU, worker processes of a host spread over the CPUs), ``"none"`` (the
             kernel's placement) or a CPU list such as ``"2"`` or ``"0-3"``; see
             :mod:`rfetch.affinity`.
@@ -210,7 +212,7 @@ class Config:
     push_buffer_size: int = 1000
     push_spool: str | None = None
     push_exit_timeout: float = 10.0
-    cpu_affinity: str = "auto"
+    cpu_affinity: str = "none"
     processes: int = 1
     max_memory: int | None = None
     max_jobs: int | None = None

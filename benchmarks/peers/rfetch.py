@@ -2,8 +2,9 @@
 
 The ``rfetch-plain`` variant runs the same worker with hiredis (redis-py's C parser) and
 orjson hidden, to show what the optional ``speedups`` extra buys. The
-``rfetch-spread`` variant runs it with ``--cpu-affinity none`` (threads placed by the kernel
-on every CPU, as the other frameworks run), to show what the default one-CPU affinity buys.
+``rfetch-pinned`` variant runs it with ``--cpu-affinity auto`` (every thread on one CPU; the
+default leaves placement to the kernel, as the other frameworks run), to show what the
+one-CPU affinity buys.
 """
 
 from __future__ import annotations
@@ -46,16 +47,16 @@ class RfetchPlainPeer(RfetchPeer):
         return ["env", f"PYTHONPATH={NO_SPEEDUPS}:{rt.repo}", *super().client_argv(rt, args)]
 
 
-class RfetchSpreadPeer(RfetchPeer):
-    key = "rfetch-spread"
-    label = "rfetch --cpu-affinity none"
+class RfetchPinnedPeer(RfetchPeer):
+    key = "rfetch-pinned"
+    label = "rfetch --cpu-affinity auto"
     default = False
 
     def worker_argv(self, rt: Runtime, concurrency: int, queues: Sequence[str]) -> list[str]:
-        return [*super().worker_argv(rt, concurrency, queues), "--cpu-affinity", "none"]
+        return [*super().worker_argv(rt, concurrency, queues), "--cpu-affinity", "auto"]
 
 
-PEERS = [RfetchPeer(), RfetchPlainPeer(), RfetchSpreadPeer()]
+PEERS = [RfetchPeer(), RfetchPlainPeer(), RfetchPinnedPeer()]
 
 
 class RfetchClient(BenchClient):

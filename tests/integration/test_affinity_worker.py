@@ -50,8 +50,8 @@ def placed_on(worker: WorkerProcess, r: redis.Redis) -> str:
 def test_auto_puts_every_thread_on_one_cpu_and_spreads_processes(
     redis_server: RedisServer, r: redis.Redis, tmp_path: Path
 ) -> None:
-    first = start(redis_server, tmp_path)
-    second = start(redis_server, tmp_path)
+    first = start(redis_server, tmp_path, "--cpu-affinity", "auto")
+    second = start(redis_server, tmp_path, "--cpu-affinity", "auto")
     try:
         cpu_a, cpu_b = placed_on(first, r), placed_on(second, r)
         assert cpu_a != cpu_b, "slot 0 of every CPU is taken before any slot 1"
@@ -70,7 +70,7 @@ def test_auto_puts_every_thread_on_one_cpu_and_spreads_processes(
 def test_a_killed_worker_frees_its_slot(
     redis_server: RedisServer, r: redis.Redis, tmp_path: Path
 ) -> None:
-    worker = start(redis_server, tmp_path)
+    worker = start(redis_server, tmp_path, "--cpu-affinity", "auto")
     cpu = placed_on(worker, r)
     slot = next(tmp_path.glob(f"rfetch-cpu-*/cpu{cpu}.0"))
     with open(slot, "rb") as probe:
@@ -88,10 +88,11 @@ def _lockable(fd: int) -> bool:
     return True
 
 
+@pytest.mark.parametrize("args", [("--cpu-affinity", "none"), ()], ids=["none", "default"])
 def test_none_leaves_the_kernel_placement(
-    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path, args: tuple[str, ...]
 ) -> None:
-    worker = start(redis_server, tmp_path, "--cpu-affinity", "none")
+    worker = start(redis_server, tmp_path, *args)
     try:
         worker.identity(r)
         for cpus in thread_cpus(worker.pid):
