@@ -27,6 +27,14 @@ class Noop(rfetch.Job):
         _redis().incr("bench:done")
 
 
+class Nothing(rfetch.Job):
+    """Does nothing: the Redis-cost benchmark (``benchmarks.redis_cost``) counts
+    ``stat:processed``, so every Redis command it sees is rfetch's own."""
+
+    def perform(self, n: int) -> None:
+        return None
+
+
 class SleepIO(rfetch.Job):
     """Sleeps 1 ms (simulated I/O), then INCR bench:done."""
 

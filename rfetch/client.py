@@ -25,6 +25,8 @@ from rfetch.middleware import run_client_chain
 from rfetch.options import check_options, unique_digest
 from rfetch.payload import Payload, check_args, dumps, new_jid, new_jids
 from rfetch.push_buffer import BufferedJob, PushBuffer
+from rfetch.replicas import ReplicaWait
+from rfetch.shards import shard_config, shard_of
 from rfetch.sink import Sink
 from rfetch.store.commands import Commands
 from rfetch.store.connection import connect
@@ -39,10 +41,19 @@ class Client:
 
     Args:
         config: the rfetch Config (Redis URL, namespace, payload limit, client middleware).
-        redis: an existing client to use instead of connecting to ``config.redis_url``.
+        redis: an existing client to use instead of connecting to ``config.redis_url``. With
+            ``config.min_replicas``, pushes still go through a connection of their own to
+            ``config.redis_url`` (``WAIT`` must follow the write on one connection).
         sink: where serialised jobs go instead of straight to Redis (:mod:`rfetch.sink`):
             ``rfetch.testing``'s fake and inline modes, or the Django integration's
             on-commit deferral. None writes to Redis.
+
+    With ``config.shards``, each job goes to its queue's shard (:mod:`rfetch.shards`), each
+    shard with its own reliable-push buffer.
+
+    Raises:
+        ConfigError, RedisUnavailable: a bad Sentinel URL or master name, no sentinel
+            reachable (:func:`rfetch.store.connection.connect`); ``redis`` given with shards.
     """
 
     def __init__(
@@ -51,25 +62,31 @@ class Client:
         self.config = config
         self.sink = sink
         self.keys = Keys(config.namespace)
-        self.redis = redis if redis is not None else connect(config)
-        self.delivery = Delivery(config, Commands(self.redis, self.keys))
+        if config.shards and redis is not None:
+            raise ConfigError("a client of several shards connects to each itself")
+        configs = [shard_config(config, i) for i in range(len(config.shards))] or [config]
+        clients = [connect(c) for c in configs] if redis is None else [redis]
+        self.deliveries = [_delivery(c, r) for c, r in zip(configs, clients, strict=True)]
+        self.delivery = self.deliveries[0]
+        # What client middleware receives (the first shard's client, with shards).
+        self.redis = clients[0]
 
     @property
     def buffer(self) -> PushBuffer:
-        """The reliable-push buffer (memory or SQLite spool)."""
+        """The reliable-push buffer (memory or SQLite spool); the first shard's."""
         return self.delivery.buffer
 
     def pending(self) -> int:
-        """Jobs buffered because Redis was unreachable, not yet delivered."""
-        return self.delivery.pending()
+        """Jobs buffered because Redis was unreachable, not yet delivered (all shards)."""
+        return sum(delivery.pending() for delivery in self.deliveries)
 
     def flush(self, timeout: float = 0.0) -> int:
-        """Deliver buffered jobs, retrying for up to ``timeout`` seconds.
+        """Deliver buffered jobs, retrying for up to ``timeout`` seconds (per shard).
 
         Returns:
             Jobs still buffered (0 when everything was delivered).
         """
-        return self.delivery.flush(timeout)
+        return sum(delivery.flush(timeout) for delivery in self.deliveries)
 
     def build(
         self,
@@ -329,8 +346,33 @@ class Client:
                 and ``buffer`` is False.
         """
         if self.sink is not None:
-            return self.sink.write(jobs, lambda held: self.delivery.write(held, buffer=buffer))
-        return self.delivery.write(jobs, buffer=buffer)
+            return self.sink.write(jobs, lambda held: self._deliver(held, buffer))
+        return self._deliver(jobs, buffer)
+
+    def _deliver(self, jobs: Sequence[BufferedJob], buffer: bool) -> list[bool] | None:
+        """Write through the delivery of each job's shard (see :meth:`_write`)."""
+        if len(self.deliveries) == 1:
+            return self.delivery.write(jobs, buffer=buffer)
+        # Shards: each job to its queue's shard; a buffered group counts as accepted.
+        groups: dict[int, list[int]] = {}
+        for position, job in enumerate(jobs):
+            groups.setdefault(shard_of(self.config, job.queue), []).append(position)
+        written = [True] * len(jobs)
+        for shard, positions in groups.items():
+            outcome = self.deliveries[shard].write([jobs[i] for i in positions], buffer=buffer)
+            if outcome is not None:
+                for position, ok in zip(positions, outcome, strict=True):
+                    written[position] = ok
+        return written
+
+
+def _delivery(config: Config, client: Redis) -> Delivery:
+    """The delivery of one Redis (one shard) through ``client``; with ``min_replicas``
+    through a connection of its own (``WAIT`` must follow the write on one connection)."""
+    keys = Keys(config.namespace)
+    replica_wait = ReplicaWait(config) if config.min_replicas else None
+    pushes = replica_wait.redis if replica_wait is not None else client
+    return Delivery(config, Commands(pushes, keys), replica_wait)
 
 
 class DefaultClient:

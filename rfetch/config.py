@@ -18,6 +18,8 @@ from rfetch.affinity import check_setting as check_cpu_affinity
 from rfetch.errors import ConfigError
 from rfetch.formatting import safe_url
 from rfetch.periodic.schedule import PeriodicRegistry
+from rfetch.store.sentinel import is_sentinel_url
+from rfetch.store.topology import check_topology, parse_shard_map
 
 if TYPE_CHECKING:
     from rfetch.middleware import ClientMiddleware, ServerMiddleware
@@ -74,7 +76,24 @@ class Config:
     """Settings for clients and workers; times are in seconds unless a name says otherwise.
 
     Attributes:
-        redis_url: Redis URL (``redis://``, ``rediss://`` or ``unix://``).
+        redis_url: Redis URL (``redis://``, ``rediss://`` or ``unix://``), or a Sentinel URL
+            ``redis+sentinel://host:26379,host2:26379/mymaster/0`` whose clients follow a
+            failover (:mod:`rfetch.store.sentinel`).
+        sentinel_password: password of the sentinels themselves, when they have one (the
+            master's password goes in the URL).
+        min_replicas: replicas that must have a pushed job before a push counts as done
+            (Redis ``WAIT``); 0 (the default) does not wait. A push not replicated within
+            ``min_replicas_timeout`` stays in the reliable-push buffer (docs/operations.md,
+            "Sentinel").
+        min_replicas_timeout: seconds a push waits for ``min_replicas`` replicas.
+        shards: Redis URLs of the shards; when given, each queue lives on one of them and
+            ``redis_url`` is not used (:mod:`rfetch.shards`). Environment:
+            ``RFETCH_SHARDS``, URLs separated by spaces.
+        shard_map: queue name -> index in ``shards``; queues not listed go to the shard
+            given by a stable hash of their name. Environment: ``RFETCH_SHARD_MAP``,
+            ``queue=index`` pairs separated by commas.
+        cluster: ``redis_url`` names a node of a Redis Cluster; needs a hash-tag namespace
+            such as ``{myapp}`` (:mod:`rfetch.store.cluster`).
         namespace: optional key prefix; every key becomes ``<namespace>:<key>``.
         concurrency: processor threads per worker process (Sidekiq 7 default: 5).
         async_concurrency: async jobs (``async def perform``) a worker process runs at
@@ -154,6 +173,12 @@ class Config:
     """
 
     redis_url: str = DEFAULT_REDIS_URL
+    sentinel_password: str | None = None
+    min_replicas: int = 0
+    min_replicas_timeout: float = 1.0
+    cluster: bool = False
+    shards: Sequence[str] = ()
+    shard_map: Mapping[str, int] = field(default_factory=dict)
     namespace: str | None = None
     concurrency: int = 5
     async_concurrency: int = 100
@@ -239,12 +264,20 @@ class Config:
         check_cpu_affinity(self.cpu_affinity)
         _check_redis_url(self.redis_url)
         self._validate_limits()
+        self._validate_redis()
         if not self.leader_ttl >= 1:
             raise ConfigError(f"leader_ttl must be at least 1 second, got {self.leader_ttl}")
         if self.namespace is not None and (not self.namespace or ":" in self.namespace):
             raise ConfigError(
                 f"namespace must be a non-empty name without ':', got {self.namespace!r}"
             )
+
+    def _validate_redis(self) -> None:
+        check_topology(
+            self.redis_url, cluster=self.cluster, namespace=self.namespace,
+            min_replicas=self.min_replicas, min_replicas_timeout=self.min_replicas_timeout,
+            shards=self.shards, shard_map=self.shard_map, processes=self.processes,
+        )
 
     def _validate_limits(self) -> None:
         if self.processes < 1:
@@ -297,12 +330,18 @@ class Config:
             text = env.get(f"RFETCH_{name.upper()}")
             if text:
                 values[name] = _parse_scalar(name, kind, text)
+        if env.get("RFETCH_SHARDS"):
+            values["shards"] = tuple(env["RFETCH_SHARDS"].split())
+        if env.get("RFETCH_SHARD_MAP"):
+            values["shard_map"] = parse_shard_map(env["RFETCH_SHARD_MAP"])
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
 
 def _check_redis_url(url: str) -> None:
     """Raise ConfigError, with the password hidden, for a URL redis-py cannot use."""
+    if is_sentinel_url(url):  # several hosts: checked by SentinelUrl.parse
+        return
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - parsing the port is the check
@@ -315,6 +354,10 @@ def _check_redis_url(url: str) -> None:
 
 
 _SCALAR_FIELDS: dict[str, str] = {
+    "sentinel_password": "str",
+    "min_replicas": "int",
+    "min_replicas_timeout": "float",
+    "cluster": "bool",
     "namespace": "str",
     "concurrency": "int",
     "async_concurrency": "int",

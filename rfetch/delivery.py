@@ -8,6 +8,12 @@ cannot be reached, the jobs are kept in a buffer (:mod:`rfetch.push_buffer`: mem
 durable SQLite spool) and the push still returns its jid. Buffered jobs are delivered in
 order before any newer push, by a background thread with backoff, and at interpreter exit.
 A full buffer raises BufferFull; nothing is dropped silently.
+
+With ``Config.min_replicas``, every write is followed by ``WAIT`` on the connection that made
+it (:mod:`rfetch.replicas`); jobs not on enough replicas in time stay at the head of the
+buffer, marked as written: the retry thread asks ``WAIT`` again on the same connection and
+drops them once replicated, or pushes them again if that connection was lost (at least once:
+the first copy may have survived).
 """
 
 from __future__ import annotations
@@ -26,12 +32,16 @@ from rfetch.formatting import safe_url
 from rfetch.guard import ThreadGuard
 from rfetch.payload import Routing, may_be_gated
 from rfetch.push_buffer import BufferedJob, MemoryBuffer, PushBuffer, SpoolBuffer
+from rfetch.replicas import NotReplicated, Replicated, ReplicaWait
 from rfetch.store.async_commands import AsyncCommands
 from rfetch.store.commands import Commands
 from rfetch.store.connection import REDIS_DOWN
 from rfetch.store.replies import Outgoing
 
 log = logging.getLogger("rfetch.client")
+
+RETRIED = (*REDIS_DOWN, NotReplicated)
+"""Errors after which buffered jobs are tried again later."""
 
 BULK_BATCH = 1000
 """Buffered jobs per ``push.lua`` call when the buffer is drained (Sidekiq's push_bulk
@@ -45,11 +55,19 @@ class Delivery:
         config: ``push_spool`` (directory of the durable spool, or None for memory),
             ``push_buffer_size`` (jobs), ``push_exit_timeout`` (seconds).
         commands: the Lua scripts (``push.lua``), with the client and key names.
+        replica_wait: for ``min_replicas``: ``commands`` must use its client
+            (``replica_wait.redis``); None writes without waiting for replicas.
     """
 
-    def __init__(self, config: Config, commands: Commands) -> None:
+    def __init__(
+        self, config: Config, commands: Commands, replica_wait: ReplicaWait | None = None
+    ) -> None:
         self.config = config
         self.commands = commands
+        self.replica_wait = replica_wait
+        # Jobs at the head of the buffer already written on connection number `generation`
+        # but not yet on enough replicas: (count, generation).
+        self._written: tuple[int, int] | None = None
         self.redis: Redis = commands.redis
         self.keys = commands.keys
         self.buffer: PushBuffer = (
@@ -80,7 +98,7 @@ class Delivery:
                 with self._lock:
                     self._drain()
                 return 0
-            except REDIS_DOWN:
+            except RETRIED:
                 if time.monotonic() + delay > deadline:
                     return self.pending()
                 time.sleep(delay)
@@ -108,11 +126,21 @@ class Delivery:
         with self._lock:
             try:
                 self._drain()
-                return self._send(jobs)
+                written = self._send(jobs)
+                if self.replica_wait is not None:
+                    self.replica_wait.after_write()
+                return written
             except REDIS_DOWN as exc:
                 if not buffer:
                     raise
                 self.keep(jobs, exc)
+                return None
+            except NotReplicated as exc:
+                # Already written: the buffer (empty, as _drain succeeded) holds them as such.
+                unshared = not len(self.buffer)
+                self.keep(jobs, exc)
+                if exc.generation is not None and unshared:
+                    self._written = (len(jobs), exc.generation)
                 return None
 
     @property
@@ -138,22 +166,49 @@ class Delivery:
         self.buffer.extend(jobs)
         self._maybe_pending = True
         if held == 0:
-            log.warning("Redis unreachable (%s); buffering pushes and retrying", exc)
+            log.warning("Redis unreachable or replicas behind (%s); buffering pushes", exc)
         self._start_retrier()
         if not self._exit_hook:
             atexit.register(self._flush_at_exit)
             self._exit_hook = True
 
     def _drain(self) -> None:
-        """Deliver every buffered job in order (raises REDIS_DOWN errors)."""
+        """Deliver every buffered job in order (raises REDIS_DOWN errors, NotReplicated)."""
         while self._maybe_pending:
+            if self._written is not None:
+                self._check_written(*self._written)
             with self.buffer.deliver(BULK_BATCH) as batch:
                 if batch:
                     self._send(batch)
+                    self._after_write(len(batch))
             if not batch:
                 self._maybe_pending = False
                 return
             log.info("delivered %d buffered job(s)", len(batch))
+
+    def _after_write(self, count: int) -> None:
+        """WAIT after delivering ``count`` buffered jobs; on NotReplicated they stay."""
+        if self.replica_wait is None:
+            return
+        try:
+            self.replica_wait.after_write()
+        except NotReplicated as exc:
+            if exc.generation is not None:
+                self._written = (count, exc.generation)
+            raise
+
+    def _check_written(self, count: int, generation: int) -> None:
+        """Settle the head jobs already written: drop them once replicated, push them again
+        if their connection is gone, or raise NotReplicated (still too few replicas)."""
+        assert self.replica_wait is not None
+        outcome = self.replica_wait.check(generation)
+        if outcome is Replicated.NOT_YET:
+            raise NotReplicated("still too few replicas for jobs already pushed", generation)
+        self._written = None
+        if outcome is Replicated.YES:
+            with self.buffer.deliver(count):
+                pass
+            log.info("%d buffered job(s) reached the replicas", count)
 
     def _send(self, jobs: Sequence[BufferedJob]) -> list[bool]:
         """One ``push.lua`` call, all or none (Sidekiq's raw_push, made atomic): per job,

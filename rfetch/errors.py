@@ -101,3 +101,8 @@ class UnrunnableJobWarning(UserWarning):
 # Recorded as ``error_class`` (``module.Class``): the public names, not rfetch.errors.
 JobTimeout.__module__ = "rfetch"
 JobCancelled.__module__ = "rfetch"
+
+
+class RedisUnavailable(RfetchError):
+    """Redis could not be reached where rfetch checks it once at start: no sentinel of a
+    ``redis+sentinel://`` URL answered (a clear error instead of a hang)."""

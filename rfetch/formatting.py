@@ -152,6 +152,10 @@ def one_line(value: Any, limit: int, ellipsis: str = "…") -> str:
 
 def safe_url(url: str) -> str:
     """A Redis URL with its password replaced by ``***`` (for headers, logs and errors)."""
+    if url.startswith("redis+sentinel://"):  # several hosts: no urlsplit port
+        head, at, tail = url.rpartition("@")
+        user, colon, _ = head[len("redis+sentinel://"):].partition(":")
+        return f"redis+sentinel://{user}{':***' if colon else ''}@{tail}" if at else url
     try:
         parts = urlsplit(url)
         password, port = parts.password, parts.port

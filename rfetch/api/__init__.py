@@ -22,6 +22,7 @@ import datetime as dt
 from redis import Redis
 
 from rfetch.config import Config
+from rfetch.errors import ConfigError
 from rfetch.store.connection import connect
 
 from .cancel import CancelResult, cancel
@@ -100,6 +101,9 @@ class Api:
     Raises:
         ValueError: neither ``config`` nor ``redis`` given, or a ``namespace`` that
             differs from ``config.namespace``.
+        ConfigError: ``config.shards`` is set (one Api reads one Redis: see
+            :class:`rfetch.api.shards.ShardedApi`); a bad Sentinel setting.
+        RedisUnavailable: no sentinel of a Sentinel URL answered.
     """
 
     def __init__(
@@ -115,6 +119,13 @@ class Api:
             if redis is None:
                 raise ValueError("Api needs a Config or a Redis client")
             config = Config(namespace=namespace)
+        if config.shards and redis is None:
+            # One Api reads one Redis; it must not quietly read redis_url instead.
+            raise ConfigError(
+                "this view reads one Redis, and shards are set (RFETCH_SHARDS): use "
+                "rfetch.api.shards.ShardedApi (rfetch stats, rfetch queues), or point at one "
+                "shard with its URL and no RFETCH_SHARDS"
+            )
         self.config = config
         self.redis = redis if redis is not None else connect(config)
         self.ctx = Context.build(config, self.redis)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rfetch.formatting import relative, utc_time
+from rfetch.store.cluster import node_client
 
 from .context import Context, queue_names_of
 from .groups import gate_lines
@@ -375,8 +376,9 @@ def _scan_unknown_private_lists(
     most ``max_scan`` keys."""
     cursor: int = 0
     examined = 0
+    server = node_client(ctx.redis, ctx.keys.processes)  # a cluster: the namespace's master
     while True:
-        cursor, names = ctx.redis.scan(
+        cursor, names = server.scan(
             cursor, match=ctx.keys.private_pattern(), count=KEY_SCAN_COUNT
         )
         examined += KEY_SCAN_COUNT

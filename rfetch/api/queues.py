@@ -47,17 +47,23 @@ class QueueInfo:
         size: jobs waiting.
         latency: seconds the oldest job has waited (now minus its ``enqueued_at``).
         paused: whether workers take no job from it.
+        shard: the shard it is on (``Config.shards``, :mod:`rfetch.api.shards`); None with
+            one Redis.
     """
 
     name: str
     size: int
     latency: float
     paused: bool
+    shard: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {"name": self.name, "size": self.size, "latency": self.latency,
-                "paused": self.paused}
+        """JSON-ready form (``shard`` only when there are shards)."""
+        data: dict[str, Any] = {"name": self.name, "size": self.size,
+                                "latency": self.latency, "paused": self.paused}
+        if self.shard is not None:
+            data["shard"] = self.shard
+        return data
 
 
 def list_queues(ctx: Context, now: float | None = None) -> list[QueueInfo]:
@@ -116,9 +122,9 @@ class Queue:
         return QueueInfo(self.name, self.size(), self.latency(), self.is_paused())
 
     def pause(self) -> bool:
-        """Stop workers taking jobs from this queue: ``SADD paused`` and ``PUBLISH`` on the
-        pause channel in one MULTI, so every worker re-reads the set at once (well within a
-        second). Running jobs finish; queued jobs stay. Returns False if already paused."""
+        """Stop workers taking jobs from this queue: ``SADD paused``, then ``PUBLISH`` on the
+        pause channel, so every worker re-reads the set at once (well within a second).
+        Running jobs finish; queued jobs stay. Returns False if already paused."""
         return self._set_paused(True)
 
     def unpause(self) -> bool:
@@ -127,13 +133,15 @@ class Queue:
 
     def _set_paused(self, paused: bool) -> bool:
         keys = self.ctx.keys
-        pipe = self.ctx.redis.pipeline(transaction=True)
         if paused:
-            pipe.sadd(keys.paused, self.name)
+            changed = self.ctx.redis.sadd(keys.paused, self.name)
         else:
-            pipe.srem(keys.paused, self.name)
-        pipe.publish(keys.pause_channel, f"{'pause' if paused else 'unpause'} {self.name}")
-        changed, _ = pipe.execute()
+            changed = self.ctx.redis.srem(keys.paused, self.name)
+        # After the set changed, not in its MULTI: a channel is no key, so a Redis Cluster
+        # transaction cannot carry it. Workers that miss the message see the set anyway.
+        self.ctx.redis.publish(
+            keys.pause_channel, f"{'pause' if paused else 'unpause'} {self.name}"
+        )
         return bool(changed)
 
     def page(

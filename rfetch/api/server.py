@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from redis.cluster import RedisCluster
+
 from .context import Context
 
 
@@ -61,13 +63,19 @@ def _int(value: Any) -> int:
 
 
 def read_redis_info(ctx: Context) -> RedisInfo:
-    """``INFO server``, ``clients`` and ``memory`` in one round trip."""
-    pipe = ctx.redis.pipeline(transaction=False)
-    for section in ("server", "clients", "memory"):
-        pipe.info(section)
+    """``INFO server``, ``clients`` and ``memory`` in one round trip; on a Redis Cluster,
+    of the master that holds the namespace's hash slot."""
     info: dict[str, Any] = {}
-    for part in pipe.execute():
-        info.update(part)
+    if isinstance(ctx.redis, RedisCluster):
+        node = ctx.redis.get_node_from_key(ctx.keys.queues)
+        for section in ("server", "clients", "memory"):
+            info.update(ctx.redis.info(section, target_nodes=node))
+    else:
+        pipe = ctx.redis.pipeline(transaction=False)
+        for section in ("server", "clients", "memory"):
+            pipe.info(section)
+        for part in pipe.execute():
+            info.update(part)
     text = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in info.items()}
     return RedisInfo(
         version=text.get("redis_version", "?"),

@@ -82,7 +82,10 @@ def read_stats(ctx: Context, now: float | None = None) -> Stats:
     keys = ctx.keys
     day = utc_day(now)
     pipe = ctx.redis.pipeline(transaction=False)
-    pipe.mget(
+    # MGET as a plain command: redis-py's cluster pipeline refuses its mget() method,
+    # though all four keys are in the namespace's one hash slot.
+    pipe.execute_command(  # type: ignore[no-untyped-call]
+        "MGET",
         keys.stat("processed"), keys.stat("failed"),
         keys.stat("processed", day), keys.stat("failed", day),
     )

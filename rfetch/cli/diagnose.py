@@ -4,15 +4,19 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from rfetch.config import Config
-from rfetch.errors import RfetchError
+from rfetch.errors import RedisUnavailable, RfetchError
 from rfetch.formatting import safe_url
 
+if TYPE_CHECKING:
+    from rfetch.api.shards import ShardedApi
+
 from .app import main
-from .options import admin_api, connection_options
+from .options import admin_view, connection_options
 from .output import echo_json
 
 EXIT_CHECK_FAILED = 1
@@ -31,15 +35,36 @@ EXIT_UNREACHABLE = 3
 def explain(
     jid: str, max_scan: int, redis_url: str | None, namespace: str | None, as_json: bool
 ) -> None:
-    """Where job JID is and why it is not running. Exits 1 when it is not found."""
-    with admin_api(redis_url, namespace) as api:
-        answer = api.explain(jid, max_scan)
+    """Where job JID is and why it is not running (on which shard, when RFETCH_SHARDS is
+    set). Exits 1 when it is not found."""
+    from rfetch.api.shards import ShardedApi
+
+    with admin_view(redis_url, namespace) as view:
+        if isinstance(view, ShardedApi):
+            _explain_on_shards(view, jid, max_scan, as_json)
+            return
+        answer = view.explain(jid, max_scan)
     if as_json:
         echo_json(answer.to_dict())
     else:
         for line in answer.lines():
             click.echo(line)
     if not answer.found:
+        sys.exit(1)
+
+
+def _explain_on_shards(view: ShardedApi, jid: str, max_scan: int, as_json: bool) -> None:
+    found = [(name, view.shard(int(name)).explain(jid, max_scan)) for name in view.names()]
+    found = [(name, answer) for name, answer in found if answer.found]
+    if as_json:
+        echo_json([{"shard": name, **answer.to_dict()} for name, answer in found])
+    for name, answer in [] if as_json else found:
+        click.echo(f"shard {name}:")
+        for line in answer.lines():
+            click.echo(f"  {line}")
+    if not found:
+        if not as_json:
+            click.echo(f"{jid}: not found on any shard")
         sys.exit(1)
 
 
@@ -66,6 +91,9 @@ def check(
 
     try:
         api = Api(Config.from_env(redis_url=redis_url, namespace=namespace))
+    except RedisUnavailable as exc:  # no sentinel answered
+        click.echo(f"UNKNOWN {exc}")
+        sys.exit(EXIT_UNREACHABLE)
     except RfetchError as exc:
         raise click.UsageError(str(exc)) from None
     try:

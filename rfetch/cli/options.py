@@ -14,6 +14,7 @@ from rfetch.formatting import safe_url
 
 if TYPE_CHECKING:
     from rfetch.api import Api
+    from rfetch.api.shards import ShardedApi
 
 REDIS_URL_HELP = "Redis URL [env: REDIS_URL; default redis://localhost:6379/0]."
 NAMESPACE_HELP = "Key prefix (keys become NAMESPACE:queue:...)."
@@ -39,6 +40,36 @@ def filter_options(func: Decorator) -> Decorator:
 
 
 @contextmanager
+def admin_view(redis_url: str | None, namespace: str | None) -> Iterator[Api | ShardedApi]:
+    """Like :func:`admin_api`, but over every shard when ``RFETCH_SHARDS`` is set (a
+    :class:`rfetch.api.shards.ShardedApi`: counters summed, queues with their shard).
+
+    Raises:
+        click.ClickException: as :func:`admin_api`.
+    """
+    from redis.exceptions import RedisError
+
+    from rfetch.api import Api
+    from rfetch.api.shards import ShardedApi
+
+    try:
+        config = Config.from_env(redis_url=redis_url, namespace=namespace)
+        view: Api | ShardedApi = ShardedApi(config) if config.shards else Api(config)
+    except RfetchError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        yield view
+    except (RedisError, OSError) as exc:
+        where = " ".join(safe_url(url) for url in config.shards) or safe_url(config.redis_url)
+        raise click.ClickException(f"Redis at {where}: {exc}") from None
+    finally:
+        if isinstance(view, ShardedApi):
+            view.close()
+        else:
+            view.redis.close()
+
+
+@contextmanager
 def admin_api(redis_url: str | None, namespace: str | None) -> Iterator[Api]:
     """An :class:`rfetch.api.Api` for one command, closed afterwards.
 
@@ -52,9 +83,9 @@ def admin_api(redis_url: str | None, namespace: str | None) -> Iterator[Api]:
 
     try:
         config = Config.from_env(redis_url=redis_url, namespace=namespace)
+        api = Api(config)
     except RfetchError as exc:
         raise click.ClickException(str(exc)) from None
-    api = Api(config)
     try:
         yield api
     except (RedisError, OSError) as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .app import main
-from .options import admin_api, connection_options
+from .options import admin_view, connection_options
 from .output import echo_json, table, yes_no
 
 
@@ -14,8 +14,9 @@ from .output import echo_json, table, yes_no
               help="Also show processed/failed for this many UTC days, newest first.")
 @connection_options
 def stats(days: int, redis_url: str | None, namespace: str | None, as_json: bool) -> None:
-    """Processed and failed jobs, queue and set sizes, processes and busy threads."""
-    with admin_api(redis_url, namespace) as api:
+    """Processed and failed jobs, queue and set sizes, processes and busy threads (summed
+    over every shard when RFETCH_SHARDS is set)."""
+    with admin_view(redis_url, namespace) as api:
         current = api.stats()
         history = api.history(days) if days else []
     if as_json:
@@ -55,8 +56,9 @@ def queues(
     namespace: str | None,
     as_json: bool,
 ) -> None:
-    """List queues with size, latency (seconds the oldest job has waited) and paused flag."""
-    with admin_api(redis_url, namespace) as api:
+    """List queues with size, latency (seconds the oldest job has waited) and paused flag
+    (and the shard of each when RFETCH_SHARDS is set)."""
+    with admin_view(redis_url, namespace) as api:
         for name in to_pause:
             api.queue(name).pause()
             if not as_json:
@@ -68,6 +70,10 @@ def queues(
         found = api.queues()
     if as_json:
         echo_json([q.to_dict() for q in found])
+        return
+    if any(q.shard is not None for q in found):
+        table(["QUEUE", "SHARD", "SIZE", "LATENCY_S", "PAUSED"],
+              [(q.name, q.shard, q.size, f"{q.latency:.1f}", yes_no(q.paused)) for q in found])
         return
     table(["QUEUE", "SIZE", "LATENCY_S", "PAUSED"],
            [(q.name, q.size, f"{q.latency:.1f}", yes_no(q.paused)) for q in found])

@@ -21,6 +21,8 @@ from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError, RfetchError
 from rfetch.log_context import PRINT_LOGGER, JobContext, PrintToLog
 from rfetch.logs import setup_direct_logging, setup_logging
+from rfetch.shards import shard_config
+from rfetch.store.connection import connect
 from rfetch.swarm.channel import Supervision
 from rfetch.swarm.cpus import parse_processes
 
@@ -186,6 +188,9 @@ def worker(
             job_timeout=job_timeout,
             job_timeout_grace=job_timeout_grace,
         )
+        # A bad Sentinel setting is an error now, not a back-off loop in every thread.
+        for one in [shard_config(config, i) for i in range(len(config.shards))] or [config]:
+            connect(one, max_connections=1).close()
         modules = require_all(requires)
         configure_from(modules, config)
         registry = Registry.from_loaded()
@@ -264,6 +269,8 @@ def _launch(
         supervision.slot if supervision is not None else 0
     )
     metrics_bind = boot.metrics_bind
+    if config.shards:  # one launcher per shard in this process (rfetch.worker.shards)
+        return _run_shards(config, registry, metrics, metrics_port, metrics_bind, job_context)
     launcher = Launcher(
         config, registry, identity=identity, supervision=supervision, job_context=job_context
     )
@@ -277,6 +284,28 @@ def _launch(
                 f"cannot serve metrics on {metrics_bind}:{metrics_port}: {exc}"
             ) from None
     return launcher.run()
+
+
+def _run_shards(
+    config: Config,
+    registry: Registry,
+    metrics: Any,
+    port: int | None,
+    bind: str,
+    job_context: JobContext,
+) -> int:
+    """A worker over several shards; its exit code."""
+    from rfetch.worker.shards import ShardedLauncher
+
+    sharded = ShardedLauncher(config, registry, job_context)
+    if metrics is not None and port is not None:
+        slots = config.concurrency * len(sharded.launchers)
+        metrics.watch(lambda: (sharded.busy(), slots, sharded.quiet()))
+        try:
+            metrics.serve(port, bind)
+        except OSError as exc:
+            raise click.ClickException(f"cannot serve metrics on {bind}:{port}: {exc}") from None
+    return sharded.run()
 
 
 def _worker_metrics(config: Config) -> Any:

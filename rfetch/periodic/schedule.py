@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -292,6 +292,15 @@ class PeriodicRegistry:
 
     def __iter__(self) -> Iterator[Schedule]:
         return iter(list(self._schedules.values()))
+
+    def select(self, keep: Callable[[Schedule], bool]) -> PeriodicRegistry:
+        """A new registry with the schedules ``keep`` accepts (a shard's leader pushes only
+        the periodic jobs of its own queues, :mod:`rfetch.worker.shards`)."""
+        chosen = PeriodicRegistry()
+        for schedule in self:
+            if keep(schedule):
+                chosen._add(schedule)
+        return chosen
 
     def __len__(self) -> int:
         return len(self._schedules)

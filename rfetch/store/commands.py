@@ -16,6 +16,9 @@ from typing import Literal
 
 from redis import Redis
 from redis.client import Pipeline
+from redis.cluster import ClusterPipeline
+from redis.commands.core import Script
+from redis.typing import EncodableT
 
 from rfetch.payload import Routing
 from rfetch.store.keys import Keys
@@ -31,6 +34,21 @@ from rfetch.store.replies import (
 from rfetch.store.scripts import Scripts
 
 Client = Redis | Pipeline
+
+
+def queue_script(
+    script: Script, pipe: Pipeline, *, keys: Sequence[str], args: Sequence[EncodableT]
+) -> None:
+    """Queue ``script`` on ``pipe`` (a MULTI/EXEC pipeline).
+
+    redis-py's cluster pipeline refuses EVALSHA (it cannot load a missing script inside a
+    transaction), and a promoted replica may lack a script the old master had, so on a
+    Redis Cluster the script travels as EVAL with its text; all its keys are in one slot.
+    """
+    if isinstance(pipe, ClusterPipeline):
+        pipe.execute_command("EVAL", script.script, len(keys), *keys, *args)
+    else:
+        script(keys=keys, args=args, client=pipe)
 """Where a script runs: the client itself, or a pipeline (queued, answered at execute)."""
 
 Outcome = Literal["retry", "skip", "dead"]
@@ -266,10 +284,11 @@ class Commands:
         Args:
             held: (queue, jid, ordering key) of each running keyed job.
         """
-        self.scripts.lease(
+        queue_script(
+            self.scripts.lease,
+            pipe,
             keys=[self.keys.key_leases(queue) for queue, _, _ in held],
             args=[ttl, *(f"{jid}:{key}" for _, jid, key in held)],
-            client=pipe,
         )
 
     # -- orphans, stuck keys, locks ------------------------------------------------------
@@ -466,7 +485,7 @@ class Commands:
             tenant = routing.tenant if gate_queue else None
             keys += self.gate_keys(gate_queue, key, routing.unique)
             args += [gate_queue, key or "", routing.jid, routing.unique or "", tenant or ""]
-        self.scripts.api_move(keys=keys, args=args, client=pipe)
+        queue_script(self.scripts.api_move, pipe, keys=keys, args=args)
 
     # -- leader election and periodic jobs -----------------------------------------------
 

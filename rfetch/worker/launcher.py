@@ -83,6 +83,9 @@ class Launcher:
         identity: the process identity (default: a new ``host:pid:hex``).
         supervision: set in a swarm's child (``rfetch worker --processes``): its status
             pipe, parent and slot; None for a worker on its own.
+        own_signals: install the TERM/INT/TSTP/TTIN handlers in :meth:`run`; False when a
+            :class:`rfetch.worker.shards.ShardedLauncher` owns them and forwards each signal
+            to :attr:`events`.
         job_context: marks the running job for the application's log records (the one
             :func:`rfetch.logs.setup_logging` filters with).
     """
@@ -94,9 +97,11 @@ class Launcher:
         redis: Redis | None = None,
         identity: str | None = None,
         supervision: Supervision | None = None,
+        own_signals: bool = True,
         job_context: JobContext | None = None,
     ) -> None:
         self.config = config
+        self.own_signals = own_signals
         self.supervision = supervision
         self.status = supervision.status if supervision is not None else StatusWriter(None)
         self.registry = registry
@@ -175,7 +180,8 @@ class Launcher:
 
     def run(self) -> int:
         """Run until TERM/INT; returns the exit code (0 after a clean shutdown)."""
-        self._install_signal_handlers()
+        if self.own_signals:
+            self._install_signal_handlers()
         pool = self.manager.aio
         log.info(
             "rfetch %s starting: identity=%s redis=%s namespace=%s concurrency=%d%s "

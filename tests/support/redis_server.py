@@ -39,10 +39,16 @@ def free_port() -> int:
 class RedisServer:
     """One redis-server process owned by the tests (killed only by its own PID)."""
 
-    def __init__(self, appendonly: bool = False, port: int | None = None) -> None:
+    def __init__(
+        self,
+        appendonly: bool = False,
+        port: int | None = None,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
         self.port = port or free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="rfetch-redis-"))
         self.appendonly = appendonly
+        self.extra_args = extra_args
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -59,6 +65,7 @@ class RedisServer:
             "--appendonly", "yes" if self.appendonly else "no",
             "--appendfsync", "always",
             "--logfile", str(self.dir / "redis.log"),
+            *self.extra_args,
         ]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10

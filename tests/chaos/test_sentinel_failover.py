@@ -1,0 +1,109 @@
+"""Chaos, Sentinel tier: the master is SIGKILLed once while 20,000 jobs are pushed and
+drained by 2 workers, through a ``redis+sentinel://`` URL (1 master, 1 replica, 3
+sentinels, all started by the test).
+
+The sentinels promote the replica; the killed master is started again, empty, as the new
+master's replica. The same client and the same two worker processes carry on. Loss and
+duplicates are counted from the jobs' own evidence, written outside Redis
+(``tests/jobs/chaos_jobs.py``):
+
+- with ``min_replicas = 1``, no job is lost;
+- without it, the jobs lost (if any) are ones whose push returned in the last second before
+  the kill: asynchronous replication loses what the replica had not received
+  (docs/guarantees.md, "Sentinel failover");
+- either way, duplicates are at most the jobs in flight at the failover: what the workers
+  held (concurrency + prefetch each) and one push batch written but not confirmed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from redis.sentinel import Sentinel
+
+from rfetch.client import Client
+from rfetch.config import Config
+from tests.support.chaos import Evidence, Fleet
+from tests.support.sentinel import MASTER_NAME, SentinelSet
+from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.slow
+
+JOBS = 20_000
+BATCH = 200
+WORKERS = 2
+CONCURRENCY = 5
+
+
+@pytest.mark.parametrize("min_replicas", [1, 0])
+def test_sentinel_failover_mid_run(
+    min_replicas: int, tmp_path: Path, say: Callable[[str], None]
+) -> None:
+    cluster = SentinelSet()
+    cluster.start()
+    evidence_dir, log_dir = tmp_path / "evidence", tmp_path / "logs"
+    evidence_dir.mkdir()
+    log_dir.mkdir()
+    fleet = Fleet(
+        cluster.url, log_dir, evidence_dir,
+        ["-c", str(CONCURRENCY), "-t", "5"], {"RFETCH_NETWORK_TIMEOUT": "1"},
+    )
+    admin = Sentinel(  # type: ignore[no-untyped-call]
+        [("127.0.0.1", s.port) for s in cluster.sentinels], socket_timeout=2
+    ).master_for(MASTER_NAME, socket_timeout=2)
+    client = Client(Config(
+        redis_url=cluster.url, network_timeout=1.0, block_timeout=0.5,
+        push_buffer_size=JOBS, min_replicas=min_replicas, min_replicas_timeout=0.5,
+    ))
+    evidence = Evidence(evidence_dir)
+    pushed: list[tuple[float, list[str]]] = []  # (when the push returned, its jids)
+    failover: dict[str, float] = {}
+    killer = threading.Thread(target=_kill_and_rejoin, args=(cluster, failover, say))
+    try:
+        for _ in range(WORKERS):
+            fleet.start()
+        for proc in fleet.live:
+            proc.identity(admin)
+        while sum(len(jids) for _, jids in pushed) < JOBS:
+            jids = client.push_bulk("chaos_jobs.Tick", [[i] for i in range(BATCH)])
+            pushed.append((time.time(), jids))
+            time.sleep(0.1)  # pushes spread over the run, as an application's would be
+            if len(pushed) == JOBS // BATCH // 3:
+                killer.start()  # the master dies while pushes and fetches go on
+        say(f"{JOBS} pushed; {client.pending()} still in the client's buffer")
+        killer.join(90)
+        assert "killed" in failover, "the master was killed"
+        assert client.flush(60) == 0
+        all_jids = [jid for _, jids in pushed for jid in jids]
+        wait_for(lambda: not evidence.poll().lost(all_jids), 180, fail=False)
+        lost = evidence.lost(all_jids)
+        late = {jid for when, jids in pushed if when >= failover["killed"] - 1.0
+                for jid in jids if when <= failover["killed"]}
+        bound = WORKERS * 2 * CONCURRENCY + BATCH
+        say(f"min_replicas={min_replicas}: failover in {failover['promoted']:.1f} s, "
+            f"{len(lost)} lost, {evidence.duplicates()} duplicates (bound {bound}), "
+            f"{len(late)} jobs pushed in the last second before the kill")
+        assert all(proc.proc.poll() is None for proc in fleet.live), fleet.logs()
+        assert evidence.duplicates() <= bound
+        if min_replicas:
+            assert lost == []
+        else:
+            assert set(lost) <= late
+    finally:
+        fleet.kill_all()
+        cluster.cleanup()
+
+
+def _kill_and_rejoin(
+    cluster: SentinelSet, failover: dict[str, float], say: Callable[[str], None]
+) -> None:
+    failover["killed"] = time.time()
+    killed, took = cluster.kill_master()
+    failover["promoted"] = took
+    say(f"master on port {killed.port} SIGKILLed; replica promoted after {took:.1f} s")
+    cluster.restart_as_replica(killed)
+    say("the old master is back as a replica")

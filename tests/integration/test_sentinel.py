@@ -1,0 +1,98 @@
+"""Redis Sentinel: clients, workers and the CLI reach the master through the sentinels,
+follow a failover without a restart, and fail at start on a wrong setting (no hang)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from click.testing import CliRunner
+from redis.sentinel import Sentinel
+
+import rfetch
+from rfetch.cli import main
+from rfetch.config import Config
+from rfetch.errors import ConfigError, RedisUnavailable
+from tests.support.redis_server import free_port
+from tests.support.sentinel import MASTER_NAME, SentinelSet
+from tests.support.wait import wait_for
+from tests.support.workers import FAST_ENV, WorkerProcess
+
+
+@pytest.fixture(scope="module")
+def sentinels() -> Iterator[SentinelSet]:
+    cluster = SentinelSet()
+    cluster.start()
+    yield cluster
+    cluster.cleanup()
+
+
+def master_client(cluster: SentinelSet) -> redis.Redis:
+    hosts = [("127.0.0.1", s.port) for s in cluster.sentinels]
+    return Sentinel(hosts, socket_timeout=2).master_for(MASTER_NAME, socket_timeout=2)  # type: ignore[no-untyped-call,no-any-return]
+
+
+def test_no_reachable_sentinel_is_an_error_at_start() -> None:
+    url = f"redis+sentinel://127.0.0.1:{free_port()},127.0.0.1:{free_port()}/{MASTER_NAME}/0"
+    started = time.monotonic()
+    with pytest.raises(RedisUnavailable, match="no sentinel reachable"):
+        rfetch.Client(Config(redis_url=url, network_timeout=1.0, block_timeout=0.5))
+    assert time.monotonic() - started < 10
+
+
+def test_unknown_master_is_an_error_at_start(sentinels: SentinelSet) -> None:
+    url = sentinels.url.replace(MASTER_NAME, "nosuchmaster")
+    with pytest.raises(ConfigError, match="know no master named 'nosuchmaster'"):
+        rfetch.Client(Config(redis_url=url))
+
+
+def test_cli_and_worker_refuse_a_wrong_setting(sentinels: SentinelSet, tmp_path: Path) -> None:
+    unknown = sentinels.url.replace(MASTER_NAME, "nosuchmaster")
+    result = CliRunner().invoke(main, ["stats", "--redis-url", unknown])
+    assert result.exit_code == 1
+    assert "know no master named 'nosuchmaster'" in result.output
+    result = CliRunner().invoke(main, ["stats", "--redis-url", "redis+sentinel://h:1"])
+    assert result.exit_code == 1
+    assert "names the master after the hosts" in result.output
+    nobody = f"redis+sentinel://127.0.0.1:{free_port()}/{MASTER_NAME}"
+    worker = WorkerProcess(nobody, ["-r", "chaos_jobs"], log_dir=tmp_path)
+    assert worker.wait(30) == 1
+    assert "no sentinel reachable" in worker.log()
+
+
+def test_push_and_work_through_a_failover(sentinels: SentinelSet, tmp_path: Path) -> None:
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    admin = master_client(sentinels)
+    admin.flushall()
+    client = rfetch.Client(Config(redis_url=sentinels.url, network_timeout=1.0,
+                                  block_timeout=0.5))
+    worker = WorkerProcess(
+        sentinels.url, ["-r", "chaos_jobs", "-c", "2"],
+        env={**FAST_ENV, "RFETCH_NETWORK_TIMEOUT": "1", "RFETCH_CHAOS_DIR": str(evidence)},
+        log_dir=tmp_path,
+    )
+    try:
+        worker.identity(admin)
+        before = client.push_bulk("chaos_jobs.Tick", [[i] for i in range(20)])
+        wait_for(lambda: done(evidence) >= set(before), 20, "the jobs pushed before")
+        killed, _ = sentinels.kill_master()
+        # The same client and the same worker process go on against the new master.
+        after = client.push_bulk("chaos_jobs.Tick", [[i] for i in range(20)])
+        client.flush(30)
+        assert client.pending() == 0
+        wait_for(lambda: done(evidence) >= set(after), 30, "the jobs pushed after the failover")
+        assert worker.proc.poll() is None
+        sentinels.restart_as_replica(killed)
+    finally:
+        worker.stop(20)
+
+
+def done(evidence: Path) -> set[str]:
+    jids: set[str] = set()
+    for path in evidence.glob("*.log"):
+        jids.update(line.split()[1] for line in path.read_text().splitlines() if line)
+    return jids
