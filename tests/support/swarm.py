@@ -34,11 +34,20 @@ class Records:
 
 
 def children(parent: int) -> list[psutil.Process]:
-    """The live children of ``parent`` (a swarm's workers)."""
+    """The live children of ``parent`` (a swarm's workers). A child that exits while it is
+    looked at is left out, not taken for the end of them all."""
     try:
-        return [c for c in psutil.Process(parent).children() if c.status() != "zombie"]
+        found = psutil.Process(parent).children()
     except psutil.NoSuchProcess:
         return []
+    live = []
+    for child in found:
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                live.append(child)
+        except psutil.NoSuchProcess:
+            continue
+    return live
 
 
 def title(proc: psutil.Process) -> str:
