@@ -12,11 +12,14 @@ Public API::
     SendWelcome.perform_async(42)
 """
 
+from rfetch.batch import Batch, BatchStatus
 from rfetch.client import Client, configure
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import (
     ArgsMismatch,
     ArgsNotSerializable,
+    BatchError,
+    BatchNotFound,
     BufferFull,
     ConfigError,
     DuplicateJobName,
@@ -36,6 +39,10 @@ from rfetch.version import __version__
 __all__ = [
     "ArgsMismatch",
     "ArgsNotSerializable",
+    "Batch",
+    "BatchError",
+    "BatchNotFound",
+    "BatchStatus",
     "BufferFull",
     "Client",
     "Config",

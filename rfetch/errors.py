@@ -106,3 +106,14 @@ JobCancelled.__module__ = "rfetch"
 class RedisUnavailable(RfetchError):
     """Redis could not be reached where rfetch checks it once at start: no sentinel of a
     ``redis+sentinel://`` URL answered (a clear error instead of a hang)."""
+
+
+class BatchError(RfetchError):
+    """A batch (Sidekiq Pro batches) refused jobs: it does not exist (expired), it has
+    succeeded, its parent does not exist or has succeeded, or its first ``jobs()`` block
+    pushed no job. Nothing of the ``jobs()`` block was written."""
+
+
+class BatchNotFound(BatchError, KeyError):
+    """No batch of that bid exists (never created, or expired: 24 h after success, 30 days
+    otherwise by default)."""

@@ -176,6 +176,18 @@ def may_be_gated(raw: bytes | str) -> bool:
     return any(marker in raw for marker in _GATE_TEXT)
 
 
+BATCH_MARKER = b'"bid"'
+"""Text without which a payload is not in a batch (``bid``, as Sidekiq Pro writes it)."""
+
+
+def may_be_batched(raw: bytes | str) -> bool:
+    """Whether ``raw`` may be a batched job's payload (a plain text search, as
+    :func:`may_be_gated`)."""
+    if isinstance(raw, bytes):
+        return BATCH_MARKER in raw
+    return '"bid"' in raw
+
+
 def _text_field(payload: Mapping[str, Any], name: str) -> str | None:
     value = payload.get(name)
     return value if isinstance(value, str) and value else None
@@ -200,6 +212,7 @@ class Routing:
             ``created_at`` (which a retry does not change), else ``enqueued_at`` (both
             float epoch seconds, Sidekiq 8's milliseconds read too), else 0.
         unique_until: end of the unique lock's window, float epoch seconds, or None.
+        bid: the batch the job belongs to (Sidekiq Pro batches), or None.
     """
 
     jid: str = ""
@@ -211,6 +224,7 @@ class Routing:
     coalesce: bool | str | None = None
     score: float = 0.0
     unique_until: float | None = None
+    bid: str | None = None
 
     @property
     def gated(self) -> bool:
@@ -226,6 +240,12 @@ class Routing:
         (the next job of the key goes out) or its unique lock. Such a job is acknowledged,
         deleted or discarded by ``finish.lua``."""
         return self.ordering_key is not None or self.unique is not None
+
+    @property
+    def batched(self) -> bool:
+        """Whether the job is in a batch: its acknowledgement, retry-set entry and death
+        also count in the batch (``lib/batch.lua``)."""
+        return self.bid is not None
 
     @property
     def coalesced(self) -> bool:
@@ -247,13 +267,15 @@ class Routing:
             coalesce="last" if coalesce == "last" else (True if coalesce else None),
             score=_batch_score(payload),
             unique_until=epoch_seconds(until),
+            bid=_text_field(payload, "bid"),
         )
 
     @classmethod
     def parse(cls, raw: bytes | str) -> Routing | None:
         """The routing fields of a stored payload, or None when it has none of the gate's
-        fields (:func:`may_be_gated`) or is not a JSON object: such a job is plain."""
-        if not may_be_gated(raw):
+        fields (:func:`may_be_gated`) and no batch (:func:`may_be_batched`), or is not a
+        JSON object: such a job is plain."""
+        if not may_be_gated(raw) and not may_be_batched(raw):
             return None
         try:
             payload = _fast_loads(raw)

@@ -157,7 +157,7 @@ class JobRetry:
         """
         now = time.time()
         if job is not None and job.get("dead") is False:
-            owned = unit.acknowledge()
+            owned = unit.discard(job)
             outcome = "discarded"
         else:
             owned = unit.settle(
@@ -216,13 +216,13 @@ class JobRetry:
 
         if job.get("retry") is False:
             # No retry set and no dead set; death handlers still run (Sidekiq's job_retry.rb).
-            if unit.acknowledge():
+            if unit.discard(job):
                 self._run_death_handlers(job, exc)
             return "discarded"
 
         decision = self._retry_in(instance, count, exc, job)
         if decision == "discard":
-            unit.acknowledge()
+            unit.discard(job)
             log.info("job %s jid=%s discarded by retry_in", job["class"], job["jid"])
             return "discarded"
         if decision != "kill" and count < max_attempts(job.get("retry"), self.config.max_retries):
@@ -307,7 +307,7 @@ class JobRetry:
         job.setdefault("failed_at", time.time())
         if dead:
             return self.kill(unit, job, exc)
-        if not unit.acknowledge():
+        if not unit.discard(job):
             return "lost-ownership"
         self._run_death_handlers(job, exc)
         return "discarded"
