@@ -31,6 +31,7 @@ from rfetch.errors import (
 from rfetch.job import Job
 from rfetch.job_function import JobFunction, job
 from rfetch.periodic import is_leader
+from rfetch.signature import Signature
 from rfetch.version import __version__
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "PayloadTooLarge",
     "QueueSpec",
     "RfetchError",
+    "Signature",
     "UnknownJob",
     "UnrunnableJobWarning",
     "__version__",

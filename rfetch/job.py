@@ -12,6 +12,7 @@ from rfetch.errors import ConfigError
 from rfetch.job_setter import HasPerform, JobSetter, P
 from rfetch.limits import JobControl
 from rfetch.options import check_options
+from rfetch.signature import Signature
 
 RetryDecision = float | int | Literal["discard", "kill"] | None
 """What ``retry_in`` returns: seconds until the retry, ``"discard"`` (drop the job),
@@ -277,6 +278,16 @@ class Job:
         """
         client = options.pop("client", None)
         return JobSetter(cast("type[Job]", cls), options, client)
+
+    @classmethod
+    def s(cls: type[HasPerform[P]], *args: P.args, **kwargs: P.kwargs) -> Signature:
+        """A signature of this job (Celery's ``.s()``): the class and its arguments, to push
+        later or as part of a workflow (``rfetch.chain``). Options: ``.s(...).set(...)``.
+
+        Raises:
+            ArgsMismatch: the arguments do not fit ``perform``.
+        """
+        return Signature.of(cast("type[Job]", cls), args, kwargs)
 
     @classmethod
     def perform_async(cls: type[HasPerform[P]], *args: P.args, **kwargs: P.kwargs) -> str | None:

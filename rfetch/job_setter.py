@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol
 from rfetch.client import DEFAULT, Client
 from rfetch.errors import ConfigError, UnrunnableJobWarning
 from rfetch.options import check_options
+from rfetch.signature import Signature
 
 if TYPE_CHECKING:
     from rfetch.job import Job
@@ -114,6 +115,15 @@ class JobSetter(Generic[P]):
         values = self.job_class.positional_args(args, kwargs)
         options = self._options(values)
         return self.job_class.job_name(), self._checked(values, options), options
+
+    def s(self, *args: P.args, **kwargs: P.kwargs) -> Signature:
+        """A signature of the job with these options (see :meth:`rfetch.Job.s`); the
+        client given to ``set(client=...)`` is not part of it.
+
+        Raises:
+            ArgsMismatch: the arguments do not fit ``perform``.
+        """
+        return Signature.of(self.job_class, args, kwargs, self.options)
 
     def perform_async(self, *args: P.args, **kwargs: P.kwargs) -> str | None:
         """Enqueue now; the jid (24 hex), or None if client middleware dropped the push or a
