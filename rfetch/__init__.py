@@ -22,10 +22,14 @@ from rfetch.errors import (
     DuplicateJobName,
     InvalidJob,
     JobCancelled,
+    JobDied,
     JobTimeout,
     PayloadTooLarge,
+    ResultNotSerializable,
+    ResultTimeout,
     RfetchError,
     UnknownJob,
+    UnknownResult,
     UnrunnableJobWarning,
 )
 from rfetch.job import Job
@@ -33,11 +37,14 @@ from rfetch.job_function import JobFunction, job
 from rfetch.periodic import is_leader
 from rfetch.signature import Signature
 from rfetch.version import __version__
+from rfetch.workflow.chain import Chain, chain
+from rfetch.workflow.results import aresult, result
 
 __all__ = [
     "ArgsMismatch",
     "ArgsNotSerializable",
     "BufferFull",
+    "Chain",
     "Client",
     "Config",
     "ConfigError",
@@ -45,16 +52,23 @@ __all__ = [
     "InvalidJob",
     "Job",
     "JobCancelled",
+    "JobDied",
     "JobFunction",
     "JobTimeout",
     "PayloadTooLarge",
     "QueueSpec",
+    "ResultNotSerializable",
+    "ResultTimeout",
     "RfetchError",
     "Signature",
     "UnknownJob",
+    "UnknownResult",
     "UnrunnableJobWarning",
     "__version__",
+    "aresult",
+    "chain",
     "configure",
     "is_leader",
     "job",
+    "result",
 ]

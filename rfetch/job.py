@@ -81,6 +81,7 @@ class Job:
     coalesce: ClassVar[bool | Literal["last"] | None] = None
     key_on_failure: ClassVar[Literal["block", "skip"]] = "block"
     timeout: ClassVar[float | None] = None
+    store_result: ClassVar[int | None] = None
     cron: ClassVar[str | None] = None
     cron_tz: ClassVar[str | None] = None
 
@@ -260,7 +261,8 @@ class Job:
         """The class-level options, as payload fields."""
         options: dict[str, Any] = {"queue": cls.queue, "retry": cls.retry}
         for option in (
-            "dead", "backtrace", "retry_queue", "tags", "unique_for", "coalesce", "timeout"
+            "dead", "backtrace", "retry_queue", "tags", "unique_for", "coalesce", "timeout",
+            "store_result",
         ):
             value = getattr(cls, option)
             if value is not None:

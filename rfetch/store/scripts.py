@@ -56,6 +56,8 @@ class Scripts:
     periodic_sync: Script
     periodic_push: Script
     periodic_skip: Script
+    complete: Script
+    depend: Script
 
     @classmethod
     def load(cls, redis: Redis) -> Scripts:

@@ -17,6 +17,9 @@ from typing import Any
 
 from rfetch.errors import ConfigError
 
+WORKFLOW_FIELDS = ("store_result", "after", "after_outcome", "on_dependency_death")
+"""The workflow options, written to the payload under their own names when set."""
+
 AFTER_OUTCOMES = ("success", "complete")
 """``after_outcome`` values: run after the dependency's success, or after it finished."""
 
@@ -60,5 +63,3 @@ def check_workflow_options(options: Mapping[str, Any]) -> None:
     death = options.get("on_dependency_death")
     if death is not None and death not in DEATH_ACTIONS:
         raise ConfigError(f"on_dependency_death must be one of {DEATH_ACTIONS}, got {death!r}")
-    if after is None and (outcome is not None or death is not None):
-        raise ConfigError("after_outcome and on_dependency_death need after= (a jid)")
