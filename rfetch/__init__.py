@@ -25,16 +25,23 @@ from rfetch.errors import (
     DuplicateJobName,
     InvalidJob,
     JobCancelled,
+    JobDied,
     JobTimeout,
     PayloadTooLarge,
+    ResultNotSerializable,
+    ResultTimeout,
     RfetchError,
     UnknownJob,
+    UnknownResult,
     UnrunnableJobWarning,
 )
 from rfetch.job import Job
 from rfetch.job_function import JobFunction, job
 from rfetch.periodic import is_leader
+from rfetch.signature import Signature
 from rfetch.version import __version__
+from rfetch.workflow.chain import Chain, chain
+from rfetch.workflow.results import aresult, result
 
 __all__ = [
     "ArgsMismatch",
@@ -44,6 +51,7 @@ __all__ = [
     "BatchNotFound",
     "BatchStatus",
     "BufferFull",
+    "Chain",
     "Client",
     "Config",
     "ConfigError",
@@ -51,15 +59,23 @@ __all__ = [
     "InvalidJob",
     "Job",
     "JobCancelled",
+    "JobDied",
     "JobFunction",
     "JobTimeout",
     "PayloadTooLarge",
     "QueueSpec",
+    "ResultNotSerializable",
+    "ResultTimeout",
     "RfetchError",
+    "Signature",
     "UnknownJob",
+    "UnknownResult",
     "UnrunnableJobWarning",
     "__version__",
+    "aresult",
+    "chain",
     "configure",
     "is_leader",
     "job",
+    "result",
 ]

@@ -32,6 +32,7 @@ from rfetch.sink import Sink
 from rfetch.store.commands import Commands
 from rfetch.store.connection import connect
 from rfetch.store.keys import Keys
+from rfetch.workflow.options import WORKFLOW_FIELDS
 
 if TYPE_CHECKING:
     from rfetch.async_client import AsyncClient
@@ -132,7 +133,7 @@ class Client:
         collector = collecting()
         if collector is not None:  # inside a batch's jobs() block (Sidekiq Pro's "bid")
             payload["bid"] = collector.bid
-        for name in ("dead", "backtrace", "retry_queue", "timeout"):
+        for name in ("dead", "backtrace", "retry_queue", "timeout", *WORKFLOW_FIELDS):
             if options.get(name) is not None:
                 payload[name] = options[name]
         if options.get("tags"):
@@ -326,6 +327,11 @@ class Client:
         """
         jobs = []
         for payload in payloads:
+            if "after" in payload:
+                raise ConfigError(
+                    "a job with after= waits outside every queue: push it with "
+                    "Job.set(after=...).perform_async or rfetch.chain"
+                )
             at = payload.pop("at", None)
             text = dumps(payload, self.config.max_payload_bytes)
             jobs.append(BufferedJob(payload["queue"], text, at))

@@ -117,3 +117,39 @@ class BatchError(RfetchError):
 class BatchNotFound(BatchError, KeyError):
     """No batch of that bid exists (never created, or expired: 24 h after success, 30 days
     otherwise by default)."""
+
+
+class ResultNotSerializable(RfetchError, TypeError):
+    """A ``store_result`` job returned a value that is not native JSON (the rule of job
+    arguments). The execution fails (retried as any failure), naming the bad value's path,
+    e.g. ``result['when'] is a datetime``; nothing is recorded."""
+
+
+class ResultTimeout(RfetchError, TimeoutError):
+    """``rfetch.result`` waited its whole timeout and the job has no recorded outcome yet
+    (pending, running, retrying or waiting on a dependency)."""
+
+
+class UnknownResult(ResultTimeout):
+    """``rfetch.result`` waited its whole timeout and finds no trace of the jid: no record
+    (never pushed with ``store_result``, or its record expired), and the job is in no queue,
+    set, private list or waiting list."""
+
+
+class JobDied(RfetchError):
+    """``rfetch.result`` of a job that died (dead set, discarded, or its dependency died).
+
+    Attributes:
+        jid: the job.
+        error_class: the recorded error's class (``rfetch.DependencyFailed`` when its
+            dependency died).
+        error_message: the recorded message.
+        status: ``"dead"`` or ``"cancelled"``.
+    """
+
+    def __init__(self, jid: str, error_class: str, error_message: str, status: str) -> None:
+        super().__init__(f"job {jid} {status}: {error_class}: {error_message}")
+        self.jid = jid
+        self.error_class = error_class
+        self.error_message = error_message
+        self.status = status

@@ -12,6 +12,7 @@ from rfetch.errors import ConfigError
 from rfetch.job_setter import HasPerform, JobSetter, P
 from rfetch.limits import JobControl
 from rfetch.options import check_options
+from rfetch.signature import Signature
 
 if TYPE_CHECKING:
     from rfetch.batch.batch import Batch
@@ -83,6 +84,7 @@ class Job:
     coalesce: ClassVar[bool | Literal["last"] | None] = None
     key_on_failure: ClassVar[Literal["block", "skip"]] = "block"
     timeout: ClassVar[float | None] = None
+    store_result: ClassVar[int | None] = None
     cron: ClassVar[str | None] = None
     cron_tz: ClassVar[str | None] = None
 
@@ -274,7 +276,8 @@ class Job:
         """The class-level options, as payload fields."""
         options: dict[str, Any] = {"queue": cls.queue, "retry": cls.retry}
         for option in (
-            "dead", "backtrace", "retry_queue", "tags", "unique_for", "coalesce", "timeout"
+            "dead", "backtrace", "retry_queue", "tags", "unique_for", "coalesce", "timeout",
+            "store_result",
         ):
             value = getattr(cls, option)
             if value is not None:
@@ -292,6 +295,16 @@ class Job:
         """
         client = options.pop("client", None)
         return JobSetter(cast("type[Job]", cls), options, client)
+
+    @classmethod
+    def s(cls: type[HasPerform[P]], *args: P.args, **kwargs: P.kwargs) -> Signature:
+        """A signature of this job (Celery's ``.s()``): the class and its arguments, to push
+        later or as part of a workflow (``rfetch.chain``). Options: ``.s(...).set(...)``.
+
+        Raises:
+            ArgsMismatch: the arguments do not fit ``perform``.
+        """
+        return Signature.of(cast("type[Job]", cls), args, kwargs)
 
     @classmethod
     def perform_async(cls: type[HasPerform[P]], *args: P.args, **kwargs: P.kwargs) -> str | None:

@@ -12,6 +12,7 @@ from rfetch.errors import ConfigError
 from rfetch.job import Job
 from rfetch.job_setter import JobSetter
 from rfetch.options import check_options
+from rfetch.signature import Signature
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -35,6 +36,10 @@ class JobFunction(Generic[P, R]):
         """Override options for one push."""
         client = options.pop("client", None)
         return JobSetter(self.job_class, options, client)
+
+    def s(self, *args: P.args, **kwargs: P.kwargs) -> Signature:
+        """A signature of the job (see :meth:`rfetch.Job.s`)."""
+        return Signature.of(self.job_class, args, kwargs)
 
     def perform_async(self, *args: P.args, **kwargs: P.kwargs) -> str | None:
         """Enqueue now; returns the jid."""

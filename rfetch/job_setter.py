@@ -4,6 +4,7 @@ methods (``perform_async``, ``perform_in``, ``perform_at``, ``perform_bulk`` and
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import time
 import warnings
@@ -13,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol
 from rfetch.client import DEFAULT, Client
 from rfetch.errors import ConfigError, UnrunnableJobWarning
 from rfetch.options import check_options
+from rfetch.signature import Signature
+from rfetch.workflow.depend import push_dependents
 
 if TYPE_CHECKING:
     from rfetch.job import Job
@@ -74,6 +77,13 @@ class JobSetter(Generic[P]):
         """More options on top of these."""
         return JobSetter(self.job_class, {**self.options, **options}, self.client)
 
+    def _no_after(self, how: str) -> None:
+        if "after" in self.options:
+            raise ConfigError(
+                f"{how} cannot take after=: a waiting job runs when its dependency ends "
+                "(push it with perform_async)"
+            )
+
     def _client(self) -> Client:
         return self.client if self.client is not None else DEFAULT.get()
 
@@ -115,6 +125,15 @@ class JobSetter(Generic[P]):
         options = self._options(values)
         return self.job_class.job_name(), self._checked(values, options), options
 
+    def s(self, *args: P.args, **kwargs: P.kwargs) -> Signature:
+        """A signature of the job with these options (see :meth:`rfetch.Job.s`); the
+        client given to ``set(client=...)`` is not part of it.
+
+        Raises:
+            ArgsMismatch: the arguments do not fit ``perform``.
+        """
+        return Signature.of(self.job_class, args, kwargs, self.options)
+
     def perform_async(self, *args: P.args, **kwargs: P.kwargs) -> str | None:
         """Enqueue now; the jid (24 hex), or None if client middleware dropped the push or a
         unique job's lock is held (unique jobs).
@@ -128,7 +147,10 @@ class JobSetter(Generic[P]):
             ConfigError: a bad option (e.g. an ordering key that is not a string).
             TypeError: keyword arguments that do not fit ``perform``'s parameters.
         """
-        return self._client().push(*self._push_args(args, kwargs))
+        name, values, options = self._push_args(args, kwargs)
+        if "after" in options:
+            return push_dependents(self._client(), [(name, values, options)])[0].jid
+        return self._client().push(name, values, options)
 
     def perform_in(
         self, interval: dt.timedelta | float, /, *args: P.args, **kwargs: P.kwargs
@@ -144,6 +166,7 @@ class JobSetter(Generic[P]):
         Raises:
             ArgsMismatch: as :meth:`perform_async`.
         """
+        self._no_after("perform_at / perform_in")
         return self._client().push(*self._push_args(args, kwargs), at=to_epoch(when))
 
     def perform_bulk(
@@ -156,6 +179,7 @@ class JobSetter(Generic[P]):
         Raises:
             ArgsMismatch: an argument list does not fit ``perform``; nothing is written.
         """
+        self._no_after("perform_bulk")
         return self._client().push_bulk(
             *self._bulk(args_list), batch_size=batch_size, options_for=self._options_for()
         )
@@ -163,6 +187,8 @@ class JobSetter(Generic[P]):
     async def aperform_async(self, *args: P.args, **kwargs: P.kwargs) -> str | None:
         """:meth:`perform_async` from asyncio code, through ``redis.asyncio`` (the client's
         ``aio`` face: same checks, middleware, sink and push buffer)."""
+        if "after" in self.options:
+            return await asyncio.to_thread(lambda: self.perform_async(*args, **kwargs))
         return await self._client().aio.push(*self._push_args(args, kwargs))
 
     async def aperform_in(
@@ -175,12 +201,14 @@ class JobSetter(Generic[P]):
         self, when: dt.datetime | float, /, *args: P.args, **kwargs: P.kwargs
     ) -> str | None:
         """:meth:`perform_at` from asyncio code."""
+        self._no_after("aperform_at / aperform_in")
         return await self._client().aio.push(*self._push_args(args, kwargs), at=to_epoch(when))
 
     async def aperform_bulk(
         self, args_list: Iterable[Sequence[Any]], batch_size: int | None = None
     ) -> list[str]:
         """:meth:`perform_bulk` from asyncio code (all or none, as it)."""
+        self._no_after("aperform_bulk")
         return await self._client().aio.push_bulk(
             *self._bulk(args_list), batch_size=batch_size, options_for=self._options_for()
         )

@@ -9,16 +9,19 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rfetch.errors import ConfigError
+from rfetch.workflow.options import check_workflow_options
 
 JOB_OPTIONS = frozenset(
     {
         "queue", "retry", "dead", "backtrace", "retry_queue", "tags", "jid",
         "key", "unique_for", "unique_key", "tenant", "coalesce", "score", "timeout",
+        "store_result", "after", "after_outcome", "on_dependency_death",
     }
 )
 """Options that travel in the payload (Sidekiq's names, and rfetch's ``key`` (ordering key,
 stored as ``ordering_key``), ``tenant``, ``coalesce``, ``score``, ``unique_for`` and
-``unique_key``)."""
+``unique_key``, and the workflow options ``store_result``, ``after``, ``after_outcome`` and
+``on_dependency_death``, see :mod:`rfetch.workflow.options`)."""
 
 MAX_ORDERING_KEY = 1000
 """Characters allowed in an ordering key (it is part of a Redis key name)."""
@@ -40,6 +43,7 @@ def check_options(options: Mapping[str, Any]) -> None:
     if isinstance(retry, int) and not isinstance(retry, bool) and retry < 0:
         raise ConfigError(f"retry must not be negative, got {retry}")
     _check_ordering_options(options)
+    check_workflow_options(options)
     timeout = options.get("timeout")
     if timeout is not None and (
         not isinstance(timeout, (int, float))

@@ -213,6 +213,8 @@ class Routing:
             float epoch seconds, Sidekiq 8's milliseconds read too), else 0.
         unique_until: end of the unique lock's window, float epoch seconds, or None.
         bid: the batch the job belongs to (Sidekiq Pro batches), or None.
+        store_result: seconds to keep the job's recorded outcome (``store_result``), or
+            None: such a job's end is written by ``complete.lua`` with its record.
     """
 
     jid: str = ""
@@ -224,6 +226,7 @@ class Routing:
     coalesce: bool | str | None = None
     score: float = 0.0
     unique_until: float | None = None
+    store_result: int | None = None
     bid: str | None = None
 
     @property
@@ -267,15 +270,16 @@ class Routing:
             coalesce="last" if coalesce == "last" else (True if coalesce else None),
             score=_batch_score(payload),
             unique_until=epoch_seconds(until),
+            store_result=_positive_int(payload.get("store_result")),
             bid=_text_field(payload, "bid"),
         )
 
     @classmethod
     def parse(cls, raw: bytes | str) -> Routing | None:
         """The routing fields of a stored payload, or None when it has none of the gate's
-        fields (:func:`may_be_gated`) and no batch (:func:`may_be_batched`), or is not a
-        JSON object: such a job is plain."""
-        if not may_be_gated(raw) and not may_be_batched(raw):
+        fields (:func:`may_be_gated`), no batch (:func:`may_be_batched`) and no recorded
+        outcome, or is not a JSON object: such a job is plain."""
+        if not may_be_gated(raw) and not may_be_batched(raw) and not _may_be_recorded(raw):
             return None
         try:
             payload = _fast_loads(raw)
@@ -287,6 +291,22 @@ class Routing:
         if not isinstance(payload, dict):
             return None
         return cls.of(payload)
+
+
+RECORD_MARKER = b'"store_result"'
+"""Text without which a payload's outcome is not recorded (no JSON parse for plain jobs)."""
+
+
+def _may_be_recorded(raw: bytes | str) -> bool:
+    if isinstance(raw, bytes):
+        return RECORD_MARKER in raw
+    return RECORD_MARKER.decode() in raw
+
+
+def _positive_int(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
 
 
 def _batch_score(payload: Mapping[str, Any]) -> float:

@@ -225,6 +225,42 @@ class Keys:
         catch-up window plus a margin."""
         return self._k(f"rfetch:periodic-tick:{name}:{tick}")
 
+    # -- workflows: results, progress, dependencies (docs/workflows.md) -------------------
+
+    def result(self, jid: str) -> str:
+        """Recorded outcome of a ``store_result`` job (hash: ``status``, ``result``,
+        ``error_class``, ``error_message``, ``finished_at``, ``class``), TTL its
+        ``store_result`` seconds."""
+        return self._k(f"rfetch:result:{jid}")
+
+    def result_wake(self, jid: str) -> str:
+        """Wake list of a recorded job: one token pushed with its record, which
+        ``rfetch.result`` waits on (BLMOVE onto itself, so every waiter sees it)."""
+        return self._k(f"rfetch:result-wake:{jid}")
+
+    def dependents(self, jid: str) -> str:
+        """The jobs waiting on ``jid`` (hash: waiting jid -> its payload)."""
+        return self._k(f"rfetch:dependents:{jid}")
+
+    @property
+    def waiting(self) -> str:
+        """Every waiting job (hash: jid -> JSON ``{after, since, class, queue}``)."""
+        return self._k("rfetch:waiting")
+
+    @property
+    def deps_cancelled(self) -> str:
+        """Count of waiting jobs dropped because their dependency died (``cancel``)."""
+        return self._k("rfetch:deps-cancelled")
+
+    @property
+    def results_stored(self) -> str:
+        """Count of outcomes recorded (successes and deaths of ``store_result`` jobs)."""
+        return self._k("rfetch:results-stored")
+
+    def progress(self, jid: str) -> str:
+        """A running job's progress (string, JSON ``{percent, message, at}``), TTL 1 h."""
+        return self._k(f"rfetch:progress:{jid}")
+
     # -- batches (Sidekiq Pro's names; see lib/batch.lua for the parts) --------------------
 
     def batch(self, bid: str) -> str:

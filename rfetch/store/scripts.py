@@ -57,6 +57,8 @@ class Scripts:
     periodic_push: Script
     periodic_skip: Script
     batch_push: Script
+    complete: Script
+    depend: Script
 
     @classmethod
     def load(cls, redis: Redis) -> Scripts:

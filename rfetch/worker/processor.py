@@ -13,7 +13,7 @@ from typing import Any, Literal, cast
 
 from rfetch.batch.context import enter_job
 from rfetch.config import Config
-from rfetch.errors import InvalidJob, JobCancelled, UnknownJob
+from rfetch.errors import InvalidJob, JobCancelled, ResultNotSerializable, UnknownJob
 from rfetch.job import Job
 from rfetch.limits import JobControl, timeout_of
 from rfetch.log_context import JobContext
@@ -21,6 +21,8 @@ from rfetch.logs import JobLog
 from rfetch.middleware import run_server_chain, run_server_chain_async
 from rfetch.payload import Payload, Routing, loads
 from rfetch.stats import Stats
+from rfetch.store.workflow_commands import Ending
+from rfetch.worker.outcome import record_end, recorded_ttl, result_text
 from rfetch.worker.registry import Registry
 from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.retry import JobRetry
@@ -50,6 +52,8 @@ class JobRun:
     started: float
     instance: Job | None = None
     control: JobControl | None = None
+    value: object = None
+    """What ``perform`` returned (recorded for a ``store_result`` job)."""
 
     def owned(self) -> bool:
         """Whether this execution still owns its outcome (acknowledge it or record its
@@ -180,10 +184,11 @@ class Processor:
         execution = self._start(unit, job, followers)
         try:
             self._perform(execution)
+            result = self._result(execution)
         except BaseException as exc:  # a job's failure, whatever it raised, is a retry
             self._failed(execution, exc)
             return
-        self._finished(execution)
+        self._finished(execution, result)
 
     async def aprocess(self, unit: UnitOfWork, shutting_down: Callable[[], bool]) -> None:
         """:meth:`process` for an async job, on the worker's event loop: ``perform`` and the
@@ -222,8 +227,13 @@ class Processor:
         except BaseException as exc:
             await loop.run_in_executor(None, self._failed, execution, exc)
             return
-        if followers:
-            await loop.run_in_executor(None, self._finished, execution)
+        try:
+            result = self._result(execution)
+        except ResultNotSerializable as exc:
+            await loop.run_in_executor(None, self._failed, execution, exc)
+            return
+        if followers or result is not None:
+            await loop.run_in_executor(None, self._finished, execution, result)
         else:
             self._finished(execution)  # a deferred acknowledgement: no round trip here
 
@@ -272,10 +282,13 @@ class Processor:
         args = self._arguments(execution)
         chain = self.config.server_middleware
         if not chain:
-            instance.perform(*args)
+            execution.value = instance.perform(*args)
             return
-        queue = execution.unit.queue
-        run_server_chain(chain, instance, execution.job, queue, lambda: instance.perform(*args))
+
+        def perform() -> None:
+            execution.value = instance.perform(*args)
+
+        run_server_chain(chain, instance, execution.job, execution.unit.queue, perform)
 
     async def _aperform(self, execution: JobRun) -> None:
         instance = execution.instantiate()
@@ -284,9 +297,11 @@ class Processor:
 
         async def perform() -> None:
             if instance.is_async:
-                await cast("Awaitable[object]", instance.perform(*args))
+                execution.value = await cast("Awaitable[object]", instance.perform(*args))
             else:  # not routed here by the manager, but never run a sync job on the loop
-                await asyncio.get_running_loop().run_in_executor(None, instance.perform, *args)
+                execution.value = await asyncio.get_running_loop().run_in_executor(
+                    None, instance.perform, *args
+                )
 
         chain = self.config.server_middleware
         if not chain:
@@ -319,14 +334,29 @@ class Processor:
             return
         self.job_retry.fail(unit, job, execution.instance, exc)
 
-    def _finished(self, execution: JobRun) -> None:
+    def _result(self, execution: JobRun) -> str | None:
+        """The return value as JSON text for a ``store_result`` job, else None.
+
+        Raises:
+            ResultNotSerializable: the value is not native JSON (the execution fails).
+        """
+        if recorded_ttl(execution.unit) is None:
+            return None
+        return result_text(execution.value)
+
+    def _finished(self, execution: JobRun, result: str | None = None) -> None:
         if not execution.owned():
             return  # the timekeeper recorded it (hard time limit or cancel)
         unit, job = execution.unit, execution.job
         elapsed = execution.elapsed_ms()
         for follower, _ in execution.followers:
             follower.acknowledge()
-        self.ack(unit)  # a keyed job's release rides on the ack (fetch.lua or finish.lua)
+        ttl = recorded_ttl(unit)
+        if ttl is not None and result is not None:
+            # The record and the acknowledgement in one script (complete.lua), now.
+            record_end(unit, job["class"], Ending("succeeded", ttl, result=result))
+        else:
+            self.ack(unit)  # a keyed job's release rides on the ack (fetch.lua or finish.lua)
         try:  # the job is done and acknowledged: nothing here may send it back
             self.stats.record(job["class"], False, elapsed)
             self.job_log.event("done", job["class"], job["jid"], unit.queue, elapsed)

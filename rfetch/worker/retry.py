@@ -26,6 +26,8 @@ from rfetch.errors import InvalidJob
 from rfetch.job import Job
 from rfetch.payload import Payload, dumps, loads
 from rfetch.store.keys import Keys
+from rfetch.store.workflow_commands import Ending
+from rfetch.worker.outcome import record_end, recorded_ttl
 from rfetch.worker.unit import UnitOfWork
 
 log = logging.getLogger("rfetch.retry")
@@ -157,8 +159,11 @@ class JobRetry:
         """
         now = time.time()
         if job is not None and job.get("dead") is False:
-            owned = unit.discard(job)
+            owned = self._discard(unit, job, exc)
             outcome = "discarded"
+        elif recorded_ttl(unit) is not None:
+            owned = self._end(unit, job, exc, _stored(unit, job), now)
+            outcome = "dead"
         else:
             owned = unit.settle(
                 self.keys.dead,
@@ -216,13 +221,13 @@ class JobRetry:
 
         if job.get("retry") is False:
             # No retry set and no dead set; death handlers still run (Sidekiq's job_retry.rb).
-            if unit.discard(job):
+            if self._discard(unit, job, exc):
                 self._run_death_handlers(job, exc)
             return "discarded"
 
         decision = self._retry_in(instance, count, exc, job)
         if decision == "discard":
-            unit.discard(job)
+            self._discard(unit, job, exc)
             log.info("job %s jid=%s discarded by retry_in", job["class"], job["jid"])
             return "discarded"
         if decision != "kill" and count < max_attempts(job.get("retry"), self.config.max_retries):
@@ -307,10 +312,44 @@ class JobRetry:
         job.setdefault("failed_at", time.time())
         if dead:
             return self.kill(unit, job, exc)
-        if not unit.discard(job):
+        if not self._discard(unit, job, exc):
             return "lost-ownership"
         self._run_death_handlers(job, exc)
         return "discarded"
+
+    def _discard(self, unit: UnitOfWork, job: Payload | None, exc: BaseException) -> bool:
+        """Drop a failed job (no dead set): acknowledged, and for a ``store_result`` job
+        its ``dead`` record written with it. True if this call removed it."""
+        if recorded_ttl(unit) is None:
+            return unit.discard(job)
+        return self._end(unit, job, exc, None, time.time())
+
+    def _end(
+        self,
+        unit: UnitOfWork,
+        job: Payload | None,
+        exc: BaseException,
+        stored: bytes | str | None,
+        now: float,
+    ) -> bool:
+        """The death of a ``store_result`` job: ``complete.lua`` writes the dead set entry
+        (``stored``; None: discarded) and its ``dead`` record (error class and message)
+        in one step, and settles the jobs waiting on it."""
+        ttl = recorded_ttl(unit)
+        assert ttl is not None
+        error_class = str(job.get("error_class") or "") if job is not None else ""
+        message = str(job.get("error_message") or "") if job is not None else ""
+        ending = Ending(
+            "dead",
+            ttl,
+            error_class=error_class or error_class_name(exc),
+            error_message=message or str(exc)[:ERROR_MESSAGE_LIMIT],
+            dead_payload=stored,
+            trim_before=now - self.config.dead_timeout,
+            cap=self.config.dead_max_jobs,
+        )
+        name = str(job.get("class", "")) if job is not None else ""
+        return record_end(unit, name, ending)
 
     def _retry_in(
         self, instance: Job | None, count: int, exc: BaseException, job: Payload

@@ -1,0 +1,97 @@
+-- lib/workflow.lua: recorded outcomes (store_result) and the release of waiting jobs
+-- (after=), shared by complete.lua and depend.lua. Included after guard and gate.
+--
+-- W is the table of a call's fixed keys: W.P the namespace prefix, W.waiting the index
+-- "rfetch:waiting", W.dead the dead set, W.queues the "queues" set, W.cancelled the counter
+-- "rfetch:deps-cancelled", W.stored the counter "rfetch:results-stored".
+-- Derived keys (of jobs named by the waiting payloads, known only once read, as
+-- enqueue_due.lua's queues): "<P>queue:<q>", "<P>rfetch:dependents:<jid>",
+-- "<P>rfetch:result:<jid>", "<P>rfetch:result-wake:<jid>". With a "{tag}" namespace they
+-- share its Redis Cluster hash slot.
+
+local function wf_now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+
+-- A top-level number field of a payload's JSON text, or nil.
+local function wf_field(text, name)
+  local ok, job = pcall(cjson.decode, text)
+  if not ok or type(job) ~= 'table' then return nil end
+  return job[name]
+end
+
+-- Write the record of jid (status and its fields), kept ttl seconds, and wake rfetch.result.
+local function wf_record(W, jid, ttl, fields)
+  local rec, wake = W.P .. 'rfetch:result:' .. jid, W.P .. 'rfetch:result-wake:' .. jid
+  if redis.call('TYPE', rec)['ok'] ~= 'none' then redis.call('DEL', rec) end
+  redis.call('HSET', rec, unpack(fields))
+  redis.call('EXPIRE', rec, ttl)
+  if redis.call('TYPE', wake)['ok'] ~= 'none' then redis.call('DEL', wake) end
+  redis.call('RPUSH', wake, '1')
+  redis.call('EXPIRE', wake, ttl)
+  redis.call('INCR', W.stored)
+end
+
+-- The payload text with the error fields of a job that will never run (its dependency died).
+local function wf_buried(text, reason, now)
+  return string.sub(text, 1, -2) .. ',"error_class":"rfetch.DependencyFailed","error_message":' ..
+    cjson.encode(reason) .. ',"failed_at":' .. string.format('%.6f', now) .. '}'
+end
+
+-- A waiting job whose dependency did not succeed and which asks for success: to the dead
+-- set or dropped (on_dependency_death), its own record written. Returns its status.
+local function wf_fail_waiter(W, jid, text, reason, now)
+  local status
+  if wf_field(text, 'on_dependency_death') == 'cancel' then
+    redis.call('INCR', W.cancelled)
+    status = 'cancelled'
+  else
+    redis.call('ZADD', W.dead, now, wf_buried(text, reason, now))
+    status = 'dead'
+  end
+  local ttl = tonumber(wf_field(text, 'store_result'))
+  if ttl then
+    wf_record(W, jid, ttl, {'status', status, 'error_class', 'rfetch.DependencyFailed',
+      'error_message', reason, 'finished_at', string.format('%.6f', now),
+      'class', tostring(wf_field(text, 'class'))})
+  end
+  return status
+end
+
+-- Release the jobs waiting on jid, which ended with status ("succeeded", "dead" or
+-- "cancelled"; why: the text of a death). A job that asks for success of a dependency that
+-- did not succeed fails in turn, and the jobs waiting on it are released the same way (a
+-- chain's tail). A waiting job whose queue key holds another type stays waiting. Returns
+-- the number of jobs released.
+local function wf_release(W, jid, status, why)
+  local now = wf_now()
+  local stack, released = {{jid, status, why}}, 0
+  while #stack > 0 do
+    local top = table.remove(stack)
+    local dkey = W.P .. 'rfetch:dependents:' .. top[1]
+    local entries = {}
+    if redis.call('TYPE', dkey)['ok'] == 'hash' then entries = redis.call('HGETALL', dkey) end
+    for i = 1, #entries, 2 do
+      local wjid, text = entries[i], entries[i + 1]
+      local q = wf_field(text, 'queue')
+      local runs = top[2] == 'succeeded' or wf_field(text, 'after_outcome') == 'complete'
+      local target = runs and type(q) == 'string' and (W.P .. 'queue:' .. q) or nil
+      local ttype = target and redis.call('TYPE', target)['ok'] or 'none'
+      if ttype == 'none' or ttype == 'list' then
+        redis.call('HDEL', dkey, wjid)
+        redis.call('HDEL', W.waiting, wjid)
+        released = released + 1
+        if target then
+          redis.call('LPUSH', target, text)
+          redis.call('SADD', W.queues, q)
+        else
+          local reason = 'dependency ' .. top[1] .. ' ' .. top[3]
+          local st = wf_fail_waiter(W, wjid, text, reason, now)
+          stack[#stack + 1] = {wjid, st, 'was ' .. st .. ' (' .. reason .. ')'}
+        end
+      end
+    end
+  end
+  return released
+end

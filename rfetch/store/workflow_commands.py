@@ -1,0 +1,147 @@
+"""The typed calls of the workflow scripts (``complete.lua``, ``depend.lua``): the only
+code that knows their KEYS and ARGV order. Built on a :class:`Commands` (its client, keys
+and the scripts :mod:`rfetch.store.scripts` loads)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from rfetch.payload import Routing
+from rfetch.store.commands import Commands
+
+Status = Literal["succeeded", "dead"]
+"""The outcome a record holds: the job was acknowledged, or died (dead set or discarded)."""
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How a recorded job ended, for :meth:`WorkflowCommands.complete`.
+
+    Attributes:
+        status: ``"succeeded"`` or ``"dead"``.
+        ttl: seconds to keep the record (the job's ``store_result``).
+        result: the return value as JSON text (success).
+        error_class, error_message: why it died.
+        dead_payload: what to store in the dead set; None to store nothing (a success, or a
+            discarded job).
+        trim_before: dead set: drop entries scored below this (float epoch seconds).
+        cap: dead set: keep at most this many entries.
+    """
+
+    status: Status
+    ttl: int
+    result: str = ""
+    error_class: str = ""
+    error_message: str = ""
+    dead_payload: bytes | str | None = None
+    trim_before: float | None = None
+    cap: int | None = None
+
+
+@dataclass(frozen=True)
+class Dependent:
+    """One job for :meth:`WorkflowCommands.depend`: its jid, queue, payload (JSON text) and
+    the jid it waits on (None: pushed to its queue now)."""
+
+    jid: str
+    queue: str
+    text: str
+    after: str | None = None
+
+
+class WorkflowCommands:
+    """``complete.lua`` and ``depend.lua`` behind one method each.
+
+    Args:
+        commands: the client's :class:`Commands` (Redis client, keys, scripts).
+    """
+
+    def __init__(self, commands: Commands) -> None:
+        self.commands = commands
+        self.keys = commands.keys
+        self.redis = commands.redis
+
+    def _fixed(self) -> list[str]:
+        k = self.keys
+        return [k.prefix, k.waiting, k.dead, k.queues, k.deps_cancelled, k.results_stored]
+
+    def complete(
+        self,
+        private_key: str,
+        queue: str,
+        raw: bytes,
+        routing: Routing,
+        job_class: str,
+        ending: Ending,
+    ) -> tuple[bool, int]:
+        """``complete.lua``: take a recorded job out of its private list, record how it
+        ended (with the dead-set write of a death), wake ``rfetch.result`` and release the
+        jobs waiting on it, in one atomic step; a keyed or unique job's key and lock are
+        released as ``finish.lua`` does.
+
+        Returns:
+            (whether this call removed the job, how many waiting jobs it released).
+
+        Raises:
+            redis.exceptions.ResponseError: a key holds another type, or a number is bad:
+                nothing was changed.
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
+        """
+        k, jid = self.keys, routing.jid
+        keys = [private_key, *self._fixed()]
+        keys += [k.result(jid), k.result_wake(jid), k.dependents(jid)]
+        args: list[bytes | str] = [
+            raw,
+            jid,
+            ending.status,
+            str(ending.ttl),
+            ending.result,
+            ending.error_class,
+            ending.error_message,
+            ending.dead_payload or "",
+            "" if ending.trim_before is None else repr(ending.trim_before),
+            "" if ending.cap is None else str(ending.cap),
+            job_class,
+        ]
+        if routing.locking:
+            keys += self.commands.gate_keys(queue, routing.ordering_key, routing.unique)
+            args += [queue, routing.ordering_key or "", routing.unique or ""]
+        if routing.bid:  # counted in its batch in this same call (lib/batch.lua)
+            if not routing.locking:
+                args += ["", "", ""]
+            keys.append(k.batch(routing.bid))
+            ok = ending.status == "succeeded"
+            failure = json.dumps(
+                {"error_class": ending.error_class, "error_message": ending.error_message}
+            )
+            args += ["ok" if ok else "dead", "" if ok else failure]
+        removed, released = self.commands.scripts.complete(
+            keys=keys, args=args, client=self.redis
+        )
+        return bool(int(removed)), int(released)
+
+    def depend(self, jobs: Sequence[Dependent]) -> list[str]:
+        """``depend.lua``: push ``jobs`` in order, all or none; a job with ``after`` waits
+        for that job's outcome (or is settled at once if it is recorded).
+
+        Returns:
+            Per job: ``"queued"``, ``"waiting"``, ``"dead"`` or ``"cancelled"``.
+
+        Raises:
+            redis.exceptions.ResponseError: a key holds another type: nothing was written.
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable (the call
+                wrote every job or none).
+        """
+        k = self.keys
+        keys = self._fixed()
+        args: list[str | int] = [len(jobs)]
+        for job in jobs:
+            dep = job.after or job.jid
+            keys += [k.result(dep), k.dependents(dep), k.queue(job.queue)]
+            keys += [k.result(job.jid), k.result_wake(job.jid)]
+            args += [job.jid, job.after or "", job.text, job.queue]
+        reply = self.commands.scripts.depend(keys=keys, args=args, client=self.redis)
+        return [r.decode() if isinstance(r, bytes) else str(r) for r in reply]

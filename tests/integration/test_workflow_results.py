@@ -1,0 +1,236 @@
+"""Recorded results and job dependencies, step by step on a real redis-server: the record is
+written with the acknowledgement or the death (``complete.lua``), ``rfetch.result`` wakes on
+it, and waiting jobs are released, buried or cancelled by their dependency's end."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+import rfetch
+from rfetch.config import Config, QueueSpec
+from rfetch.errors import ConfigError, JobDied, ResultNotSerializable, ResultTimeout, UnknownResult
+from rfetch.job import RetryDecision
+from tests.support.gate_worker import Worker, running
+from tests.support.redis_server import RedisServer
+
+RUNS: list[tuple[str, list[Any]]] = []
+FAILS: dict[str, int] = {}
+
+
+class Add(rfetch.Job):
+    queue = "q"
+    store_result = 600
+
+    def perform(self, a: int, b: int) -> int:
+        RUNS.append(("Add", [a, b]))
+        return a + b
+
+
+class Flaky(rfetch.Job):
+    """Fails while FAILS[name] > 0 (counting down), then returns its name."""
+
+    queue = "q"
+    retry = 3
+
+    def perform(self, name: str) -> str:
+        RUNS.append(("Flaky", [name]))
+        if FAILS.get(name, 0) > 0:
+            FAILS[name] -= 1
+            raise ValueError(f"flaky {name}")
+        return name
+
+    def retry_in(self, count: int, exc: BaseException, job: dict[str, Any]) -> RetryDecision:
+        return 0.0
+
+
+class Odd(rfetch.Job):
+    queue = "q"
+    store_result = 60
+    retry = 0
+
+    def perform(self) -> object:
+        return {"when": object()}
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> Iterator[None]:
+    RUNS.clear()
+    FAILS.clear()
+    yield
+
+
+@pytest.fixture
+def cfg(redis_server: RedisServer, r: redis.Redis) -> Config:
+    return Config(
+        redis_url=redis_server.url, queues=[QueueSpec("q")], block_timeout=0.2, network_timeout=2.0
+    )
+
+
+@pytest.fixture
+def worker(cfg: Config) -> Iterator[Worker]:
+    with running(cfg, [Add, Flaky, Odd]) as w:
+        yield w
+
+
+def retry_now(w: Worker) -> None:
+    """Move every retry entry to its queue now (the poller's job, without waiting)."""
+    for raw in w.redis.zrange(w.keys.retry, 0, -1):
+        w.redis.zadd(w.keys.retry, {raw: 0})
+    w.poller.enqueue_due()
+
+
+def test_result_is_recorded_with_the_acknowledgement(worker: Worker, r: redis.Redis) -> None:
+    jid = Add.set(client=worker.client).perform_async(2, 3)
+    assert jid is not None
+    assert r.exists(f"rfetch:result:{jid}") == 0
+    worker.work_one()
+    assert worker.private_lengths() == 0
+    record = r.hgetall(f"rfetch:result:{jid}")
+    assert record[b"status"] == b"succeeded" and json.loads(record[b"result"]) == 5
+    assert 0 < r.ttl(f"rfetch:result:{jid}") <= 600
+    assert rfetch.result(jid, timeout=0, client=worker.client) == 5
+    assert int(r.get("rfetch:results-stored") or 0) == 1
+
+
+def test_plain_jobs_write_no_record(worker: Worker, r: redis.Redis) -> None:
+    jid = Flaky.set(client=worker.client).perform_async("x")
+    worker.work_one()
+    assert r.keys("rfetch:result*") == []
+    assert jid is not None
+
+
+def test_result_waits_for_the_job_without_polling(worker: Worker, r: redis.Redis) -> None:
+    jid = Add.set(client=worker.client).perform_async(20, 22)
+    assert jid is not None
+    got: list[Any] = []
+    waiter = threading.Thread(target=lambda: got.append(rfetch.result(jid, 10, worker.client)))
+    waiter.start()
+    time.sleep(0.3)
+    assert got == []
+    started = time.monotonic()
+    worker.work_one()
+    waiter.join(5)
+    assert got == [42]
+    assert time.monotonic() - started < 5
+
+
+def test_a_non_json_result_fails_the_job_with_a_clear_error(worker: Worker, r: redis.Redis) -> None:
+    jid = Odd.set(client=worker.client).perform_async()
+    assert jid is not None
+    worker.work_one()
+    with pytest.raises(JobDied) as died:
+        rfetch.result(jid, timeout=0, client=worker.client)
+    assert died.value.error_class == "rfetch.errors.ResultNotSerializable"
+    assert "result['when'] is" in died.value.error_message
+    [dead] = r.zrange("dead", 0, -1)
+    assert json.loads(dead)["jid"] == jid
+    assert ResultNotSerializable.__name__ in died.value.error_class
+
+
+def test_death_writes_a_dead_record(worker: Worker, r: redis.Redis) -> None:
+    FAILS["d"] = 99
+    jid = Flaky.set(client=worker.client, store_result=60, retry=0).perform_async("d")
+    assert jid is not None
+    worker.work_one()
+    with pytest.raises(JobDied, match="ValueError: flaky d") as died:
+        rfetch.result(jid, timeout=0, client=worker.client)
+    assert died.value.status == "dead"
+    assert r.zcard("dead") == 1
+
+
+def test_timeout_and_unknown_jid_are_clear_errors(worker: Worker) -> None:
+    jid = Add.set(client=worker.client).perform_async(1, 1)
+    assert jid is not None
+    with pytest.raises(ResultTimeout, match="waiting in queue q") as waited:
+        rfetch.result(jid, timeout=0.3, client=worker.client)
+    assert not isinstance(waited.value, UnknownResult)
+    with pytest.raises(UnknownResult, match="nowhere"):
+        rfetch.result("0" * 24, timeout=0.2, client=worker.client)
+
+
+def test_aresult_reads_the_record(worker: Worker) -> None:
+    import asyncio
+
+    jid = Add.set(client=worker.client).perform_async(5, 6)
+    assert jid is not None
+    worker.work_one()
+    assert asyncio.run(rfetch.aresult(jid, timeout=1, client=worker.client)) == 11
+
+
+def test_chain_runs_c_once_after_b_succeeded(worker: Worker, r: redis.Redis) -> None:
+    FAILS["B"] = 2
+    chained = rfetch.chain(Flaky.s("A"), Flaky.s("B"), Flaky.s("C"), client=worker.client)
+    _a, b, c = chained.jids
+    assert r.llen("queue:q") == 1  # only A is in a queue; B and C wait outside
+    assert json.loads(r.hget("rfetch:waiting", c))["after"] == b
+    explained = rfetch.api.Api(worker.config, redis=worker.redis).explain(c)
+    assert f"waits for job {b}" in explained.summary
+    worker.drain()  # A runs, B is released and fails once
+    for _ in range(3):
+        retry_now(worker)
+        worker.drain()
+    assert [args for cls, args in RUNS] == [["A"], ["B"], ["B"], ["B"], ["C"]]
+    assert r.hlen("rfetch:waiting") == 0
+    assert rfetch.result(b, 0, worker.client) == "B"
+
+
+def test_dependency_death_marks_the_waiting_job(worker: Worker, r: redis.Redis) -> None:
+    FAILS["B"] = 99
+    chained = rfetch.chain(
+        Flaky.s("B").set(retry=0), Flaky.s("C"), Flaky.s("D").set(on_dependency_death="cancel"),
+        client=worker.client,
+    )
+    b, c, _d = chained.jids
+    worker.drain()
+    assert [args for _, args in RUNS] == [["B"]]
+    dead = {json.loads(raw)["jid"]: json.loads(raw) for raw in r.zrange("dead", 0, -1)}
+    assert set(dead) == {b, c}
+    assert dead[c]["error_class"] == "rfetch.DependencyFailed"
+    assert f"dependency {b} died (ValueError: flaky B)" in dead[c]["error_message"]
+    assert int(r.get("rfetch:deps-cancelled") or 0) == 1  # D: its dependency C never ran
+    assert r.hlen("rfetch:waiting") == 0
+    with pytest.raises(JobDied, match="DependencyFailed"):
+        rfetch.result(c, 0, worker.client)
+    explained = rfetch.api.Api(worker.config, redis=worker.redis).explain(c)
+    assert "DependencyFailed" in explained.summary
+
+
+def test_after_a_finished_job_runs_at_once_or_is_marked(worker: Worker, r: redis.Redis) -> None:
+    done = Add.set(client=worker.client).perform_async(1, 2)
+    assert done is not None
+    worker.work_one()
+    jid = Flaky.set(client=worker.client, after=done).perform_async("next")
+    assert r.llen("queue:q") == 1 and r.hlen("rfetch:waiting") == 0
+    worker.drain()
+    assert RUNS[-1] == ("Flaky", ["next"])
+    FAILS["x"] = 99
+    died = Flaky.set(client=worker.client, store_result=60, retry=0).perform_async("x")
+    worker.work_one()
+    assert died is not None
+    cancelled = Flaky.set(client=worker.client, after=died, on_dependency_death="cancel")
+    assert cancelled.perform_async("never") is not None
+    anyway = Flaky.set(client=worker.client, after=died, after_outcome="complete")
+    assert anyway.perform_async("anyway") is not None
+    worker.drain()
+    assert RUNS[-1] == ("Flaky", ["anyway"]) and ("Flaky", ["never"]) not in RUNS
+    assert jid is not None
+
+
+def test_bad_workflow_options_are_refused(worker: Worker) -> None:
+    with pytest.raises(ConfigError, match="after must be a jid"):
+        Flaky.set(client=worker.client, after="nope").perform_async("x")
+    with pytest.raises(ConfigError, match="perform_at"):
+        Flaky.set(client=worker.client, after="a" * 24).perform_in(5, "x")
+    with pytest.raises(ConfigError, match="store_result"):
+        Flaky.set(client=worker.client, store_result=0).perform_async("x")
+    with pytest.raises(ConfigError, match="ordering-key gate"):
+        Flaky.set(client=worker.client, after="a" * 24, key="k").perform_async("x")
+    with pytest.raises(ConfigError, match="at least two"):
+        rfetch.chain(Flaky.s("x"), client=worker.client)
