@@ -13,6 +13,7 @@ Public API::
 """
 
 from rfetch.batch import Batch, BatchStatus
+from rfetch.batch.canvas import GroupResult, chord, group
 from rfetch.client import Client, configure
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import (
@@ -56,6 +57,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "DuplicateJobName",
+    "GroupResult",
     "InvalidJob",
     "Job",
     "JobCancelled",
@@ -74,7 +76,9 @@ __all__ = [
     "__version__",
     "aresult",
     "chain",
+    "chord",
     "configure",
+    "group",
     "is_leader",
     "job",
     "result",

@@ -14,13 +14,15 @@ if TYPE_CHECKING:
     from rfetch.client import Client
     from rfetch.job import Job
     from rfetch.job_function import JobFunction
+    from rfetch.signature import Signature
 
 Event = Literal["success", "complete", "death"]
 EVENTS: tuple[Event, ...] = ("complete", "success", "death")
 
 JobClass = Union["type[Job]", "JobFunction[Any, Any]"]
-CallbackSpec = Union[JobClass, "tuple[JobClass, Mapping[str, Any]]"]
-"""A callback: a job class (or ``@rfetch.job`` function), or ``(class, options)``."""
+CallbackSpec = Union[JobClass, "tuple[JobClass, Mapping[str, Any]]", "Signature"]
+"""A callback: a job class (or ``@rfetch.job`` function), ``(class, options)``, or a
+:class:`rfetch.Signature` (a chord's callback: ``perform(self, status, *its args)``)."""
 
 
 def job_class_of(target: object) -> type[Job]:
@@ -44,29 +46,47 @@ def job_class_of(target: object) -> type[Job]:
 def callback_fields(client: Client, event: Event, spec: CallbackSpec) -> dict[str, str]:
     """The batch hash fields of one callback: ``cb_<event>`` (its payload without ``args``
     and ``enqueued_at``, jid chosen now, so it is pushed once with that jid) and
-    ``cbopts_<event>`` (its options as JSON). ``perform(self, status, options)`` must take
-    both arguments.
+    ``cbargs_<event>`` (its arguments after the status, as JSON without the brackets).
+
+    A class, or ``(class, options)``: ``perform(self, status, options)`` (Sidekiq Pro's
+    callbacks; options ``{}`` when not given). A :class:`rfetch.Signature` (a chord's body):
+    ``perform(self, *args)`` with the signature's own arguments only, pushed with its
+    options (as ``rfetch.chain`` passes no result: Celery's immutable ``.si()``); then
+    ``cbplain_<event>`` is set too.
 
     Raises:
         ConfigError: not a job class, options not a dict, or the class has an ordering
             key, a tenant or a unique lock (a callback is pushed as a plain job).
         ArgsNotSerializable: the options are not native JSON.
-        ArgsMismatch: ``perform`` does not take ``(status, options)``.
+        ArgsMismatch: ``perform`` does not take those arguments.
     """
-    target, options = (spec if isinstance(spec, tuple) else (spec, {}))
-    cls = job_class_of(target)
-    if not isinstance(options, Mapping):
-        raise ConfigError(f"the options of a batch's {event} callback must be a dict")
-    options = dict(options)
-    check_args([options])
-    cls.check_args([{}, options])
-    payload = client.build(cls.job_name(), [], cls.default_options(), None)
-    for name in ("ordering_key", "tenant", "unique_key", "coalesce"):
+    from rfetch.signature import Signature
+
+    push_options: dict[str, Any] = {}
+    plain = isinstance(spec, Signature)
+    if isinstance(spec, Signature):  # its arguments were checked by Job.s()
+        cls, trailing = spec.job_class, list(spec.args)
+        push_options = dict(spec.options)
+    else:
+        target, options = spec if isinstance(spec, tuple) else (spec, {})
+        cls = job_class_of(target)
+        if not isinstance(options, Mapping):
+            raise ConfigError(f"the options of a batch's {event} callback must be a dict")
+        trailing = [dict(options)]
+        check_args(trailing)
+        cls.check_args([{}, *trailing])
+    payload = client.build(cls.job_name(), [], {**cls.default_options(), **push_options}, None)
+    for name in ("ordering_key", "tenant", "unique_key", "coalesce", "after", "store_result"):
         if name in payload:
             raise ConfigError(
                 f"batch callback {cls.job_name()} has {name}: a callback is pushed as a plain "
-                "job, with no ordering key, tenant, unique lock or coalescing"
+                "job, with no ordering key, tenant, unique lock, coalescing, dependency or "
+                "recorded result"
             )
     payload.pop("args", None)
     payload.pop("enqueued_at", None)
-    return {f"cb_{event}": json.dumps(payload), f"cbopts_{event}": json.dumps(options)}
+    rest = json.dumps(trailing, separators=(",", ":"))[1:-1]
+    fields = {f"cb_{event}": json.dumps(payload), f"cbargs_{event}": rest}
+    if plain:
+        fields[f"cbplain_{event}"] = "1"
+    return fields

@@ -17,7 +17,7 @@
 -- ARGV[4]: parent bid ("" for none; "new" only): the parent must exist and not have
 --          succeeded; its success then waits for this batch's.
 -- ARGV[5]: F; ARGV[6 .. 5 + 2F]: F field/value pairs of the new batch's hash (description,
---          success_ttl, cb_<event>, cbopts_<event>); ignored by "add".
+--          success_ttl, cb_<event>, cbargs_<event>); ignored by "add".
 -- ARGV[6 + 2F]: J, then J jids: the jobs' jids in push order (push.lua's positions).
 -- ARGV[7 + 2F + J ..]: push.lua's ARGV.
 -- Derived keys: "b-<bid>-jids", "-done", "-failinfo", "-died", "-kids", "-waiting-success",

@@ -194,3 +194,48 @@ def test_batch_keys_expire(bj: ModuleType, r: redis.Redis) -> None:
                 f"b-{batch.bid}-failinfo", f"b-{batch.bid}-died"):
         assert 90 < r.ttl(key) <= 100, key
     assert r.zscore("batches", batch.bid) is not None
+
+
+def test_a_discarded_failure_is_a_death(
+    bj: ModuleType, worker: WorkerProcess, r: redis.Redis, tmp_path: Path
+) -> None:
+    ev = tmp_path / "ev"
+    batch = rfetch.Batch(on_death=bj.OnDeath, on_complete=bj.OnComplete)
+    with batch.jobs():
+        bj.Discarded.perform_async(1)
+    wait_for(lambda: callbacks(ev, "complete", batch.bid), 30, "the complete callback")
+    assert len(callbacks(ev, "death", batch.bid)) == 1
+    assert r.zcard("dead") == 0  # dropped, not buried
+    st = rfetch.BatchStatus(batch.bid)
+    assert st.dead and st.failed_jids == batch.jids
+
+
+def test_chord_pushes_its_callback_once_after_the_header(
+    bj: ModuleType, worker: WorkerProcess, tmp_path: Path
+) -> None:
+    ev = tmp_path / "ev"
+    res = rfetch.chord([bj.Item.s(1), bj.Item.s(2, True), bj.Item.s(3)], bj.ChordBody.s("sum"))
+    assert len(res.jids) == 3
+    wait_for(lambda: callbacks(ev, "chord", "sum"), 30, "the chord's callback")
+    [body] = callbacks(ev, "chord", "sum")
+    assert float(body[-1]) >= max(float(w[-1]) for w in evidence(ev) if w[0] == "ok")
+    assert res.status().succeeded and res.status().total == 3
+
+
+def test_group_is_a_batch_without_callbacks(
+    bj: ModuleType, worker: WorkerProcess, r: redis.Redis
+) -> None:
+    res = rfetch.group(bj.Item.s(n) for n in range(5))
+    assert len(res.jids) == 5 and r.hget(f"b-{res.bid}", "cb_success") is None
+    wait_for(lambda: res.status().succeeded, 30, "the group's success")
+    assert res.status().total == 5
+
+
+def test_only_batched_payloads_carry_a_bid(bj: ModuleType, r: redis.Redis) -> None:
+    bj.Item.perform_async(1)
+    batch = rfetch.Batch()
+    with batch.jobs():
+        bj.Item.perform_async(2)
+    plain, batched = (json.loads(raw) for raw in r.lrange("queue:default", 0, -1)[::-1])
+    assert "bid" not in plain
+    assert batched["bid"] == batch.bid

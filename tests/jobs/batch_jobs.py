@@ -110,3 +110,21 @@ class OnComplete(_Callback):
 
 class OnDeath(_Callback):
     event = "death"
+
+
+class Discarded(rfetch.Job):
+    """Fails once and is dropped (``retry = False``): a death in its batch."""
+
+    retry = False
+
+    def perform(self, n: int) -> None:
+        record("run", self.jid)
+        raise RuntimeError(f"discarded {n}")
+
+
+class ChordBody(rfetch.Job):
+    """A chord's callback: its signature's own arguments (here the header's bid, given by
+    the test)."""
+
+    def perform(self, label: str) -> None:
+        record("callback", "chord", label)

@@ -5,8 +5,11 @@
 -- Keys of a batch (docs/data-model.md), all derived from its hash "b-<bid>":
 --   b-<bid>                  hash: bid, description, created_at, total, pending, parent,
 --                            kids, kids_pending, kids_incomplete, ttl, success_ttl,
---                            cb_<event> (a callback's payload template), cbopts_<event>
---                            (its options, JSON), complete_at / success_at / death_at
+--                            cb_<event> (a callback's payload template), cbargs_<event>
+--                            (the JSON text of its arguments after the status, without
+--                            the brackets: a callback's options, or a chord body's own
+--                            arguments), cbplain_<event> ("1": no status argument, a
+--                            chord's body), complete_at / success_at / death_at
 --                            (Redis time, epoch s, each written once: the fire-once marks).
 --   b-<bid>-jids             set: every jid of the batch.
 --   b-<bid>-done             set: the jids that succeeded (SADD's reply counts each once).
@@ -63,17 +66,21 @@ local function batch_enqueue(P, text, queue)
   redis.call('SADD', P .. 'queues', queue)
 end
 
--- Push the callback of event (if any): its template with args [status, options] and
--- enqueued_at (the template's jid was chosen when the batch was created).
+-- Push the callback of event (if any): its template with args [status, <cbargs>] (only
+-- [<cbargs>] when cbplain_<event> is set: a chord's body) and enqueued_at (the template's
+-- jid was chosen when the batch was created).
 local function batch_callback(P, hash, event, now)
-  local v = redis.call('HMGET', hash, 'cb_' .. event, 'cbopts_' .. event)
+  local v = redis.call('HMGET', hash, 'cb_' .. event, 'cbargs_' .. event, 'cbplain_' .. event)
   if not v[1] then return end
   local job = cjson.decode(v[1])
   job['args'] = nil
   job['enqueued_at'] = now
   local text = cjson.encode(job)
-  text = '{"args":[' .. batch_status_json(hash) .. ',' .. (v[2] or 'null') .. '],' ..
-    string.sub(text, 2)
+  local args = v[2] or ''
+  if not v[3] then  -- a Sidekiq Pro callback: the status first
+    args = batch_status_json(hash) .. (args ~= '' and (',' .. args) or '')
+  end
+  text = '{"args":[' .. args .. '],' .. string.sub(text, 2)
   batch_enqueue(P, text, job['queue'])
 end
 
@@ -92,11 +99,12 @@ local function batch_release(P, list, now)
 end
 
 -- A job that waited for the success of a batch that died: to the dead set with
--- error_class rfetch.DependencyDied (its payload must have no error fields yet), or dropped
--- when its payload asks "dependency_death":"discard".
+-- error_class rfetch.DependencyFailed (its payload must have no error fields yet), or
+-- dropped when its payload says "on_dependency_death":"cancel" (the workflow options).
 local function batch_bury(P, text, why, now)
-  if string.find(text, '"dependency_death":"discard"', 1, true) then return end
-  local fields = '{"error_class":"rfetch.DependencyDied","error_message":' ..
+  local ok, job = pcall(cjson.decode, text)
+  if ok and type(job) == 'table' and job['on_dependency_death'] == 'cancel' then return end
+  local fields = '{"error_class":"rfetch.DependencyFailed","error_message":' ..
     cjson.encode(why) .. ',"failed_at":' .. now .. ','
   redis.call('ZADD', P .. 'dead', now, fields .. string.sub(text, 2))
 end
