@@ -25,6 +25,14 @@ from rfetch.config import Config
 from rfetch.errors import ConfigError
 from rfetch.store.connection import connect
 
+from .batches import (
+    BatchDetail,
+    BatchInfo,
+    batch_counters,
+    batch_detail,
+    count_batches,
+    list_batches,
+)
 from .cancel import CancelResult, cancel
 from .context import Context, Found
 from .explain import Explanation, Location, explain
@@ -283,6 +291,22 @@ class Api:
         flushed them (the counters of ``/metrics``); percentiles over that whole time."""
         return read_class_totals(self.ctx)
 
+    def batches(self, offset: int = 0, limit: int = 25) -> list[BatchInfo]:
+        """A page of batches, newest first (:func:`rfetch.api.batches.list_batches`)."""
+        return list_batches(self.ctx, offset, limit)
+
+    def batch_count(self) -> int:
+        """Batches in the index (some may have expired)."""
+        return count_batches(self.ctx)
+
+    def batch(self, bid: str, offset: int = 0, limit: int = 100) -> BatchDetail:
+        """One batch, a page of its jobs, its callbacks (raises BatchNotFound)."""
+        return batch_detail(self.ctx, bid, offset, limit)
+
+    def batch_counters(self) -> dict[str, int]:
+        """Batches created, completed, succeeded and died."""
+        return batch_counters(self.ctx)
+
     def explain(self, jid: str, max_scan: int | None = DEFAULT_MAX_SCAN) -> Explanation:
         """Where the job is and why it is not running; see :func:`rfetch.api.explain.explain`."""
         return explain(self.ctx, jid, max_scan)
@@ -329,6 +353,8 @@ __all__ = [
     "DEFAULT_MAX_SCAN",
     "ActionResult",
     "Api",
+    "BatchDetail",
+    "BatchInfo",
     "CancelResult",
     "CheckResult",
     "ClassCounts",

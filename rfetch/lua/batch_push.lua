@@ -21,8 +21,8 @@
 -- ARGV[6 + 2F]: J, then J jids: the jobs' jids in push order (push.lua's positions).
 -- ARGV[7 + 2F + J ..]: push.lua's ARGV.
 -- Derived keys: "b-<bid>-jids", "-done", "-failinfo", "-died", "-kids", "-waiting-success",
---          "-waiting-complete", the parent's "b-<parent>" and "b-<parent>-kids", and what
---          push.lua derives (a tenant's list).
+--          "-waiting-complete", the parent's "b-<parent>" and "b-<parent>-kids", the counter
+--          "rfetch:batches-created", and what push.lua derives (a tenant's list).
 --
 -- All or none: the batch's keys, every job's keys and numbers are checked before the first
 -- write (lib/guard.lua); a refusal (the batch exists, has succeeded, or a key of another
@@ -98,6 +98,7 @@ if mode == 'new' then
   redis.call('SADD', hash .. '-died', '')
   redis.call('HSET', hash .. '-failinfo', '', '')
   redis.call('ZADD', index, now, bid)
+  redis.call('INCR', P .. 'rfetch:batches-created')
   redis.call('ZREMRANGEBYSCORE', index, '-inf', '(' .. (now - ttl))
   if phash then
     redis.call('HSET', hash, 'parent', parent)

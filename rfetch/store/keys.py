@@ -274,6 +274,11 @@ class Keys:
         :data:`BATCH_PARTS`."""
         return self._k(f"b-{bid}-{part}")
 
+    def batch_counter(self, event: str) -> str:
+        """Count of batches ``created``, ``completed``, ``succeeded`` or ``died`` (string,
+        INCR by the Lua call in which the event happened; Prometheus counters)."""
+        return self._k(f"rfetch:batches-{event}")
+
     @property
     def batches(self) -> str:
         """Sorted set of batches: bid -> creation time (Redis time, float epoch seconds),

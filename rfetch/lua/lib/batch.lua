@@ -24,6 +24,8 @@
 -- done, died and failinfo are created with the batch holding an empty member "" (so each has
 -- its TTL from the start and no event pays an EXPIRE); counts subtract it.
 -- A callback or waiting job goes to "<P>queue:<q>" and "<P>queues" (P: namespace prefix).
+-- Counters of events (Prometheus): "<P>rfetch:batches-created" (batch_push.lua),
+-- "-completed", "-succeeded", "-died": INCR when the event fires.
 --
 -- Events: complete when pending <= failures (every job succeeded or failed at least once:
 -- Sidekiq Pro's rule) and every child batch completed; success when pending = 0 and every
@@ -116,6 +118,7 @@ local function batch_death(P, hash, jid, now)
       return
     end
     batch_callback(P, hash, 'death', now)
+    redis.call('INCR', P .. 'rfetch:batches-died')
     local bid = redis.call('HGET', hash, 'bid') or ''
     local list = hash .. '-waiting-success'
     while true do
@@ -139,12 +142,14 @@ local function batch_settle(P, hash, now)
     if not v[5] and pending <= failures and (tonumber(v[4]) or 0) <= 0 then
       redis.call('HSET', hash, 'complete_at', now)
       batch_callback(P, hash, 'complete', now)
+      redis.call('INCR', P .. 'rfetch:batches-completed')
       batch_release(P, hash .. '-waiting-complete', now)
       completed = true
     end
     if not v[6] and pending <= 0 and (tonumber(v[3]) or 0) <= 0 then
       redis.call('HSET', hash, 'success_at', now)
       batch_callback(P, hash, 'success', now)
+      redis.call('INCR', P .. 'rfetch:batches-succeeded')
       batch_release(P, hash .. '-waiting-success', now)
       batch_expire(hash, tonumber(v[8]) or 86400)
       succeeded = true
