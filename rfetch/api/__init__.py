@@ -18,12 +18,15 @@ See ``docs/api.md``.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
+from typing import Any
 
 from redis import Redis
 
 from rfetch.config import Config
 from rfetch.errors import ConfigError
 from rfetch.store.connection import connect
+from rfetch.workflow.results import Record
 
 from .cancel import CancelResult, cancel
 from .context import Context, Found
@@ -72,6 +75,7 @@ from .stats import (
     read_history,
     read_stats,
 )
+from .workflows import Waiting, progress_of, record_of, waiting_count, waiting_jobs
 
 SET_NAMES = {
     "scheduled": "scheduled",
@@ -282,6 +286,24 @@ class Api:
         """Per-class processed/failed and run-time histogram since the workers first
         flushed them (the counters of ``/metrics``); percentiles over that whole time."""
         return read_class_totals(self.ctx)
+
+    def result_record(self, jid: str) -> Record | None:
+        """The recorded outcome of a ``store_result`` job (status, result or error), or
+        None when there is none (yet)."""
+        return record_of(self.ctx, jid)
+
+    def waiting(self, limit: int = 100) -> list[Waiting]:
+        """Jobs waiting on another job (``after=``), oldest wait first."""
+        return waiting_jobs(self.ctx, limit)
+
+    def waiting_count(self) -> int:
+        """How many jobs wait on another job."""
+        return waiting_count(self.ctx)
+
+    def progress(self, jids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Progress reported by running jobs (``self.progress``): jid -> ``{percent,
+        message, at}`` (epoch seconds), for those that reported."""
+        return progress_of(self.ctx, jids)
 
     def explain(self, jid: str, max_scan: int | None = DEFAULT_MAX_SCAN) -> Explanation:
         """Where the job is and why it is not running; see :func:`rfetch.api.explain.explain`."""

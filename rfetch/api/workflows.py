@@ -140,3 +140,20 @@ def waiting_text(ctx: Context, waiting: Waiting, now: float) -> str:
         f"{utc_time(waiting.since)} ({relative(waiting.since, now)}); {state}; then to queue "
         f"{waiting.queue} (if it dies: {on_death})"
     )
+
+
+def workflow_lines(
+    ctx: Context, jid: str, now: float
+) -> list[tuple[str, str, str | None, float | None]]:
+    """What explain adds for ``jid``: (state, line, queue, time) of its wait on another job
+    (``waiting_dependency``) and of its recorded outcome (``finished``, ``recorded_dead``,
+    ``recorded_cancelled``)."""
+    out: list[tuple[str, str, str | None, float | None]] = []
+    waiting = waiting_job(ctx, jid)
+    if waiting is not None:
+        out.append(("waiting_dependency", waiting_text(ctx, waiting, now), waiting.queue, None))
+    record = record_of(ctx, jid)
+    if record is not None:
+        state = "finished" if record.status == "succeeded" else f"recorded_{record.status}"
+        out.append((state, record_text(record, now), None, record.finished_at))
+    return out

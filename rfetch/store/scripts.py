@@ -58,6 +58,7 @@ class Scripts:
     periodic_skip: Script
     complete: Script
     depend: Script
+    cancel_waiting: Script
 
     @classmethod
     def load(cls, redis: Redis) -> Scripts:
