@@ -75,7 +75,15 @@ from .stats import (
     read_history,
     read_stats,
 )
-from .workflows import Waiting, progress_of, record_of, waiting_count, waiting_jobs
+from .workflows import (
+    Waiting,
+    WorkflowCounts,
+    progress_of,
+    record_of,
+    waiting_count,
+    waiting_jobs,
+    workflow_counts,
+)
 
 SET_NAMES = {
     "scheduled": "scheduled",
@@ -299,6 +307,10 @@ class Api:
     def waiting_count(self) -> int:
         """How many jobs wait on another job."""
         return waiting_count(self.ctx)
+
+    def workflow_counts(self) -> WorkflowCounts:
+        """Results stored, jobs waiting and waiting jobs cancelled (for the metrics)."""
+        return workflow_counts(self.ctx)
 
     def progress(self, jids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Progress reported by running jobs (``self.progress``): jid -> ``{percent,
