@@ -12,11 +12,15 @@ Public API::
     SendWelcome.perform_async(42)
 """
 
+from rfetch.batch import Batch, BatchStatus
+from rfetch.batch.canvas import GroupResult, chord, group
 from rfetch.client import Client, configure
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import (
     ArgsMismatch,
     ArgsNotSerializable,
+    BatchError,
+    BatchNotFound,
     BufferFull,
     ConfigError,
     DuplicateJobName,
@@ -43,12 +47,17 @@ from rfetch.workflow.results import aresult, result
 __all__ = [
     "ArgsMismatch",
     "ArgsNotSerializable",
+    "Batch",
+    "BatchError",
+    "BatchNotFound",
+    "BatchStatus",
     "BufferFull",
     "Chain",
     "Client",
     "Config",
     "ConfigError",
     "DuplicateJobName",
+    "GroupResult",
     "InvalidJob",
     "Job",
     "JobCancelled",
@@ -67,7 +76,9 @@ __all__ = [
     "__version__",
     "aresult",
     "chain",
+    "chord",
     "configure",
+    "group",
     "is_leader",
     "job",
     "result",

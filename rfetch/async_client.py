@@ -27,6 +27,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from rfetch.batch.context import collecting
 from rfetch.client import Client
 from rfetch.delivery import AsyncSender
 from rfetch.errors import BufferFull
@@ -103,6 +104,9 @@ class AsyncClient:
         return bulk.jids
 
     async def _write(self, jobs: Sequence[BufferedJob]) -> list[bool] | None:
+        collector = collecting()
+        if collector is not None:  # written with the batch when its jobs() block ends
+            return collector.take(list(jobs))
         sink = self.client.sink
         if sink is None:
             return await self._send_or_buffer(jobs)

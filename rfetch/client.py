@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from redis import Redis
 from redis.exceptions import RedisError
 
+from rfetch.batch.context import collecting
 from rfetch.bulk import BulkPush, check_batch_size
 from rfetch.config import Config
 from rfetch.delivery import Delivery
@@ -129,6 +130,9 @@ class Client:
             "jid": jid or options.get("jid") or new_jid(),
             "created_at": now,
         }
+        collector = collecting()
+        if collector is not None:  # inside a batch's jobs() block (Sidekiq Pro's "bid")
+            payload["bid"] = collector.bid
         for name in ("dead", "backtrace", "retry_queue", "timeout", *WORKFLOW_FIELDS):
             if options.get(name) is not None:
                 payload[name] = options[name]
@@ -351,6 +355,9 @@ class Client:
             redis.exceptions.ConnectionError, TimeoutError, OSError: Redis is unreachable
                 and ``buffer`` is False.
         """
+        collector = collecting()
+        if collector is not None:  # written with the batch when its jobs() block ends
+            return collector.take(list(jobs))
         if self.sink is not None:
             return self.sink.write(jobs, lambda held: self._deliver(held, buffer))
         return self._deliver(jobs, buffer)

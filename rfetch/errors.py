@@ -108,6 +108,17 @@ class RedisUnavailable(RfetchError):
     ``redis+sentinel://`` URL answered (a clear error instead of a hang)."""
 
 
+class BatchError(RfetchError):
+    """A batch (Sidekiq Pro batches) refused jobs: it does not exist (expired), it has
+    succeeded, its parent does not exist or has succeeded, or its first ``jobs()`` block
+    pushed no job. Nothing of the ``jobs()`` block was written."""
+
+
+class BatchNotFound(BatchError, KeyError):
+    """No batch of that bid exists (never created, or expired: 24 h after success, 30 days
+    otherwise by default)."""
+
+
 class ResultNotSerializable(RfetchError, TypeError):
     """A ``store_result`` job returned a value that is not native JSON (the rule of job
     arguments). The execution fails (retried as any failure), naming the bad value's path,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import inspect
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Literal, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 from rfetch.arity import Arity, raw_perform
 from rfetch.errors import ConfigError
@@ -14,6 +14,9 @@ from rfetch.limits import JobControl
 from rfetch.options import check_options
 from rfetch.signature import Signature
 from rfetch.workflow.progress import ProgressWriter, check_progress
+
+if TYPE_CHECKING:
+    from rfetch.batch.batch import Batch
 
 RetryDecision = float | int | Literal["discard", "kill"] | None
 """What ``retry_in`` returns: seconds until the retry, ``"discard"`` (drop the job),
@@ -90,6 +93,8 @@ class Job:
     """Set when the class is defined: whether ``perform`` is ``async def``."""
 
     jid: str = ""
+    bid: str | None = None
+    """The batch of the running job (set by the worker), or None."""
     _arity: ClassVar[Arity | None] = None
     control: JobControl | None = None
     """The running execution's deadline and cancel flag; None outside a worker."""
@@ -121,6 +126,16 @@ class Job:
         (``time.monotonic()``, not epoch), or None when it has no limit or runs outside a
         worker."""
         return self.control.deadline if self.control is not None else None
+
+    @property
+    def batch(self) -> Batch | None:
+        """The running job's batch, reopened to add jobs to it (``with self.batch.jobs():``,
+        Sidekiq Pro's ``batch``), or None when the job is not in a batch."""
+        if self.bid is None:
+            return None
+        from rfetch.batch.batch import Batch
+
+        return Batch.reopen(self.bid)
 
     def check_cancelled(self) -> None:
         """Return if the job may go on; call it at safe points of a long job.

@@ -176,6 +176,18 @@ def may_be_gated(raw: bytes | str) -> bool:
     return any(marker in raw for marker in _GATE_TEXT)
 
 
+BATCH_MARKER = b'"bid"'
+"""Text without which a payload is not in a batch (``bid``, as Sidekiq Pro writes it)."""
+
+
+def may_be_batched(raw: bytes | str) -> bool:
+    """Whether ``raw`` may be a batched job's payload (a plain text search, as
+    :func:`may_be_gated`)."""
+    if isinstance(raw, bytes):
+        return BATCH_MARKER in raw
+    return '"bid"' in raw
+
+
 def _text_field(payload: Mapping[str, Any], name: str) -> str | None:
     value = payload.get(name)
     return value if isinstance(value, str) and value else None
@@ -200,6 +212,7 @@ class Routing:
             ``created_at`` (which a retry does not change), else ``enqueued_at`` (both
             float epoch seconds, Sidekiq 8's milliseconds read too), else 0.
         unique_until: end of the unique lock's window, float epoch seconds, or None.
+        bid: the batch the job belongs to (Sidekiq Pro batches), or None.
         store_result: seconds to keep the job's recorded outcome (``store_result``), or
             None: such a job's end is written by ``complete.lua`` with its record.
     """
@@ -214,6 +227,7 @@ class Routing:
     score: float = 0.0
     unique_until: float | None = None
     store_result: int | None = None
+    bid: str | None = None
 
     @property
     def gated(self) -> bool:
@@ -229,6 +243,12 @@ class Routing:
         (the next job of the key goes out) or its unique lock. Such a job is acknowledged,
         deleted or discarded by ``finish.lua``."""
         return self.ordering_key is not None or self.unique is not None
+
+    @property
+    def batched(self) -> bool:
+        """Whether the job is in a batch: its acknowledgement, retry-set entry and death
+        also count in the batch (``lib/batch.lua``)."""
+        return self.bid is not None
 
     @property
     def coalesced(self) -> bool:
@@ -251,13 +271,15 @@ class Routing:
             score=_batch_score(payload),
             unique_until=epoch_seconds(until),
             store_result=_positive_int(payload.get("store_result")),
+            bid=_text_field(payload, "bid"),
         )
 
     @classmethod
     def parse(cls, raw: bytes | str) -> Routing | None:
         """The routing fields of a stored payload, or None when it has none of the gate's
-        fields (:func:`may_be_gated`) or is not a JSON object: such a job is plain."""
-        if not may_be_gated(raw) and not _may_be_recorded(raw):
+        fields (:func:`may_be_gated`), no batch (:func:`may_be_batched`) and no recorded
+        outcome, or is not a JSON object: such a job is plain."""
+        if not may_be_gated(raw) and not may_be_batched(raw) and not _may_be_recorded(raw):
             return None
         try:
             payload = _fast_loads(raw)

@@ -28,8 +28,12 @@
 -- ARGV[9], ARGV[10]: dead set trim (drop entries scored below, float epoch s) and cap.
 -- ARGV[11]: the job's class name.
 -- ARGV[12..14] (with KEYS[11..] only): queue <q>, ordering key ("" for none), unique digest
---          ("" for none).
--- Derived keys: those of lib/workflow.lua, for the jobs waiting on this one.
+--          ("" for none). A batched job that has neither passes them as "".
+-- ARGV[15], ARGV[16] (a batched job only): "ok" (success) or "dead", and the failure's JSON
+--          {"error_class", "error_message"}; KEYS[next]: its batch hash "b-<bid>"
+--          (lib/batch.lua, counted in this same call).
+-- Derived keys: those of lib/workflow.lua, for the jobs waiting on this one; those of
+--          lib/batch.lua (the batch's other keys, its parents', a callback's queue).
 --
 -- Every fixed key and the numbers are checked first (lib/guard.lua): a misfit changes
 -- nothing and is an error reply, so the job stays in its private list. Only if the LREM
@@ -38,6 +42,7 @@
 -- #include guard
 -- #include gate
 -- #include workflow
+-- #include batch
 local W = {P = KEYS[2], waiting = KEYS[3], dead = KEYS[4], queues = KEYS[5],
            cancelled = KEYS[6], stored = KEYS[7]}
 local dead_text = ARGV[8]
@@ -49,13 +54,16 @@ want(w, W.queues, 'set')
 want(w, W.cancelled, 'string')
 want(w, W.stored, 'string')
 local G, k, klist, lock = nil, nil, nil, nil
-if ARGV[12] then
+local next_key = 11
+if opt(ARGV[12]) then
   k = opt(ARGV[13])
   G = gate_keys(11, ARGV[12])
-  klist, lock = job_keys(18, k, opt(ARGV[14]))
+  klist, lock, next_key = job_keys(18, k, opt(ARGV[14]))
   if k then gate_release_wants(w, G, klist) end
   if lock then unique_release_wants(w, lock) end
 end
+local bhash = opt(ARGV[15]) and KEYS[next_key]
+if bhash then want(w, bhash, 'hash') end
 local bad = misfit(w)
 if bad then return redis.error_reply(bad) end
 local ttl = finite(ARGV[4])
@@ -89,4 +97,5 @@ else
   why = 'died (' .. ARGV[6] .. ': ' .. ARGV[7] .. ')'
 end
 wf_record(W, ARGV[2], ttl, fields)
+if bhash then batch_event(W.P, bhash, ARGV[2], ARGV[15], ARGV[16]) end
 return {1, wf_release(W, ARGV[2], ARGV[3], why)}

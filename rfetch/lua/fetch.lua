@@ -11,8 +11,11 @@
 -- Then A, the number of plain acknowledgements, and A records of two values:
 --          pair index, exact payload to LREM from that pair's private list.
 -- Then B, the number of acknowledgements that release an ordering key or a unique lock,
---          and B records of six values: pair index, exact payload, queue name <q>, jid,
---          ordering key ("" for none), unique digest ("" for none).
+--          and B records of seven values: pair index, exact payload, queue name <q>, jid,
+--          ordering key ("" for none), unique digest ("" for none), "1" if the job is
+--          batched ("" for none).
+-- Then C, the number of acknowledgements of batched jobs that release nothing, and C
+--          records of three values: pair index, exact payload, jid.
 -- KEYS[2i-1], KEYS[2i] (i = 1..N): public queue "queue:<q>" and this process's private
 --          list "queue:sq|<identity>|<q>".
 -- Then, for each fair pair (in ARGV's order), three keys: the tenant ring "rfetch:fair:<q>",
@@ -20,15 +23,21 @@
 --          "rfetch:fair-weights:<q>".
 -- Then, for each releasing acknowledgement (in ARGV's order): the seven gate keys of its
 --          queue (lib/gate.lua's G), its key's waiting list "rfetch:key:<q>:<k>" if it has
---          an ordering key, its unique lock "rfetch:unique:<digest>" if it has one.
+--          an ordering key, its unique lock "rfetch:unique:<digest>" if it has one, its
+--          batch hash "b-<bid>" if it is batched.
+-- Then, for each batched acknowledgement of C (in ARGV's order), its batch hash "b-<bid>".
+-- Last, when any acknowledgement is batched: the namespace prefix P (lib/batch.lua).
 -- Derived keys: a tenant's list "<ring key>|<tenant>", the tenant being read from the ring
---          (lib/gate.lua).
+--          (lib/gate.lua); a batch's other keys, its parents' and a callback's queue
+--          (lib/batch.lua).
 --
 -- Acknowledgements first (LREM count 1 of the exact bytes); a releasing one that this LREM
 -- removed also releases its key (its next job goes out, and may be fetched by this very
 -- call) and its unique lock, as finish.lua does. A release one of whose keys has another
 -- type (lib/guard.lua) is not done: the job is acknowledged, and its key stays held until
--- stuck-key rescue (rescue.lua) finds the keys fixed; the key's next job stays waiting. Then jobs are moved one by one from the
+-- stuck-key rescue (rescue.lua) finds the keys fixed; the key's next job stays waiting. A
+-- batched job that this LREM removed counts as succeeded in its batch (lib/batch.lua), in
+-- this same call (a batch hash of another type: acknowledged, not counted). Then jobs are moved one by one from the
 -- right end (oldest) of each public queue to the left end of its private list (LMOVE RIGHT
 -- LEFT, as super_fetch), taking queues in the order given until ARGV[1] jobs are moved.
 -- Atomic: a job is always in exactly one list.
@@ -45,6 +54,7 @@
 -- jobs moved, oldest first, and the queues skipped for their type.
 -- #include guard
 -- #include gate
+-- #include batch
 local limit = tonumber(ARGV[1])
 local n_pairs = tonumber(ARGV[2])
 local pairs_to_fetch = tonumber(ARGV[3])
@@ -60,20 +70,36 @@ for r = 1, tonumber(ARGV[a]) do
 end
 a = a + 2 * tonumber(ARGV[a]) + 1
 local ki = 2 * n_pairs + 3 * fair_count + 1
+local P = KEYS[#KEYS]  -- the prefix, when an acknowledgement is batched
+local function counted(bhash, jid)
+  if redis.call('TYPE', bhash)['ok'] == 'hash' then batch_event(P, bhash, jid, 'ok', '') end
+end
 for r = 1, tonumber(ARGV[a]) do
-  local at = a + 6 * r - 5
+  local at = a + 7 * r - 6
   local G = gate_keys(ki, ARGV[at + 2])
   local jid, k, unique = ARGV[at + 3], opt(ARGV[at + 4]), opt(ARGV[at + 5])
-  local klist, lock
+  local klist, lock, bhash
   klist, lock, ki = job_keys(ki + 7, k, unique)
+  if opt(ARGV[at + 6]) then bhash = KEYS[ki]; ki = ki + 1 end
   local w = wants_new()
   if k then gate_release_wants(w, G, klist) end
   if lock then unique_release_wants(w, lock) end
   local releasable = misfit(w) == nil
-  if redis.call('LREM', KEYS[2 * tonumber(ARGV[at])], 1, ARGV[at + 1]) == 1 and releasable then
-    if k then gate_release(G, k, klist, jid) end
-    if lock then unique_release(lock, jid) end
+  if redis.call('LREM', KEYS[2 * tonumber(ARGV[at])], 1, ARGV[at + 1]) == 1 then
+    if releasable then
+      if k then gate_release(G, k, klist, jid) end
+      if lock then unique_release(lock, jid) end
+    end
+    if bhash then counted(bhash, jid) end
   end
+end
+a = a + 7 * tonumber(ARGV[a]) + 1
+for r = 1, tonumber(ARGV[a]) do
+  local at = a + 3 * r - 2
+  if redis.call('LREM', KEYS[2 * tonumber(ARGV[at])], 1, ARGV[at + 1]) == 1 then
+    counted(KEYS[ki], ARGV[at + 2])
+  end
+  ki = ki + 1
 end
 local jobs, broken = {}, {}
 local looked_at = 0

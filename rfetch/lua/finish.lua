@@ -1,6 +1,7 @@
 -- finish.lua: acknowledge (or discard, or delete from a public queue) one job that has an
--- ordering key or a unique lock, releasing both. Plain acknowledgements keep riding on
--- fetch.lua. Called by rfetch.store.commands.Commands.finish only.
+-- ordering key, a unique lock or a batch, releasing the key and lock and counting the batch's
+-- outcome. Plain acknowledgements keep riding on fetch.lua. Called by
+-- rfetch.store.commands.Commands.finish only.
 --
 -- KEYS[1]: the list holding the job: a private list "queue:sq|<identity>|<q>" (ack), or the
 --          public queue "queue:<q>" (admin delete).
@@ -12,22 +13,30 @@
 -- ARGV[3]: ordering key, "" for none.
 -- ARGV[4]: jid.
 -- ARGV[5]: unique lock digest, "" for none.
--- Derived keys: a tenant's list "<ring key>|<tenant>" for the key's next job (lib/gate.lua).
+-- ARGV[6] (a batched job only): "ok" (it succeeded) or "dead" (it failed for good and is
+--          discarded); then KEYS[next]: its batch hash "b-<bid>", KEYS[next + 1]: the
+--          namespace prefix P (lib/batch.lua). ARGV[7]: for "dead", the failure's JSON.
+-- Derived keys: a tenant's list "<ring key>|<tenant>" for the key's next job (lib/gate.lua);
+-- the batch's other keys, its parents' and a callback's queue (lib/batch.lua).
 --
 -- Only if this call removed the job (it was not pushed back meanwhile, which keeps it the
 -- holder) is the key released (its next job goes out) and the unique lock dropped. Every key
 -- the release may write is checked first (lib/guard.lua): one of another type changes
 -- nothing and is an error reply, so the job stays in its list and the key's next job in the
--- key's list. Returns 1 if removed, 0 if the job was no longer in the list.
+-- key's list. The batch is counted in this same call, only if the job was removed.
+-- Returns 1 if removed, 0 if the job was no longer in the list.
 -- #include guard
 -- #include gate
+-- #include batch
 local k, unique = opt(ARGV[3]), opt(ARGV[5])
-local klist, lock = job_keys(9, k, unique)
+local klist, lock, next_key = job_keys(9, k, unique)
+local bhash = opt(ARGV[6]) and KEYS[next_key]
 local G = gate_keys(2, ARGV[2])
 local w = wants_new()
 want(w, KEYS[1], 'list')
 if k then gate_release_wants(w, G, klist) end
 if lock then unique_release_wants(w, lock) end
+if bhash then want(w, bhash, 'hash') end
 local bad = misfit(w)
 if bad then return redis.error_reply(bad) end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
@@ -35,4 +44,5 @@ if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
 end
 if k then gate_release(G, k, klist, ARGV[4]) end
 if lock then unique_release(lock, ARGV[4]) end
+if bhash then batch_event(KEYS[next_key + 1], bhash, ARGV[4], ARGV[6], ARGV[7] or '') end
 return 1

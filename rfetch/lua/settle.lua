@@ -16,28 +16,39 @@
 --          (strict order survives retries; its lease is dropped, it is visible in the retry
 --          set); "skip": the key is released now (the class's skip policy); "dead": the key
 --          is released and the unique lock dropped (dead set, or discarded).
+--          A batched job that has neither passes ARGV[6..10] as "".
+-- Then, for a batched job only (lib/batch.lua): KEYS[next]: its batch hash "b-<bid>",
+--          KEYS[next + 1]: the namespace prefix P; ARGV[11]: "fail" (retry set) or "dead",
+--          ARGV[12]: jid, ARGV[13]: the failure's JSON {"error_class", "error_message"}.
+-- Derived keys: the batch's other keys and its parents' (lib/batch.lua), a callback's queue.
 --
 -- The write and the acknowledgement are one atomic step, and happen only if the job is still
 -- in the private list: a job that was pushed back by shutdown or recovery meanwhile is not
 -- also put in the retry set (Sidekiq #4112). Every key written and the score are checked
 -- first (lib/guard.lua): a sorted set of another type, or a score that is not a number,
 -- changes nothing and is an error reply, so the job stays in the private list.
+-- The batch's counters change in this same call, only when the job was removed (a job
+-- settled twice, after a recovery, counts once).
 -- Returns 1 if written, 0 if the job was no longer ours.
 -- #include guard
 -- #include gate
+-- #include batch
 local w = wants_new()
 want(w, KEYS[1], 'list')
 want(w, KEYS[2], 'zset')
 local G, k, jid, klist, lock, outcome = nil, nil, nil, nil, nil, nil
-if ARGV[6] then
+local next_key = 3
+if opt(ARGV[6]) then
   outcome, k, jid = ARGV[6], opt(ARGV[8]), ARGV[9]
   G = gate_keys(3, ARGV[7])
-  klist, lock = job_keys(10, k, opt(ARGV[10]))
+  klist, lock, next_key = job_keys(10, k, opt(ARGV[10]))
   if k then
     if outcome == 'retry' then want(w, G.leases, 'zset') else gate_release_wants(w, G, klist) end
   end
   if outcome == 'dead' and lock then unique_release_wants(w, lock) end
 end
+local bhash = opt(ARGV[11]) and KEYS[next_key]
+if bhash then want(w, bhash, 'hash') end
 local bad = misfit(w)
 if bad then return redis.error_reply(bad) end
 if not finite(ARGV[2]) or (ARGV[4] ~= '' and not finite(ARGV[4]))
@@ -65,4 +76,5 @@ if G then
   end
   if outcome == 'dead' and lock then unique_release(lock, jid) end
 end
+if bhash then batch_event(KEYS[next_key + 1], bhash, ARGV[12], ARGV[11], ARGV[13]) end
 return 1

@@ -137,22 +137,33 @@ class Commands:
             keys += [k.fair_ring(name), k.fair_credits(name), k.fair_weights(name)]
         plain: list[bytes | str | int] = []
         releasing: list[bytes | str | int] = []
+        batched: list[bytes | str | int] = []
+        batch_keys: list[str] = []
         for unit in acks:
             routing = unit.routing
             if routing is not None and routing.locking:
                 key, unique = routing.ordering_key, routing.unique
                 releasing += [index[unit.queue], unit.raw, unit.queue, routing.jid]
-                releasing += [key or "", unique or ""]
+                releasing += [key or "", unique or "", "1" if routing.bid else ""]
                 keys += self.gate_keys(unit.queue, key, unique)
+                if routing.bid:
+                    keys.append(self.keys.batch(routing.bid))
+            elif routing is not None and routing.bid:
+                batched += [index[unit.queue], unit.raw, routing.jid]
+                batch_keys.append(self.keys.batch(routing.bid))
             else:
                 plain.append(index[unit.queue])
                 plain.append(unit.raw)
+        if batch_keys or any(u.routing is not None and u.routing.bid for u in acks):
+            keys += [*batch_keys, self.keys.prefix]
         args: list[bytes | str | int] = [limit, len(names), fetch_count, len(fair_pairs)]
         args += fair_pairs
         args.append(len(plain) // 2)
         args += plain
-        args.append(len(releasing) // 6)
+        args.append(len(releasing) // 7)
         args += releasing
+        args.append(len(batched) // 3)
+        args += batched
         looked_at, moved, broken = self.scripts.fetch(keys=keys, args=args, client=self.redis)
         return FetchReply(
             int(looked_at),
@@ -167,15 +178,20 @@ class Commands:
         raw: bytes,
         routing: Routing,
         client: Client | None = None,
+        batch: Literal["ok", "dead"] | None = None,
+        failure: str = "",
     ) -> bool:
         """``finish.lua``: LREM one job from ``list_key`` (a private list, or the public
         queue for an admin delete) and, if removed, release its ordering key (the key's next
-        job goes out) and its unique lock.
+        job goes out) and its unique lock, and count it in its batch.
 
         Args:
             queue: the queue of the key gate.
             routing: the job's routing fields.
             client: a pipeline to queue the call on (the reply is then the pipeline's).
+            batch: for a batched job taken out of a private list: ``"ok"`` (it
+                succeeded) or ``"dead"`` (it failed and is discarded); None counts nothing.
+            failure: with ``"dead"``: the failure's JSON ``{"error_class", "error_message"}``.
 
         Returns:
             Whether the job was removed (always True on a pipeline).
@@ -184,6 +200,9 @@ class Commands:
         args: list[bytes | str] = [
             raw, queue, routing.ordering_key or "", routing.jid, routing.unique or ""
         ]
+        if batch is not None and routing.bid:
+            keys += [self.keys.batch(routing.bid), self.keys.prefix]
+            args += [batch, failure]
         return bool(self.scripts.finish(keys=keys, args=args, client=client or self.redis))
 
     def settle(
@@ -198,9 +217,11 @@ class Commands:
         outcome: Outcome = "dead",
         trim_before: float | None = None,
         cap: int | None = None,
+        failure: str = "",
     ) -> bool:
         """``settle.lua``: atomically take a failed job out of its private list and into the
-        retry or dead set, only if it is still there (Sidekiq #4112).
+        retry or dead set, only if it is still there (Sidekiq #4112), counting a batched
+        job's failure (retry set) or death (dead set) in its batch in the same call.
 
         Args:
             private_key: the private list holding ``raw``.
@@ -214,6 +235,7 @@ class Commands:
                 key blocked, ``"skip"`` releases it, ``"dead"`` releases it and the lock.
             trim_before: dead set: drop entries scored below this (float epoch seconds).
             cap: dead set: keep at most this many entries.
+            failure: a batched job's failure as JSON ``{"error_class", "error_message"}``.
 
         Returns:
             True if written, False if the job was no longer in the private list.
@@ -230,6 +252,11 @@ class Commands:
             keys += self.gate_keys(queue, routing.ordering_key, routing.unique)
             args += [outcome, queue, routing.ordering_key or "", routing.jid]
             args.append(routing.unique or "")
+        if routing is not None and routing.bid:
+            if not routing.locking:
+                args += ["", "", "", "", ""]
+            keys += [self.keys.batch(routing.bid), self.keys.prefix]
+            args += ["dead" if zset == self.keys.dead else "fail", routing.jid, failure]
         return bool(self.scripts.settle(keys=keys, args=args, client=self.redis))
 
     def requeue(

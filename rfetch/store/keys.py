@@ -260,3 +260,26 @@ class Keys:
     def progress(self, jid: str) -> str:
         """A running job's progress (string, JSON ``{percent, message, at}``), TTL 1 h."""
         return self._k(f"rfetch:progress:{jid}")
+
+    # -- batches (Sidekiq Pro's names; see lib/batch.lua for the parts) --------------------
+
+    def batch(self, bid: str) -> str:
+        """Hash of one batch ``b-<bid>``: description, counters, callbacks' templates, the
+        fire-once marks (Sidekiq Pro batches). Its other keys are this name plus a suffix
+        (:data:`BATCH_PARTS`)."""
+        return self._k(f"b-{bid}")
+
+    def batch_part(self, bid: str, part: str) -> str:
+        """One of a batch's other keys: ``b-<bid>-<part>``, ``part`` one of
+        :data:`BATCH_PARTS`."""
+        return self._k(f"b-{bid}-{part}")
+
+    @property
+    def batches(self) -> str:
+        """Sorted set of batches: bid -> creation time (Redis time, float epoch seconds),
+        trimmed to the batch TTL when a batch is created."""
+        return self._k("batches")
+
+
+BATCH_PARTS = ("jids", "done", "failinfo", "died", "kids", "waiting-success", "waiting-complete")
+"""The suffixes of a batch's keys besides its hash (``rfetch/lua/lib/batch.lua``)."""

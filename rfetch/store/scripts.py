@@ -56,6 +56,7 @@ class Scripts:
     periodic_sync: Script
     periodic_push: Script
     periodic_skip: Script
+    batch_push: Script
     complete: Script
     depend: Script
     cancel_waiting: Script

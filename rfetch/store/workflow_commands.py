@@ -5,6 +5,7 @@ and the scripts :mod:`rfetch.store.scripts` loads)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -109,6 +110,15 @@ class WorkflowCommands:
         if routing.locking:
             keys += self.commands.gate_keys(queue, routing.ordering_key, routing.unique)
             args += [queue, routing.ordering_key or "", routing.unique or ""]
+        if routing.bid:  # counted in its batch in this same call (lib/batch.lua)
+            if not routing.locking:
+                args += ["", "", ""]
+            keys.append(k.batch(routing.bid))
+            ok = ending.status == "succeeded"
+            failure = json.dumps(
+                {"error_class": ending.error_class, "error_message": ending.error_message}
+            )
+            args += ["ok" if ok else "dead", "" if ok else failure]
         removed, released = self.commands.scripts.complete(
             keys=keys, args=args, client=self.redis
         )

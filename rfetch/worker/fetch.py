@@ -18,6 +18,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from typing import Literal
 
 from redis.client import Pipeline
 
@@ -206,12 +207,16 @@ class ReliableFetch:
         keys += [self.keys.fair_ring(q) for q in self._public if q not in skip]
         return bool(keys) and int(self.redis.exists(*keys)) > 0
 
-    def _ack_now(self, unit: UnitOfWork) -> bool:
+    def _ack_now(self, unit: UnitOfWork, failure: str | None = None) -> bool:
         """LREM of the exact bytes, or ``finish.lua`` for a job whose removal releases an
-        ordering key or a unique lock."""
+        ordering key or a unique lock, or counts in a batch (as succeeded, or with
+        ``failure`` as a death: a failed job that is discarded)."""
         routing = unit.routing
-        if routing is not None and routing.locking:
-            return self.commands.finish(unit.private_key, unit.queue, unit.raw, routing)
+        if routing is not None and (routing.locking or routing.batched):
+            outcome: Literal["ok", "dead"] = "ok" if failure is None else "dead"
+            return self.commands.finish(
+                unit.private_key, unit.queue, unit.raw, routing, None, outcome, failure or ""
+            )
         return bool(self.redis.lrem(unit.private_key, 1, unit.raw))  # type: ignore[arg-type]
 
     def take_followers(self, unit: UnitOfWork, limit: int) -> list[UnitOfWork]:
@@ -260,7 +265,9 @@ class ReliableFetch:
         if held:
             self.commands.lease(pipe, held, self.config.heartbeat_ttl)
 
-    def acknowledge(self, unit: UnitOfWork, give_up: float | None = None) -> bool:
+    def acknowledge(
+        self, unit: UnitOfWork, give_up: float | None = None, failure: str | None = None
+    ) -> bool:
         """Remove a finished job from the private list (LREM of the exact bytes; a job with
         an ordering key or a unique lock by ``finish.lua``, which also releases the key, so
         its next job goes out, and the lock).
@@ -272,12 +279,16 @@ class ReliableFetch:
             unit: the job.
             give_up: ``time.monotonic()`` deadline after which to stop trying (shutdown);
                 the job then stays in the private list and is recovered as an orphan.
+            failure: None when the job succeeded; for a failed job that is discarded, its
+                failure as JSON (a batched job then counts as dead in its batch).
 
         Returns:
             True if this call removed the job; False if it was no longer in the private
             list (pushed back or settled meanwhile) or we gave up.
         """
-        return bool(self._until_answered(lambda: self._ack_now(unit), "acknowledge", give_up))
+        return bool(
+            self._until_answered(lambda: self._ack_now(unit, failure), "acknowledge", give_up)
+        )
 
     def settle(
         self,
@@ -289,6 +300,7 @@ class ReliableFetch:
         cap: int | None = None,
         give_up: float | None = None,
         outcome: Outcome = "dead",
+        failure: str = "",
     ) -> bool:
         """Atomically move a failed job from the private list into the retry or dead set
         (``settle.lua``).
@@ -308,6 +320,7 @@ class ReliableFetch:
             outcome: for a job with an ordering key or a unique lock: ``"retry"`` keeps its
                 key blocked, ``"skip"`` releases the key (the skip policy), ``"dead"``
                 releases the key and the unique lock.
+            failure: a batched job's failure as JSON (its batch's failure info).
 
         Returns:
             True if written, False if the job was no longer ours or we gave up.
@@ -324,6 +337,7 @@ class ReliableFetch:
                 outcome,
                 trim_before,
                 cap,
+                failure,
             ),
             "settle",
             give_up,

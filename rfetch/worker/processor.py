@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from rfetch.batch.context import enter_job
 from rfetch.config import Config
 from rfetch.errors import InvalidJob, JobCancelled, ResultNotSerializable, UnknownJob
 from rfetch.job import Job
@@ -74,6 +75,9 @@ class JobRun:
             )
         self.instance = self.cls()
         self.instance.jid = self.job["jid"]
+        bid = self.job.get("bid")
+        if isinstance(bid, str) and bid:
+            self.instance.bid = bid
         return self.instance
 
     def elapsed_ms(self) -> float:
@@ -247,6 +251,8 @@ class Processor:
         """Log the start and look the class up (an unknown one fails the execution)."""
         name = job["class"]
         self.job_context.enter(name, job["jid"], unit.queue)  # an async job: in its task
+        bid = job.get("bid")
+        enter_job(bid if isinstance(bid, str) and bid else None)  # a child batch's parent
         self.job_log.event("start", name, job["jid"], unit.queue, None)
         return JobRun(unit, job, followers, self.registry.get(name), time.perf_counter())
 

@@ -321,7 +321,7 @@ class JobRetry:
         """Drop a failed job (no dead set): acknowledged, and for a ``store_result`` job
         its ``dead`` record written with it. True if this call removed it."""
         if recorded_ttl(unit) is None:
-            return unit.acknowledge()
+            return unit.discard(job)
         return self._end(unit, job, exc, None, time.time())
 
     def _end(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rfetch.payload import Routing
 from rfetch.store.commands import Outcome
@@ -43,6 +45,14 @@ class UnitOfWork:
         :meth:`ReliableFetch.acknowledge`)."""
         return self.fetch.acknowledge(self, give_up)
 
+    def discard(self, job: Mapping[str, Any] | None) -> bool:
+        """Remove a failed job that is neither retried nor kept (``retry: false``,
+        ``dead: false``, a discarding ``retry_in``, a cancel): for a batched job a death in
+        its batch, in the same call (``finish.lua``). ``job``: its payload with the error
+        fields. True if this call removed it."""
+        failure = failure_json(job) if self.routing is not None and self.routing.batched else None
+        return self.fetch.acknowledge(self, None, failure)
+
     def requeue(self) -> bool:
         """Push the job back to the head of its queue if still in the private list."""
         return self.fetch.requeue([self]) == 1
@@ -56,5 +66,24 @@ class UnitOfWork:
         cap: int | None = None,
         outcome: Outcome = "dead",
     ) -> bool:
-        """Move the failed job into the retry or dead set (see :meth:`ReliableFetch.settle`)."""
-        return self.fetch.settle(self, zset, score, payload, trim_before, cap, None, outcome)
+        """Move the failed job into the retry or dead set (see :meth:`ReliableFetch.settle`);
+        a batched job's failure or death counts in its batch in the same call."""
+        failure = ""
+        if self.routing is not None and self.routing.batched:
+            try:
+                stored = json.loads(payload)
+            except ValueError:
+                stored = None
+            failure = failure_json(stored if isinstance(stored, dict) else None)
+        return self.fetch.settle(
+            self, zset, score, payload, trim_before, cap, None, outcome, failure
+        )
+
+
+def failure_json(job: Mapping[str, Any] | None) -> str:
+    """A batch's failure info for one job (Sidekiq Pro's ``failure_info``): JSON
+    ``{"error_class", "error_message"}`` from the payload's error fields."""
+    job = job or {}
+    return json.dumps(
+        {"error_class": job.get("error_class", ""), "error_message": job.get("error_message", "")}
+    )

@@ -1,0 +1,204 @@
+-- lib/batch.lua: a batch's counters and callbacks (Sidekiq Pro batches), changed in the same
+-- call as the job's acknowledgement, retry-set entry or death. Included with a
+-- "-- #include batch" line by finish.lua, settle.lua, fetch.lua and batch_push.lua.
+--
+-- Keys of a batch (docs/data-model.md), all derived from its hash "b-<bid>":
+--   b-<bid>                  hash: bid, description, created_at, total, pending, parent,
+--                            kids, kids_pending, kids_incomplete, ttl, success_ttl,
+--                            cb_<event> (a callback's payload template), cbargs_<event>
+--                            (the JSON text of its arguments after the status, without
+--                            the brackets: a callback's options, or a chord body's own
+--                            arguments), cbplain_<event> ("1": no status argument, a
+--                            chord's body), complete_at / success_at / death_at
+--                            (Redis time, epoch s, each written once: the fire-once marks).
+--   b-<bid>-jids             set: every jid of the batch.
+--   b-<bid>-done             set: the jids that succeeded (SADD's reply counts each once).
+--   b-<bid>-failinfo         hash: jid -> JSON {"error_class", "error_message"} of the jobs
+--                            that failed and have not succeeded since (Sidekiq Pro's
+--                            failures; HDEL on success).
+--   b-<bid>-died             set: the jids that died (dead set, or discarded).
+--   b-<bid>-kids             set: bids of the child batches.
+--   b-<bid>-waiting-success  list: payloads pushed to their queue when success fires, moved
+--                            to the dead set when the batch's death fires (the dependency hook).
+--   b-<bid>-waiting-complete list: payloads pushed to their queue when complete fires.
+-- done, died and failinfo are created with the batch holding an empty member "" (so each has
+-- its TTL from the start and no event pays an EXPIRE); counts subtract it.
+-- A callback or waiting job goes to "<P>queue:<q>" and "<P>queues" (P: namespace prefix).
+--
+-- Events: complete when pending <= failures (every job succeeded or failed at least once:
+-- Sidekiq Pro's rule) and every child batch completed; success when pending = 0 and every
+-- child batch succeeded; death when a job dies (once per batch, and up its parents).
+
+local BATCH_PARTS = {'-jids', '-done', '-failinfo', '-died', '-kids', '-waiting-success',
+  '-waiting-complete'}
+
+local function batch_time()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+
+local function batch_hash(P, bid) return P .. 'b-' .. bid end
+
+local function batch_expire(hash, ttl)
+  redis.call('EXPIRE', hash, ttl)
+  for _, part in ipairs(BATCH_PARTS) do redis.call('EXPIRE', hash .. part, ttl) end
+end
+
+-- The status given to callbacks, as JSON text (built by hand: cjson writes an empty list as
+-- an object).
+local function batch_status_json(hash)
+  local v = redis.call('HMGET', hash, 'bid', 'description', 'total', 'pending', 'created_at',
+    'parent')
+  local failed = {}
+  for _, jid in ipairs(redis.call('HKEYS', hash .. '-failinfo')) do
+    if jid ~= '' and #failed < 1000 then failed[#failed + 1] = cjson.encode(jid) end
+  end
+  return '{"bid":' .. cjson.encode(v[1] or '') ..
+    ',"description":' .. cjson.encode(v[2] or '') ..
+    ',"total":' .. (tonumber(v[3]) or 0) .. ',"pending":' .. (tonumber(v[4]) or 0) ..
+    ',"failures":' .. #failed .. ',"failed_jids":[' .. table.concat(failed, ',') .. ']' ..
+    ',"created_at":' .. (tonumber(v[5]) or 0) ..
+    ',"parent_bid":' .. (v[6] and cjson.encode(v[6]) or 'null') .. '}'
+end
+
+local function batch_enqueue(P, text, queue)
+  redis.call('LPUSH', P .. 'queue:' .. queue, text)
+  redis.call('SADD', P .. 'queues', queue)
+end
+
+-- Push the callback of event (if any): its template with args [status, <cbargs>] (only
+-- [<cbargs>] when cbplain_<event> is set: a chord's body) and enqueued_at (the template's
+-- jid was chosen when the batch was created).
+local function batch_callback(P, hash, event, now)
+  local v = redis.call('HMGET', hash, 'cb_' .. event, 'cbargs_' .. event, 'cbplain_' .. event)
+  if not v[1] then return end
+  local job = cjson.decode(v[1])
+  job['args'] = nil
+  job['enqueued_at'] = now
+  local text = cjson.encode(job)
+  local args = v[2] or ''
+  if not v[3] then  -- a Sidekiq Pro callback: the status first
+    args = batch_status_json(hash) .. (args ~= '' and (',' .. args) or '')
+  end
+  text = '{"args":[' .. args .. '],' .. string.sub(text, 2)
+  batch_enqueue(P, text, job['queue'])
+end
+
+-- The jobs waiting for this event of the batch go to their queue (as stored).
+local function batch_release(P, list, now)
+  while true do
+    local text = redis.call('RPOP', list)
+    if not text then return end
+    local ok, job = pcall(cjson.decode, text)
+    if ok and type(job) == 'table' and type(job['queue']) == 'string' and job['queue'] ~= '' then
+      batch_enqueue(P, text, job['queue'])
+    else
+      redis.call('ZADD', P .. 'dead', now, text)
+    end
+  end
+end
+
+-- A job that waited for the success of a batch that died: to the dead set with
+-- error_class rfetch.DependencyFailed (its payload must have no error fields yet), or
+-- dropped when its payload says "on_dependency_death":"cancel" (the workflow options).
+local function batch_bury(P, text, why, now)
+  local ok, job = pcall(cjson.decode, text)
+  if ok and type(job) == 'table' and job['on_dependency_death'] == 'cancel' then return end
+  local fields = '{"error_class":"rfetch.DependencyFailed","error_message":' ..
+    cjson.encode(why) .. ',"failed_at":' .. now .. ','
+  redis.call('ZADD', P .. 'dead', now, fields .. string.sub(text, 2))
+end
+
+-- Death: fire once per batch, and up its parents; the jobs waiting for success are buried.
+local function batch_death(P, hash, jid, now)
+  while hash do
+    if redis.call('EXISTS', hash) == 0 or redis.call('HSETNX', hash, 'death_at', now) == 0 then
+      return
+    end
+    batch_callback(P, hash, 'death', now)
+    local bid = redis.call('HGET', hash, 'bid') or ''
+    local list = hash .. '-waiting-success'
+    while true do
+      local text = redis.call('RPOP', list)
+      if not text then break end
+      batch_bury(P, text, 'batch ' .. bid .. ': job ' .. jid .. ' died', now)
+    end
+    local parent = redis.call('HGET', hash, 'parent')
+    hash = parent and batch_hash(P, parent) or nil
+  end
+end
+
+-- Fire complete and success where due, on the batch and up its parents.
+local function batch_settle(P, hash, now)
+  while hash do
+    local v = redis.call('HMGET', hash, 'total', 'pending', 'kids_pending', 'kids_incomplete',
+      'complete_at', 'success_at', 'parent', 'success_ttl')
+    if not v[1] then return end
+    local pending, failures = tonumber(v[2]) or 0, redis.call('HLEN', hash .. '-failinfo') - 1
+    local completed, succeeded = false, false
+    if not v[5] and pending <= failures and (tonumber(v[4]) or 0) <= 0 then
+      redis.call('HSET', hash, 'complete_at', now)
+      batch_callback(P, hash, 'complete', now)
+      batch_release(P, hash .. '-waiting-complete', now)
+      completed = true
+    end
+    if not v[6] and pending <= 0 and (tonumber(v[3]) or 0) <= 0 then
+      redis.call('HSET', hash, 'success_at', now)
+      batch_callback(P, hash, 'success', now)
+      batch_release(P, hash .. '-waiting-success', now)
+      batch_expire(hash, tonumber(v[8]) or 86400)
+      succeeded = true
+    end
+    if not v[7] or not (completed or succeeded) then return end
+    local parent = batch_hash(P, v[7])
+    if redis.call('EXISTS', parent) == 0 then return end
+    if completed then redis.call('HINCRBY', parent, 'kids_incomplete', -1) end
+    if succeeded then redis.call('HINCRBY', parent, 'kids_pending', -1) end
+    hash = parent
+  end
+end
+
+-- One job's outcome: 'ok' (acknowledged after success), 'fail' (retry set), 'dead' (dead
+-- set or discarded); info: the failure's JSON. A batch that expired (or an unknown bid)
+-- is left alone. A job counted before (it ran again after a recovery) changes nothing.
+local function batch_event(P, hash, jid, kind, info)
+  if redis.call('EXISTS', hash) == 0 then return end
+  if kind == 'ok' then
+    if redis.call('SADD', hash .. '-done', jid) == 0 then return end
+    redis.call('HINCRBY', hash, 'pending', -1)
+    redis.call('HDEL', hash .. '-failinfo', jid)
+    batch_settle(P, hash, batch_time())
+    return
+  end
+  redis.call('HSET', hash .. '-failinfo', jid, info)
+  local now = batch_time()
+  if kind == 'dead' and redis.call('SADD', hash .. '-died', jid) == 1 then
+    batch_death(P, hash, jid, now)
+  end
+  batch_settle(P, hash, now)
+end
+
+-- THE DEPENDENCY HOOK: a job (payload text, JSON object with a "queue") that must wait for
+-- event 'success' or 'complete' of the batch at hash (Job.set(after=bid)). If the event has
+-- fired, the job is pushed to its queue now ('pushed'); if it waits for success of a batch
+-- that died, it is buried as batch_bury says ('dead'); else it joins the waiting list
+-- "b-<bid>-waiting-<event>" ('waiting'), with the batch's TTL, pushed by the call that fires
+-- the event (or buried by the one that fires death). 'missing': no such batch (nothing
+-- written). A script that calls it checks the hash is a hash and the list a list first.
+local function batch_wait(P, hash, event, text, queue, now)
+  local v = redis.call('HMGET', hash, 'bid', event .. '_at', 'death_at')
+  if not v[1] then return 'missing' end
+  if v[2] then
+    batch_enqueue(P, text, queue)
+    return 'pushed'
+  end
+  if event == 'success' and v[3] then
+    batch_bury(P, text, 'batch ' .. v[1] .. ' died before it succeeded', now)
+    return 'dead'
+  end
+  local list = hash .. '-waiting-' .. event
+  redis.call('LPUSH', list, text)
+  local ttl = redis.call('TTL', hash)
+  if ttl > 0 then redis.call('EXPIRE', list, ttl) end
+  return 'waiting'
+end
