@@ -13,6 +13,7 @@ from rfetch.job_setter import HasPerform, JobSetter, P
 from rfetch.limits import JobControl
 from rfetch.options import check_options
 from rfetch.signature import Signature
+from rfetch.workflow.progress import ProgressWriter, check_progress
 
 if TYPE_CHECKING:
     from rfetch.batch.batch import Batch
@@ -97,6 +98,27 @@ class Job:
     _arity: ClassVar[Arity | None] = None
     control: JobControl | None = None
     """The running execution's deadline and cancel flag; None outside a worker."""
+
+    progress_writer: ProgressWriter | None = None
+    """Where :meth:`progress` writes; None outside a worker."""
+
+    def progress(self, percent: float, message: str = "") -> None:
+        """Report how far the running job is (one SET of a key kept 1 h), shown on the web
+        UI's busy page, by the API and ``rfetch processes``. Outside a worker (inline test
+        mode) it only checks its arguments. From an async job it is one short blocking
+        Redis command.
+
+        Args:
+            percent: 0..100.
+            message: a short text (the first 1,000 characters are kept).
+
+        Raises:
+            ConfigError: a percent outside 0..100, or a message that is not a string.
+        """
+        if self.progress_writer is None:
+            check_progress(percent, message)
+            return
+        self.progress_writer.write(self.jid, percent, message)
 
     @property
     def deadline(self) -> float | None:

@@ -120,6 +120,7 @@ class ApiCollector(Collector):
 
         yield from _class_counters(totals)
         yield from _periodic_metrics(api)
+        yield from _workflow_metrics(api)
         window = f"over the last {self.window_minutes} minute(s)"
         quantiles = GaugeMetricFamily(
             "rfetch_class_duration_quantile_seconds",
@@ -202,6 +203,23 @@ def _periodic_metrics(api: Api) -> Iterator[Metric]:
     yield _gauge("rfetch_leader_present",
                  "1 while a process holds the leader lease (renewed within leader_ttl).",
                  1 if leader.present else 0)
+
+
+def _workflow_metrics(api: Api) -> Iterator[Metric]:
+    """Results recorded (``store_result``), jobs waiting on another job (``after=``,
+    chains) and waiting jobs cancelled."""
+    counts = api.workflow_counts()
+    stored = CounterMetricFamily(
+        "rfetch_results_stored", "Outcomes of store_result jobs recorded (successes and deaths).")
+    stored.add_metric([], counts.results_stored)
+    yield stored
+    cancelled = CounterMetricFamily(
+        "rfetch_dependency_cancelled",
+        "Waiting jobs dropped: their dependency died (on_dependency_death=cancel), or cancelled.")
+    cancelled.add_metric([], counts.dependency_cancelled)
+    yield cancelled
+    yield _gauge("rfetch_waiting_jobs", "Jobs waiting on another job, outside every queue.",
+                 counts.waiting)
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

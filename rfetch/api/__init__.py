@@ -18,21 +18,16 @@ See ``docs/api.md``.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
+from typing import Any
 
 from redis import Redis
 
 from rfetch.config import Config
 from rfetch.errors import ConfigError
 from rfetch.store.connection import connect
+from rfetch.workflow.results import Record
 
-from .batches import (
-    BatchDetail,
-    BatchInfo,
-    batch_counters,
-    batch_detail,
-    count_batches,
-    list_batches,
-)
 from .cancel import CancelResult, cancel
 from .context import Context, Found
 from .explain import Explanation, Location, explain
@@ -79,6 +74,15 @@ from .stats import (
     read_class_totals,
     read_history,
     read_stats,
+)
+from .workflows import (
+    Waiting,
+    WorkflowCounts,
+    progress_of,
+    record_of,
+    waiting_count,
+    waiting_jobs,
+    workflow_counts,
 )
 
 SET_NAMES = {
@@ -291,21 +295,27 @@ class Api:
         flushed them (the counters of ``/metrics``); percentiles over that whole time."""
         return read_class_totals(self.ctx)
 
-    def batches(self, offset: int = 0, limit: int = 25) -> list[BatchInfo]:
-        """A page of batches, newest first (:func:`rfetch.api.batches.list_batches`)."""
-        return list_batches(self.ctx, offset, limit)
+    def result_record(self, jid: str) -> Record | None:
+        """The recorded outcome of a ``store_result`` job (status, result or error), or
+        None when there is none (yet)."""
+        return record_of(self.ctx, jid)
 
-    def batch_count(self) -> int:
-        """Batches in the index (some may have expired)."""
-        return count_batches(self.ctx)
+    def waiting(self, limit: int = 100) -> list[Waiting]:
+        """Jobs waiting on another job (``after=``), oldest wait first."""
+        return waiting_jobs(self.ctx, limit)
 
-    def batch(self, bid: str, offset: int = 0, limit: int = 100) -> BatchDetail:
-        """One batch, a page of its jobs, its callbacks (raises BatchNotFound)."""
-        return batch_detail(self.ctx, bid, offset, limit)
+    def waiting_count(self) -> int:
+        """How many jobs wait on another job."""
+        return waiting_count(self.ctx)
 
-    def batch_counters(self) -> dict[str, int]:
-        """Batches created, completed, succeeded and died."""
-        return batch_counters(self.ctx)
+    def workflow_counts(self) -> WorkflowCounts:
+        """Results stored, jobs waiting and waiting jobs cancelled (for the metrics)."""
+        return workflow_counts(self.ctx)
+
+    def progress(self, jids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Progress reported by running jobs (``self.progress``): jid -> ``{percent,
+        message, at}`` (epoch seconds), for those that reported."""
+        return progress_of(self.ctx, jids)
 
     def explain(self, jid: str, max_scan: int | None = DEFAULT_MAX_SCAN) -> Explanation:
         """Where the job is and why it is not running; see :func:`rfetch.api.explain.explain`."""
@@ -353,8 +363,6 @@ __all__ = [
     "DEFAULT_MAX_SCAN",
     "ActionResult",
     "Api",
-    "BatchDetail",
-    "BatchInfo",
     "CancelResult",
     "CheckResult",
     "ClassCounts",

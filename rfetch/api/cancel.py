@@ -16,12 +16,14 @@ from typing import Any, Literal
 
 from rfetch.errors import JobCancelled
 from rfetch.limits import CANCEL_TTL, cancel_mark
+from rfetch.store.workflow_commands import WorkflowCommands
 
 from .context import Context
 from .explain import Location, explain
 from .queues import Queue
 from .records import JobRecord, dump_payload
 from .sets import JobSet
+from .workflows import waiting_job
 
 CancelState = Literal["deleted", "cancelling", "marked", "dead", "not_found"]
 """What a cancel did: ``deleted`` (it was waiting, and is gone or in the dead set),
@@ -103,7 +105,10 @@ def cancel(
     places: list[str] = []
     states: set[str] = set()
     for location in explain(ctx, jid, max_scan, now).locations:
-        state, text = _cancel_at(ctx, location, dead, reason, now)
+        if location.state == "waiting_dependency":
+            state, text = _cancel_waiting(ctx, jid, dead, reason)
+        else:
+            state, text = _cancel_at(ctx, location, dead, reason, now)
         states.add(state)
         if text:
             places.append(text)
@@ -114,6 +119,22 @@ def cancel(
     return CancelResult(jid, "dead" if "dead" in states else "not_found", places)
 
 
+def _cancel_waiting(ctx: Context, jid: str, dead: bool, reason: str) -> tuple[str, str]:
+    """A job waiting on another one: out of its dependency's dependents, dropped or buried,
+    and the jobs waiting on it settled as its death does (``cancel_waiting.lua``)."""
+    waiting = waiting_job(ctx, jid)
+    if waiting is None:  # released meanwhile: the mark reaches it in its queue
+        return "marked", "released while being cancelled: its worker will cancel it"
+    done, settled = WorkflowCommands(ctx.commands).cancel_waiting(
+        jid, waiting.after, dead, reason
+    )
+    if not done:
+        return "marked", "released while being cancelled: its worker will cancel it"
+    where = "moved to the dead set" if dead else "dropped"
+    behind = f" ({settled} job(s) waiting on it settled too)" if settled else ""
+    return "deleted", f"waiting on job {waiting.after}: {where}{behind}"
+
+
 def _cancel_at(
     ctx: Context, location: Location, dead: bool, reason: str, now: float
 ) -> tuple[str, str]:
@@ -122,8 +143,11 @@ def _cancel_at(
     if location.state in ("running", "held"):
         what = "running" if location.state == "running" else "fetched, not started"
         return "cancelling", f"{what} on {location.identity}: cancelled there within a second"
-    if location.state == "dead":
+    if location.state in ("dead", "recorded_dead", "recorded_cancelled"):
         return "dead", ""
+    if location.state == "finished":
+        return "not_found", ""
+
     if record is None:
         return "marked", f"{location.state}: its worker will cancel it"
     if location.state == "queued" and location.queue is not None:

@@ -23,7 +23,7 @@ from .groups import gate_lines
 from .processes import ProcessInfo, ProcessSet
 from .queues import list_queues
 from .records import JobRecord, to_text
-from .workflows import record_of, record_text, waiting_job, waiting_text
+from .workflows import workflow_lines
 
 KEY_SCAN_COUNT = 1000
 """COUNT hint of each SCAN step when looking for private lists of unknown processes."""
@@ -174,22 +174,11 @@ def explain(
                 position=record.position,
             )
         )
-    _workflow(ctx, result, jid, at)
+    for line in workflow_lines(ctx, jid, at):  # after=, store_result
+        result.locations.append(Location(line[0], line[1], queue=line[2], at=line[3]))
     if not result.locations:
         _scan_unknown_private_lists(ctx, result, processes, known, jid, max_scan)
     return result
-
-
-def _workflow(ctx: Context, result: Explanation, jid: str, now: float) -> None:
-    """A job waiting on another one (``after=``), and a recorded outcome (``store_result``)."""
-    waiting = waiting_job(ctx, jid)
-    if waiting is not None:
-        text = waiting_text(ctx, waiting, now)
-        result.locations.append(Location("waiting_dependency", text, queue=waiting.queue))
-    record = record_of(ctx, jid)
-    if record is not None:
-        state = "finished" if record.status == "succeeded" else f"recorded_{record.status}"
-        result.locations.append(Location(state, record_text(record, now), at=record.finished_at))
 
 
 def _running(

@@ -8,7 +8,7 @@ Read from Sidekiq's keys: the ``processes`` set, each ``<identity>`` heartbeat h
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rfetch.errors import RfetchError
@@ -16,6 +16,7 @@ from rfetch.payload import epoch_seconds
 
 from .context import Context
 from .records import JobRecord, to_text
+from .workflows import progress_of
 
 SIGNAL_TTL = 60
 """Seconds a remote signal waits for its process (Sidekiq's ``Process#signal``)."""
@@ -35,6 +36,8 @@ class RunningJob:
         queue: queue it was fetched from.
         run_at: when it started, epoch seconds.
         job: its payload.
+        progress: what the job last reported with ``self.progress`` (``{percent,
+            message, at}``), or None.
     """
 
     identity: str
@@ -42,11 +45,12 @@ class RunningJob:
     queue: str
     run_at: float | None
     job: JobRecord
+    progress: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {"identity": self.identity, "thread_id": self.thread_id, "queue": self.queue,
-                "run_at": self.run_at, "job": self.job.to_dict()}
+                "run_at": self.run_at, "job": self.job.to_dict(), "progress": self.progress}
 
 
 @dataclass(frozen=True)
@@ -206,8 +210,21 @@ class ProcessSet:
             if not beat and not include_dead:
                 continue
             found.append(_process(identity, beat, work))
+        found = self._with_progress(found)
         # A swarm's processes side by side, by slot; then the others, as listed.
         return sorted(found, key=lambda p: (p.swarm or p.identity, p.slot or 0))
+
+    def _with_progress(self, found: list[ProcessInfo]) -> list[ProcessInfo]:
+        """The processes with their running jobs' progress (one MGET, none when idle)."""
+        jids = [j.job.jid for p in found for j in p.running if j.job.jid]
+        reports = progress_of(self.ctx, [j for j in jids if j])
+        if not reports:
+            return found
+        return [
+            replace(p, running=[replace(j, progress=reports.get(j.job.jid or "")) for j in
+                                p.running])
+            for p in found
+        ]
 
     def get(self, identity: str) -> ProcessInfo | None:
         """One process by identity (alive or not), or None if unknown."""
@@ -220,7 +237,7 @@ class ProcessSet:
         if not beat_raw and not listed:
             return None
         beat = {to_text(k): to_text(v) for k, v in beat_raw.items()}
-        return _process(identity, beat, work)
+        return self._with_progress([_process(identity, beat, work)])[0]
 
     def size(self) -> int:
         """Processes whose heartbeat is alive."""

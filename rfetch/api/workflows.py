@@ -81,6 +81,32 @@ def waiting_jobs(ctx: Context, limit: int = 100) -> list[Waiting]:
     return sorted(out, key=lambda w: w.since)[:limit]
 
 
+@dataclass(frozen=True)
+class WorkflowCounts:
+    """Workflow figures for the metrics.
+
+    Attributes:
+        results_stored: outcomes recorded so far (``rfetch:results-stored``).
+        waiting: jobs waiting on another job now.
+        dependency_cancelled: waiting jobs dropped because their dependency died
+            (``on_dependency_death="cancel"``) or cancelled while waiting.
+    """
+
+    results_stored: int
+    waiting: int
+    dependency_cancelled: int
+
+
+def workflow_counts(ctx: Context) -> WorkflowCounts:
+    """The workflow figures, in one round trip."""
+    pipe = ctx.redis.pipeline(transaction=False)
+    pipe.get(ctx.keys.results_stored)
+    pipe.hlen(ctx.keys.waiting)
+    pipe.get(ctx.keys.deps_cancelled)
+    stored, waiting, cancelled = pipe.execute()
+    return WorkflowCounts(int(stored or 0), int(waiting or 0), int(cancelled or 0))
+
+
 def waiting_count(ctx: Context) -> int:
     """How many jobs wait on another one (HLEN)."""
     return int(ctx.redis.hlen(ctx.keys.waiting))
@@ -140,3 +166,20 @@ def waiting_text(ctx: Context, waiting: Waiting, now: float) -> str:
         f"{utc_time(waiting.since)} ({relative(waiting.since, now)}); {state}; then to queue "
         f"{waiting.queue} (if it dies: {on_death})"
     )
+
+
+def workflow_lines(
+    ctx: Context, jid: str, now: float
+) -> list[tuple[str, str, str | None, float | None]]:
+    """What explain adds for ``jid``: (state, line, queue, time) of its wait on another job
+    (``waiting_dependency``) and of its recorded outcome (``finished``, ``recorded_dead``,
+    ``recorded_cancelled``)."""
+    out: list[tuple[str, str, str | None, float | None]] = []
+    waiting = waiting_job(ctx, jid)
+    if waiting is not None:
+        out.append(("waiting_dependency", waiting_text(ctx, waiting, now), waiting.queue, None))
+    record = record_of(ctx, jid)
+    if record is not None:
+        state = "finished" if record.status == "succeeded" else f"recorded_{record.status}"
+        out.append((state, record_text(record, now), None, record.finished_at))
+    return out

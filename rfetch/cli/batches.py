@@ -20,9 +20,11 @@ def batches(
 ) -> None:
     """The newest batches: progress, failures and state (running, complete, succeeded,
     dead)."""
+    from rfetch.api.batches import batch_counters, list_batches
+
     with admin_api(redis_url, namespace) as api:
-        rows = api.batches(0, limit)
-        counters = api.batch_counters()
+        rows = list_batches(api.ctx, 0, limit)
+        counters = batch_counters(api.ctx)
     if as_json:
         echo_json({"batches": [b.as_dict() for b in rows], "counters": counters})
         return
@@ -46,11 +48,12 @@ def batch(
 ) -> None:
     """Batch BID: its counters, callbacks (and whether each fired), failures with their
     errors, child batches and its first jobs."""
+    from rfetch.api.batches import batch_detail
     from rfetch.errors import BatchNotFound
 
     with admin_api(redis_url, namespace) as api:
         try:
-            detail = api.batch(bid, 0, max(show_jobs, 1))
+            detail = batch_detail(api.ctx, bid, 0, max(show_jobs, 1))
         except BatchNotFound:
             raise click.ClickException(
                 f"no batch {bid} (never created, or expired: 24 h after success, 30 days "

@@ -86,7 +86,12 @@ def processes(
     )
     for p in found:
         for job in p.running:
+            progress = ""
+            if job.progress:
+                message = job.progress.get("message") or ""
+                progress = f" progress {float(job.progress.get('percent', 0)):.0f}% {message}"
             click.echo(
                 f"  {p.identity} thread {job.thread_id}: {job.job.job_class} "
                 f"jid={job.job.jid} queue={job.queue} since {when(job.run_at)}"
+                + progress.rstrip()
             )

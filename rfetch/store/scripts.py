@@ -59,6 +59,7 @@ class Scripts:
     batch_push: Script
     complete: Script
     depend: Script
+    cancel_waiting: Script
 
     @classmethod
     def load(cls, redis: Redis) -> Scripts:

@@ -1,4 +1,5 @@
-"""The typed calls of the workflow scripts (``complete.lua``, ``depend.lua``): the only
+"""The typed calls of the workflow scripts (``complete.lua``, ``depend.lua``,
+``cancel_waiting.lua``): the only
 code that knows their KEYS and ARGV order. Built on a :class:`Commands` (its client, keys
 and the scripts :mod:`rfetch.store.scripts` loads)."""
 
@@ -145,3 +146,19 @@ class WorkflowCommands:
             args += [job.jid, job.after or "", job.text, job.queue]
         reply = self.commands.scripts.depend(keys=keys, args=args, client=self.redis)
         return [r.decode() if isinstance(r, bytes) else str(r) for r in reply]
+
+    def cancel_waiting(
+        self, jid: str, after: str, dead: bool, reason: str
+    ) -> tuple[bool, int]:
+        """``cancel_waiting.lua``: drop (or bury, ``dead``) the job ``jid`` waiting on
+        ``after``, and settle the jobs waiting on it.
+
+        Returns:
+            (whether it was waiting there, how many jobs behind it were settled).
+        """
+        k = self.keys
+        keys = [*self._fixed(), k.dependents(after), k.result(jid), k.result_wake(jid)]
+        done, settled = self.commands.scripts.cancel_waiting(
+            keys=keys, args=[jid, "1" if dead else "", reason], client=self.redis
+        )
+        return bool(int(done)), int(settled)

@@ -57,6 +57,7 @@ from rfetch.worker.retry import JobRetry
 from rfetch.worker.scheduled import Poller
 from rfetch.worker.timekeeper import Timekeeper
 from rfetch.worker.work_state import WorkState
+from rfetch.workflow.progress import ProgressWriter
 
 log = logging.getLogger("rfetch.launcher")
 
@@ -127,6 +128,7 @@ class Launcher:
             ack=self.acks,
             work=self.work,
             job_context=job_context,
+            progress=ProgressWriter(self.redis, self.keys),
         )
         self.pause_watcher = PauseWatcher(self.keys, self.redis, on_change=self._paused)
         self.manager = Manager(

@@ -29,6 +29,7 @@ from rfetch.worker.retry import JobRetry
 from rfetch.worker.unit import UnitOfWork
 from rfetch.worker.work_state import Execution as WatchedExecution
 from rfetch.worker.work_state import WorkState
+from rfetch.workflow.progress import ProgressWriter
 
 log = logging.getLogger("rfetch.job")
 
@@ -110,6 +111,7 @@ class Processor:
             time limits or cancellations, as in tests that run the processor alone).
         job_context: where the running job is marked for the application's log records
             (the one the log handler filters with; default: a context of its own).
+        progress: where jobs' ``self.progress(...)`` writes (None: only checked).
     """
 
     def __init__(
@@ -122,7 +124,9 @@ class Processor:
         ack: Callable[[UnitOfWork], object] = UnitOfWork.acknowledge,
         work: WorkState | None = None,
         job_context: JobContext | None = None,
+        progress: ProgressWriter | None = None,
     ) -> None:
+        self.progress = progress
         self.config = config
         self.work = work
         self.registry = registry
@@ -273,6 +277,7 @@ class Processor:
             timeout_of(run.job, self.config.job_timeout), self.config.job_timeout_grace
         )
         instance.control = run.control = control
+        instance.progress_writer = self.progress
         if self.work is not None:
             self.work.watch(slot, WatchedExecution(run.unit, run.job, instance, control))
 

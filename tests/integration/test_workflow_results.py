@@ -234,3 +234,42 @@ def test_bad_workflow_options_are_refused(worker: Worker) -> None:
         Flaky.set(client=worker.client, after="a" * 24, key="k").perform_async("x")
     with pytest.raises(ConfigError, match="at least two"):
         rfetch.chain(Flaky.s("x"), client=worker.client)
+
+
+def test_web_explain_shows_the_result_and_what_a_job_waits_for(
+    worker: Worker, r: redis.Redis
+) -> None:
+    from werkzeug.test import Client as WebClient
+
+    from rfetch.web import WebApp
+
+    done = Add.set(client=worker.client).perform_async(19, 23)
+    assert done is not None
+    waits = Flaky.set(client=worker.client, after="b" * 24).perform_async("later")
+    worker.work_one()
+    web = WebClient(WebApp(rfetch.api.Api(worker.config, redis=worker.redis)))
+    html = web.get(f"/explain?jid={done}").get_data(as_text=True)
+    assert 'id="result"' in html and "Recorded outcome" in html and ">42<" in html.replace(
+        "\n", "")
+    html = web.get(f"/explain?jid={waits}").get_data(as_text=True)
+    assert f"waits for job {'b' * 24} to succeed" in html
+    assert "no outcome recorded yet" in html
+
+
+def test_cancelling_a_waiting_job_settles_the_jobs_behind_it(
+    worker: Worker, r: redis.Redis
+) -> None:
+    chained = rfetch.chain(Flaky.s("A"), Flaky.s("B"), Flaky.s("C"), client=worker.client)
+    _a, b, c = chained.jids
+    api = rfetch.api.Api(worker.config, redis=worker.redis)
+    answer = api.cancel(b)
+    assert answer.state == "deleted", answer.text
+    assert "(1 job(s) waiting on it settled too)" in answer.text
+    assert r.hlen("rfetch:waiting") == 0
+    [dead] = [json.loads(raw) for raw in r.zrange("dead", 0, -1)]
+    assert dead["jid"] == c and dead["error_class"] == "rfetch.DependencyFailed"
+    assert f"dependency {b} was cancelled" in dead["error_message"]
+    with pytest.raises(JobDied, match="cancelled"):
+        rfetch.result(b, 0, worker.client)
+    worker.drain()
+    assert [args for _, args in RUNS] == [["A"]]

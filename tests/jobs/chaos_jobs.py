@@ -74,3 +74,67 @@ class Big(rfetch.Job):
     def perform(self, data: str, *rest: Any) -> None:
         record("start", self.jid)
         record("done", self.jid, str(len(data)))
+
+
+class Square(rfetch.Job):
+    """Records start and finish, and returns ``n * n`` as its recorded result."""
+
+    name = "chaos_jobs.Square"  # the same name imported as tests.jobs.chaos_jobs
+    store_result = 3600
+
+    def perform(self, n: int, ms: float = 0) -> int:
+        record("start", self.jid)
+        if ms > 0:
+            time.sleep(ms / 1000)
+        record("done", self.jid)
+        return n * n
+
+
+class FailsTwice(rfetch.Job):
+    """Records each run; fails while fewer than ``fails`` runs of its jid were recorded
+    before (counted in this job's evidence), retried after 1 s."""
+
+    name = "chaos_jobs.FailsTwice"
+    retry = 5
+
+    def perform(self, name: str, fails: int = 0) -> str:
+        runs = _runs(self.jid)
+        record("start", self.jid, name)
+        if runs < fails:
+            record("fail", self.jid, name)
+            raise RuntimeError(f"{name} fails on run {runs + 1}")
+        record("done", self.jid, name)
+        return name
+
+    def retry_in(self, count: int, exc: BaseException, job: dict[str, Any]) -> float:
+        return 1.0
+
+
+class Reporter(rfetch.Job):
+    """Reports progress, then waits until the file ``<RFETCH_CHAOS_DIR>/release`` exists."""
+
+    name = "chaos_jobs.Reporter"
+
+    def perform(self, percent: float, message: str) -> None:
+        self.progress(percent, message)
+        record("progress", self.jid)
+        directory = os.environ.get("RFETCH_CHAOS_DIR", "")
+        deadline = time.monotonic() + 30
+        while not os.path.exists(os.path.join(directory, "release")):
+            if time.monotonic() > deadline:
+                raise RuntimeError("never released")
+            time.sleep(0.05)
+        record("done", self.jid)
+
+
+def _runs(jid: str) -> int:
+    """How many ``start`` lines of ``jid`` every process recorded so far."""
+    directory = os.environ.get("RFETCH_CHAOS_DIR")
+    if not directory:
+        return 0
+    count = 0
+    for name in os.listdir(directory):
+        if name.endswith(".log"):
+            with open(os.path.join(directory, name), encoding="utf-8") as f:
+                count += sum(1 for line in f if line.startswith(f"start {jid} "))
+    return count

@@ -240,3 +240,13 @@ def test_worker_serves_its_metrics(redis_server: RedisServer, r: redis.Redis,
                     (("class", "testjobs.Noop"), ("queue", "default")))] == 5
     finally:
         worker.kill()
+
+
+def test_workflow_metrics(client: Client, r: redis.Redis) -> None:
+    r.set("rfetch:results-stored", 7)
+    r.set("rfetch:deps-cancelled", 2)
+    r.hset("rfetch:waiting", mapping={jid_of(1): "{}", jid_of(2): "{}", jid_of(3): "{}"})
+    found = samples(text(client.get("/metrics")))
+    assert found[("rfetch_results_stored_total", ())] == 7
+    assert found[("rfetch_dependency_cancelled_total", ())] == 2
+    assert found[("rfetch_waiting_jobs", ())] == 3

@@ -33,10 +33,12 @@ local function wf_record(W, jid, ttl, fields)
   redis.call('INCR', W.stored)
 end
 
--- The payload text with the error fields of a job that will never run (its dependency died).
-local function wf_buried(text, reason, now)
-  return string.sub(text, 1, -2) .. ',"error_class":"rfetch.DependencyFailed","error_message":' ..
-    cjson.encode(reason) .. ',"failed_at":' .. string.format('%.6f', now) .. '}'
+-- The payload text with the error fields of a job that will never run (its dependency died,
+-- or it was cancelled while waiting), every other byte kept as the producer wrote it.
+local function wf_buried(text, class, reason, now)
+  return string.sub(text, 1, -2) .. ',"error_class":' .. cjson.encode(class) ..
+    ',"error_message":' .. cjson.encode(reason) .. ',"failed_at":' ..
+    string.format('%.6f', now) .. '}'
 end
 
 -- A waiting job whose dependency did not succeed and which asks for success: to the dead
@@ -47,7 +49,7 @@ local function wf_fail_waiter(W, jid, text, reason, now)
     redis.call('INCR', W.cancelled)
     status = 'cancelled'
   else
-    redis.call('ZADD', W.dead, now, wf_buried(text, reason, now))
+    redis.call('ZADD', W.dead, now, wf_buried(text, 'rfetch.DependencyFailed', reason, now))
     status = 'dead'
   end
   local ttl = tonumber(wf_field(text, 'store_result'))
