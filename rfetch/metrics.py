@@ -121,6 +121,7 @@ class ApiCollector(Collector):
         yield from _class_counters(totals)
         yield from _periodic_metrics(api)
         yield from _workflow_metrics(api)
+        yield from _batch_metrics(api)
         window = f"over the last {self.window_minutes} minute(s)"
         quantiles = GaugeMetricFamily(
             "rfetch_class_duration_quantile_seconds",
@@ -220,6 +221,17 @@ def _workflow_metrics(api: Api) -> Iterator[Metric]:
     yield cancelled
     yield _gauge("rfetch_waiting_jobs", "Jobs waiting on another job, outside every queue.",
                  counts.waiting)
+
+
+def _batch_metrics(api: Api) -> Iterator[Metric]:
+    """Batches created, completed, succeeded and died (counted by the Lua calls in which
+    each event happened)."""
+    from rfetch.api.batches import batch_counters
+
+    for event, value in batch_counters(api.ctx).items():
+        family = CounterMetricFamily(f"rfetch_batches_{event}", f"Batches {event}.")
+        family.add_metric([], value)
+        yield family
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

@@ -9,6 +9,7 @@ from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Response
 
 from .views import (
+    batches,
     busy,
     cancel,
     classes,
@@ -43,6 +44,8 @@ ROUTES: tuple[tuple[str, str, str, View], ...] = (
     ("/keys", "keys_action", "POST", keys.keys_action),
     ("/periodic", "periodic", "GET", periodic.periodic),
     ("/periodic/<path:name>", "periodic_action", "POST", periodic.periodic_action),
+    ("/batches", "batches", "GET", batches.batches),
+    ("/batches/<bid>", "batch", "GET", batches.batch),
     ("/explain", "explain", "GET", explain.explain),
     ("/cancel", "cancel_action", "POST", cancel.cancel_action),
     ("/metrics", "metrics", "GET", system.metrics),
