@@ -194,6 +194,37 @@ def batch_detail(ctx: Context, bid: str, offset: int = 0, limit: int = 100) -> B
     return BatchDetail(status, jobs, len(jids), _callbacks(ctx, bid, status), kids)
 
 
+def batch_lines(ctx: Context, jid: str, bids: list[str]) -> list[str]:
+    """``explain``'s lines about the batches of a job found with a ``bid``: the job's state
+    in the batch, the batch's counters and what its callbacks wait for."""
+    out = []
+    for bid in bids:
+        try:
+            st = BatchStatus(bid, redis=ctx.redis, keys=ctx.keys)
+        except BatchNotFound:
+            out.append(f"in batch {bid}, which no longer exists (expired)")
+            continue
+        k = ctx.keys
+        pipe = ctx.redis.pipeline(transaction=False)
+        pipe.sismember(k.batch_part(bid, "done"), jid)
+        pipe.sismember(k.batch_part(bid, "died"), jid)
+        done, died = pipe.execute()
+        failing = jid in st.failed_jids
+        mine = ("succeeded" if done else "died" if died else "failing" if failing
+                else "not yet run to its end")
+        waits = [e for e, at in (("complete", st.complete_at), ("success", st.success_at))
+                 if at is None and e in st.callbacks]
+        text = (f"in batch {bid} ({st.description or 'no description'}): this job "
+                f"{mine}; {st.total - st.pending} of {st.total} jobs succeeded, "
+                f"{st.failures} failing")
+        if waits:
+            text += "; the " + " and ".join(waits) + " callback(s) wait for the rest"
+        if st.death_at is not None:
+            text += "; a job of the batch died, so its success waits for a retry from the dead set"
+        out.append(text)
+    return out
+
+
 def batch_counters(ctx: Context) -> dict[str, int]:
     """Batches created, completed, succeeded and died since the counters began."""
     values = ctx.redis.mget([ctx.keys.batch_counter(e) for e in EVENTS])
@@ -208,6 +239,7 @@ __all__ = [
     "CallbackInfo",
     "batch_counters",
     "batch_detail",
+    "batch_lines",
     "count_batches",
     "list_batches",
 ]

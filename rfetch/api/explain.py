@@ -18,6 +18,7 @@ from typing import Any
 from rfetch.formatting import relative, utc_time
 from rfetch.store.cluster import node_client
 
+from .batches import batch_lines
 from .context import Context, queue_names_of
 from .groups import gate_lines
 from .processes import ProcessInfo, ProcessSet
@@ -42,7 +43,7 @@ class Location:
     Attributes:
         state: ``running``, ``held`` (in a private list, not running), ``queued`` (also
             in a tenant's list), ``waiting_key`` (behind its ordering key's holder),
-            ``scheduled``, ``retry`` or ``dead``.
+            ``scheduled``, ``retry`` or ``dead``; ``batch``: a line about the job's batch.
         text: one line saying where it is and why it is not running.
         job: the entry found.
         queue: queue it waits in, was fetched from, or will go to.
@@ -178,6 +179,10 @@ def explain(
         result.locations.append(Location(line[0], line[1], queue=line[2], at=line[3]))
     if not result.locations:
         _scan_unknown_private_lists(ctx, result, processes, known, jid, max_scan)
+    bids = {loc.job.payload.get("bid") for loc in result.locations
+            if loc.job is not None and loc.job.payload}
+    for text in batch_lines(ctx, jid, sorted(b for b in bids if isinstance(b, str))):
+        result.locations.append(Location("batch", text))
     return result
 
 

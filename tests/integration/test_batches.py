@@ -239,3 +239,20 @@ def test_only_batched_payloads_carry_a_bid(bj: ModuleType, r: redis.Redis) -> No
     plain, batched = (json.loads(raw) for raw in r.lrange("queue:default", 0, -1)[::-1])
     assert "bid" not in plain
     assert batched["bid"] == batch.bid
+
+
+def test_explain_names_the_batch_of_a_waiting_job(
+    bj: ModuleType, r: redis.Redis, redis_server: RedisServer
+) -> None:
+    from rfetch.api import Api
+    from rfetch.config import Config
+
+    batch = rfetch.Batch(description="nightly", on_success=bj.OnSuccess)
+    with batch.jobs():
+        bj.Item.perform_async(1)
+        bj.Item.perform_async(2)
+    lines = Api(Config(redis_url=redis_server.url), redis=r).explain(batch.jids[0]).lines()
+    [line] = [text for text in lines if "in batch" in text]
+    assert f"in batch {batch.bid} (nightly)" in line
+    assert "not yet run to its end" in line and "0 of 2 jobs succeeded" in line
+    assert "success callback(s) wait" in line
