@@ -93,7 +93,7 @@ local n = #written
 local now = batch_time()
 if mode == 'new' then
   redis.call('HSET', hash, 'bid', bid, 'created_at', now, 'total', n, 'pending', n,
-    'ttl', ttl, unpack(fields))
+    'failures', 0, 'ttl', ttl, unpack(fields))
   redis.call('SADD', hash .. '-done', '')
   redis.call('SADD', hash .. '-died', '')
   redis.call('HSET', hash .. '-failinfo', '', '')
@@ -117,5 +117,5 @@ for from = 1, n, 1000 do
   redis.call('SADD', hash .. '-jids', unpack(written, from, math.min(from + 999, n)))
 end
 batch_expire(hash, ttl)
-if mode == 'new' and n == 0 then batch_settle(P, hash, now) end
+if mode == 'new' and n == 0 then batch_settle(P, hash, nil) end
 return refused

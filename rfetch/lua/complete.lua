@@ -63,7 +63,6 @@ if opt(ARGV[12]) then
   if lock then unique_release_wants(w, lock) end
 end
 local bhash = opt(ARGV[15]) and KEYS[next_key]
-if bhash then want(w, bhash, 'hash') end
 local bad = misfit(w)
 if bad then return redis.error_reply(bad) end
 local ttl = finite(ARGV[4])

@@ -37,7 +37,7 @@
 -- type (lib/guard.lua) is not done: the job is acknowledged, and its key stays held until
 -- stuck-key rescue (rescue.lua) finds the keys fixed; the key's next job stays waiting. A
 -- batched job that this LREM removed counts as succeeded in its batch (lib/batch.lua), in
--- this same call (a batch hash of another type: acknowledged, not counted). Then jobs are moved one by one from the
+-- this same call (a batch hash that is missing or of another type: acknowledged, not counted). Then jobs are moved one by one from the
 -- right end (oldest) of each public queue to the left end of its private list (LMOVE RIGHT
 -- LEFT, as super_fetch), taking queues in the order given until ARGV[1] jobs are moved.
 -- Atomic: a job is always in exactly one list.
@@ -71,9 +71,6 @@ end
 a = a + 2 * tonumber(ARGV[a]) + 1
 local ki = 2 * n_pairs + 3 * fair_count + 1
 local P = KEYS[#KEYS]  -- the prefix, when an acknowledgement is batched
-local function counted(bhash, jid)
-  if redis.call('TYPE', bhash)['ok'] == 'hash' then batch_event(P, bhash, jid, 'ok', '') end
-end
 for r = 1, tonumber(ARGV[a]) do
   local at = a + 7 * r - 6
   local G = gate_keys(ki, ARGV[at + 2])
@@ -90,14 +87,14 @@ for r = 1, tonumber(ARGV[a]) do
       if k then gate_release(G, k, klist, jid) end
       if lock then unique_release(lock, jid) end
     end
-    if bhash then counted(bhash, jid) end
+    if bhash then batch_event(P, bhash, jid, 'ok', '') end
   end
 end
 a = a + 7 * tonumber(ARGV[a]) + 1
 for r = 1, tonumber(ARGV[a]) do
   local at = a + 3 * r - 2
   if redis.call('LREM', KEYS[2 * tonumber(ARGV[at])], 1, ARGV[at + 1]) == 1 then
-    counted(KEYS[ki], ARGV[at + 2])
+    batch_event(P, KEYS[ki], ARGV[at + 2], 'ok', '')
   end
   ki = ki + 1
 end

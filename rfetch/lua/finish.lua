@@ -36,7 +36,6 @@ local w = wants_new()
 want(w, KEYS[1], 'list')
 if k then gate_release_wants(w, G, klist) end
 if lock then unique_release_wants(w, lock) end
-if bhash then want(w, bhash, 'hash') end
 local bad = misfit(w)
 if bad then return redis.error_reply(bad) end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then

@@ -48,7 +48,6 @@ if opt(ARGV[6]) then
   if outcome == 'dead' and lock then unique_release_wants(w, lock) end
 end
 local bhash = opt(ARGV[11]) and KEYS[next_key]
-if bhash then want(w, bhash, 'hash') end
 local bad = misfit(w)
 if bad then return redis.error_reply(bad) end
 if not finite(ARGV[2]) or (ARGV[4] ~= '' and not finite(ARGV[4]))

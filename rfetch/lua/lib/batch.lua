@@ -3,7 +3,8 @@
 -- "-- #include batch" line by finish.lua, settle.lua, fetch.lua and batch_push.lua.
 --
 -- Keys of a batch (docs/data-model.md), all derived from its hash "b-<bid>":
---   b-<bid>                  hash: bid, description, created_at, total, pending, parent,
+--   b-<bid>                  hash: bid, description, created_at, total, pending,
+--                            failures (jobs in failinfo), parent,
 --                            kids, kids_pending, kids_incomplete, ttl, success_ttl,
 --                            cb_<event> (a callback's payload template), cbargs_<event>
 --                            (the JSON text of its arguments after the status, without
@@ -22,7 +23,7 @@
 --                            to the dead set when the batch's death fires (the dependency hook).
 --   b-<bid>-waiting-complete list: payloads pushed to their queue when complete fires.
 -- done, died and failinfo are created with the batch holding an empty member "" (so each has
--- its TTL from the start and no event pays an EXPIRE); counts subtract it.
+-- its TTL from the start and no event pays an EXPIRE).
 -- A callback or waiting job goes to "<P>queue:<q>" and "<P>queues" (P: namespace prefix).
 -- Counters of events (Prometheus): "<P>rfetch:batches-created" (batch_push.lua),
 -- "-completed", "-succeeded", "-died": INCR when the event fires.
@@ -100,6 +101,18 @@ local function batch_release(P, list, now)
   end
 end
 
+-- A batch's state, or nil when the hash is missing (expired, unknown bid) or of another
+-- type: HMGET through pcall, so an acknowledgement never fails after its LREM because of a
+-- batch key (the batch is then left alone).
+local function batch_read(hash)
+  local v = redis.pcall('HMGET', hash, 'total', 'pending', 'failures', 'kids_pending',
+    'kids_incomplete', 'complete_at', 'success_at', 'parent', 'success_ttl')
+  if type(v) ~= 'table' or v['err'] or not v[1] then return nil end
+  return {pending = tonumber(v[2]) or 0, failures = tonumber(v[3]) or 0,
+    kids_pending = tonumber(v[4]) or 0, kids_incomplete = tonumber(v[5]) or 0,
+    complete_at = v[6], success_at = v[7], parent = v[8], success_ttl = tonumber(v[9])}
+end
+
 -- A job that waited for the success of a batch that died: to the dead set with
 -- error_class rfetch.DependencyFailed (its payload must have no error fields yet), or
 -- dropped when its payload says "on_dependency_death":"cancel" (the workflow options).
@@ -114,7 +127,7 @@ end
 -- Death: fire once per batch, and up its parents; the jobs waiting for success are buried.
 local function batch_death(P, hash, jid, now)
   while hash do
-    if redis.call('EXISTS', hash) == 0 or redis.call('HSETNX', hash, 'death_at', now) == 0 then
+    if not batch_read(hash) or redis.call('HSETNX', hash, 'death_at', now) == 0 then
       return
     end
     batch_callback(P, hash, 'death', now)
@@ -131,56 +144,62 @@ local function batch_death(P, hash, jid, now)
   end
 end
 
--- Fire complete and success where due, on the batch and up its parents.
-local function batch_settle(P, hash, now)
+-- Fire complete and success where due, on the batch (state s, or nil to read it) and up its
+-- parents. Redis's TIME is read only when an event fires.
+local function batch_settle(P, hash, s)
+  local now = nil
   while hash do
-    local v = redis.call('HMGET', hash, 'total', 'pending', 'kids_pending', 'kids_incomplete',
-      'complete_at', 'success_at', 'parent', 'success_ttl')
-    if not v[1] then return end
-    local pending, failures = tonumber(v[2]) or 0, redis.call('HLEN', hash .. '-failinfo') - 1
-    local completed, succeeded = false, false
-    if not v[5] and pending <= failures and (tonumber(v[4]) or 0) <= 0 then
+    s = s or batch_read(hash)
+    if not s then return end
+    local completed = not s.complete_at and s.pending <= s.failures and s.kids_incomplete <= 0
+    local succeeded = not s.success_at and s.pending <= 0 and s.kids_pending <= 0
+    if not (completed or succeeded) then return end
+    now = now or batch_time()
+    if completed then
       redis.call('HSET', hash, 'complete_at', now)
       batch_callback(P, hash, 'complete', now)
       redis.call('INCR', P .. 'rfetch:batches-completed')
       batch_release(P, hash .. '-waiting-complete', now)
-      completed = true
     end
-    if not v[6] and pending <= 0 and (tonumber(v[3]) or 0) <= 0 then
+    if succeeded then
       redis.call('HSET', hash, 'success_at', now)
       batch_callback(P, hash, 'success', now)
       redis.call('INCR', P .. 'rfetch:batches-succeeded')
       batch_release(P, hash .. '-waiting-success', now)
-      batch_expire(hash, tonumber(v[8]) or 86400)
-      succeeded = true
+      batch_expire(hash, s.success_ttl or 86400)
     end
-    if not v[7] or not (completed or succeeded) then return end
-    local parent = batch_hash(P, v[7])
-    if redis.call('EXISTS', parent) == 0 then return end
+    if not s.parent then return end
+    local parent = batch_hash(P, s.parent)
+    if not batch_read(parent) then return end
     if completed then redis.call('HINCRBY', parent, 'kids_incomplete', -1) end
     if succeeded then redis.call('HINCRBY', parent, 'kids_pending', -1) end
-    hash = parent
+    hash, s = parent, nil
   end
 end
 
 -- One job's outcome: 'ok' (acknowledged after success), 'fail' (retry set), 'dead' (dead
 -- set or discarded); info: the failure's JSON. A batch that expired (or an unknown bid)
--- is left alone. A job counted before (it ran again after a recovery) changes nothing.
+-- is left alone. A job counted before (it ran again after a recovery) changes nothing: the
+-- replies of SADD (done, died), HSET and HDEL (failinfo) decide. The common case (a job
+-- succeeds, nothing fires) costs HMGET, SADD, HINCRBY and HDEL.
 local function batch_event(P, hash, jid, kind, info)
-  if redis.call('EXISTS', hash) == 0 then return end
+  local s = batch_read(hash)
+  if not s then return end
   if kind == 'ok' then
     if redis.call('SADD', hash .. '-done', jid) == 0 then return end
-    redis.call('HINCRBY', hash, 'pending', -1)
-    redis.call('HDEL', hash .. '-failinfo', jid)
-    batch_settle(P, hash, batch_time())
-    return
+    s.pending = redis.call('HINCRBY', hash, 'pending', -1)
+    if redis.call('HDEL', hash .. '-failinfo', jid) == 1 then
+      s.failures = redis.call('HINCRBY', hash, 'failures', -1)
+    end
+  else
+    if redis.call('HSET', hash .. '-failinfo', jid, info) == 1 then
+      s.failures = redis.call('HINCRBY', hash, 'failures', 1)
+    end
+    if kind == 'dead' and redis.call('SADD', hash .. '-died', jid) == 1 then
+      batch_death(P, hash, jid, batch_time())
+    end
   end
-  redis.call('HSET', hash .. '-failinfo', jid, info)
-  local now = batch_time()
-  if kind == 'dead' and redis.call('SADD', hash .. '-died', jid) == 1 then
-    batch_death(P, hash, jid, now)
-  end
-  batch_settle(P, hash, now)
+  batch_settle(P, hash, s)
 end
 
 -- THE DEPENDENCY HOOK: a job (payload text, JSON object with a "queue") that must wait for
