@@ -143,6 +143,8 @@ class WorkflowCommands:
             dep = job.after or job.jid
             keys += [k.result(dep), k.dependents(dep), k.queue(job.queue)]
             keys += [k.result(job.jid), k.result_wake(job.jid)]
+            keys += [k.batch(dep), k.batch_part(dep, "waiting-success")]
+            keys.append(k.batch_part(dep, "waiting-complete"))
             args += [job.jid, job.after or "", job.text, job.queue]
         reply = self.commands.scripts.depend(keys=keys, args=args, client=self.redis)
         return [r.decode() if isinstance(r, bytes) else str(r) for r in reply]

@@ -224,7 +224,7 @@ def test_after_a_finished_job_runs_at_once_or_is_marked(worker: Worker, r: redis
 
 
 def test_bad_workflow_options_are_refused(worker: Worker) -> None:
-    with pytest.raises(ConfigError, match="after must be a jid"):
+    with pytest.raises(ConfigError, match="after must be a jid or a bid"):
         Flaky.set(client=worker.client, after="nope").perform_async("x")
     with pytest.raises(ConfigError, match="perform_at"):
         Flaky.set(client=worker.client, after="a" * 24).perform_in(5, "x")
@@ -273,3 +273,52 @@ def test_cancelling_a_waiting_job_settles_the_jobs_behind_it(
         rfetch.result(b, 0, worker.client)
     worker.drain()
     assert [args for _, args in RUNS] == [["A"]]
+
+
+def test_after_a_batch_waits_for_its_success(worker: Worker, r: redis.Redis) -> None:
+    batch = rfetch.Batch("two adds", client=worker.client)
+    with batch.jobs():
+        Add.set(client=worker.client).perform_async(1, 1)
+        Add.set(client=worker.client).perform_async(2, 2)
+    after_object = Flaky.set(client=worker.client, after=batch).perform_async("after batch")
+    after_bid = Flaky.set(client=worker.client, after=batch.bid).perform_async("after bid")
+    assert after_object is not None and after_bid is not None
+    assert r.hlen("rfetch:waiting") == 2
+    explained = rfetch.api.Api(worker.config, redis=worker.redis).explain(after_bid)
+    assert f"waits for batch {batch.bid} to succeed" in explained.summary
+    worker.work_one()
+    assert ("Flaky", ["after bid"]) not in RUNS
+    worker.drain()  # the second add: the batch succeeds and releases both
+    assert {tuple(a) for c, a in RUNS if c == "Flaky"} == {("after batch",), ("after bid",)}
+    assert r.hlen("rfetch:waiting") == 0
+    late = Flaky.set(client=worker.client, after=batch).perform_async("late")
+    assert late is not None and r.llen("queue:q") == 1  # succeeded already: queued at once
+
+
+def test_after_a_dead_batch_is_buried_or_cancelled(worker: Worker, r: redis.Redis) -> None:
+    FAILS["x"] = 99
+    batch = rfetch.Batch("dies", client=worker.client)
+    with batch.jobs():
+        Flaky.set(client=worker.client, retry=0).perform_async("x")
+    buried = Flaky.set(client=worker.client, after=batch).perform_async("buried")
+    dropped = Flaky.set(client=worker.client, after=batch, on_dependency_death="cancel")
+    assert dropped.perform_async("dropped") is not None
+    worker.drain()
+    dead = {json.loads(raw)["jid"]: json.loads(raw) for raw in r.zrange("dead", 0, -1)}
+    assert dead[buried]["error_class"] == "rfetch.DependencyFailed"
+    assert int(r.get("rfetch:deps-cancelled") or 0) == 1
+    assert r.hlen("rfetch:waiting") == 0
+    assert [a for _, a in RUNS] == [["x"]]
+
+
+def test_cancelling_a_job_waiting_on_a_batch(worker: Worker, r: redis.Redis) -> None:
+    batch = rfetch.Batch("waits", client=worker.client)
+    with batch.jobs():
+        Add.set(client=worker.client).perform_async(1, 1)
+    jid = Flaky.set(client=worker.client, after=batch).perform_async("never")
+    assert jid is not None
+    answer = rfetch.api.Api(worker.config, redis=worker.redis).cancel(jid)
+    assert answer.state == "deleted" and f"waiting on batch {batch.bid}" in answer.text
+    assert r.hlen("rfetch:waiting") == 0 and r.llen(f"b-{batch.bid}-waiting-success") == 0
+    worker.drain()
+    assert ("Flaky", ["never"]) not in RUNS
