@@ -322,3 +322,32 @@ def test_cancelling_a_job_waiting_on_a_batch(worker: Worker, r: redis.Redis) -> 
     assert r.hlen("rfetch:waiting") == 0 and r.llen(f"b-{batch.bid}-waiting-success") == 0
     worker.drain()
     assert ("Flaky", ["never"]) not in RUNS
+
+
+def test_cli_result_and_waiting(worker: Worker, r: redis.Redis) -> None:
+    from click.testing import CliRunner
+
+    from rfetch.cli import main
+
+    def run(*args: str) -> Any:
+        return CliRunner().invoke(main, [*args, "--redis-url", worker.config.redis_url],
+                                  catch_exceptions=False)
+
+    done = Add.set(client=worker.client).perform_async(40, 2)
+    assert done is not None
+    waiting = Flaky.set(client=worker.client, after=done).perform_async("w")
+    listed = run("waiting")
+    assert listed.exit_code == 0 and waiting in listed.stdout and done in listed.stdout
+    none_yet = run("result", done)
+    assert none_yet.exit_code == 1 and "no result for jid" in none_yet.stdout
+    worker.work_one()
+    shown = run("result", done, "--wait", "1")
+    assert shown.exit_code == 0 and shown.stdout.strip() == "42"
+    assert json.loads(run("result", done, "--json").stdout)["result"] == 42
+    assert "0 waiting job(s)" in run("waiting").stdout
+    FAILS["z"] = 9
+    died = Flaky.set(client=worker.client, store_result=60, retry=0).perform_async("z")
+    assert died is not None
+    worker.drain()
+    dead = run("result", died)
+    assert dead.exit_code == 1 and "dead: ValueError: flaky z" in dead.stdout
