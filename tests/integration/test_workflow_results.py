@@ -351,3 +351,20 @@ def test_cli_result_and_waiting(worker: Worker, r: redis.Redis) -> None:
     worker.drain()
     dead = run("result", died)
     assert dead.exit_code == 1 and "dead: ValueError: flaky z" in dead.stdout
+
+
+def test_every_waiter_of_one_jid_wakes(worker: Worker) -> None:
+    jid = Add.set(client=worker.client).perform_async(3, 4)
+    assert jid is not None
+    got: list[Any] = []
+    waiters = [
+        threading.Thread(target=lambda: got.append(rfetch.result(jid, 10, worker.client)))
+        for _ in range(3)
+    ]
+    for waiter in waiters:
+        waiter.start()
+    time.sleep(0.3)
+    worker.work_one()
+    for waiter in waiters:
+        waiter.join(5)
+    assert got == [7, 7, 7]
