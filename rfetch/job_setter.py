@@ -16,6 +16,7 @@ from rfetch.errors import ConfigError, UnrunnableJobWarning
 from rfetch.options import check_options
 from rfetch.signature import Signature
 from rfetch.workflow.depend import push_dependents
+from rfetch.workflow.options import after_as_id
 
 if TYPE_CHECKING:
     from rfetch.job import Job
@@ -68,6 +69,7 @@ class JobSetter(Generic[P]):
     def __init__(
         self, job_class: type[Job], options: Mapping[str, Any], client: Client | None = None
     ) -> None:
+        options = after_as_id(options)
         check_options(options)
         self.job_class = job_class
         self.options = dict(options)
@@ -75,7 +77,9 @@ class JobSetter(Generic[P]):
 
     def set(self, **options: Any) -> JobSetter[P]:
         """More options on top of these."""
-        return JobSetter(self.job_class, {**self.options, **options}, self.client)
+        return JobSetter(
+            self.job_class, {**self.options, **after_as_id(options)}, self.client
+        )
 
     def _no_after(self, how: str) -> None:
         if "after" in self.options:

@@ -23,7 +23,7 @@ from .explain import Location, explain
 from .queues import Queue
 from .records import JobRecord, dump_payload
 from .sets import JobSet
-from .workflows import waiting_job
+from .workflows import batch_waiting_entry, waiting_job
 
 CancelState = Literal["deleted", "cancelling", "marked", "dead", "not_found"]
 """What a cancel did: ``deleted`` (it was waiting, and is gone or in the dead set),
@@ -119,12 +119,40 @@ def cancel(
     return CancelResult(jid, "dead" if "dead" in states else "not_found", places)
 
 
+def _cancel_batch_waiter(
+    ctx: Context, jid: str, bid: str, dead: bool, reason: str
+) -> tuple[str, str]:
+    """A job waiting on a batch: out of the batch's waiting list (LREM of its exact entry,
+    with its index entry, in one MULTI), dropped or buried."""
+    found = batch_waiting_entry(ctx, bid, jid)
+    if found is None:
+        return "marked", "released while being cancelled: its worker will cancel it"
+    key, raw = found
+    pipe = ctx.redis.pipeline(transaction=True)
+    pipe.lrem(key, 1, raw)  # type: ignore[arg-type]  # redis-py takes bytes too
+    pipe.hdel(ctx.keys.waiting, jid)
+    if dead:
+        record = JobRecord.parse(raw, "dead")
+        payload = {**(record.payload or {}), "error_class": CANCELLED_CLASS,
+                   "error_message": reason or "cancelled while waiting", "failed_at": time.time()}
+        pipe.zadd(ctx.keys.dead, {dump_payload(payload): time.time()})
+    else:
+        pipe.incr(ctx.keys.deps_cancelled)
+    removed = pipe.execute()[0]
+    if not removed:
+        return "marked", "released while being cancelled: its worker will cancel it"
+    where = "moved to the dead set" if dead else "dropped"
+    return "deleted", f"waiting on batch {bid}: {where}"
+
+
 def _cancel_waiting(ctx: Context, jid: str, dead: bool, reason: str) -> tuple[str, str]:
     """A job waiting on another one: out of its dependency's dependents, dropped or buried,
     and the jobs waiting on it settled as its death does (``cancel_waiting.lua``)."""
     waiting = waiting_job(ctx, jid)
     if waiting is None:  # released meanwhile: the mark reaches it in its queue
         return "marked", "released while being cancelled: its worker will cancel it"
+    if waiting.batch:
+        return _cancel_batch_waiter(ctx, jid, waiting.after, dead, reason)
     done, settled = WorkflowCommands(ctx.commands).cancel_waiting(
         jid, waiting.after, dead, reason
     )

@@ -29,6 +29,7 @@ class Waiting:
         queue: the queue it goes to when released.
         outcome: ``"success"`` or ``"complete"`` (``after_outcome``).
         on_death: ``"dead"`` or ``"cancel"`` (``on_dependency_death``).
+        batch: ``after`` is a batch's bid (the job waits in the batch's waiting list).
     """
 
     jid: str
@@ -38,6 +39,7 @@ class Waiting:
     queue: str
     outcome: str = "success"
     on_death: str = "dead"
+    batch: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -51,8 +53,11 @@ def waiting_job(ctx: Context, jid: str) -> Waiting | None:
         return None
     entry = json.loads(raw)
     after = str(entry.get("after", ""))
-    payload_raw = ctx.redis.hget(ctx.keys.dependents(after), jid)
-    payload = json.loads(payload_raw) if payload_raw else {}
+    batch = bool(entry.get("batch"))
+    payload = _batch_waiter(ctx, after, jid) if batch else None
+    if payload is None:
+        payload_raw = ctx.redis.hget(ctx.keys.dependents(after), jid)
+        payload = json.loads(payload_raw) if payload_raw else {}
     return Waiting(
         jid,
         after,
@@ -61,7 +66,26 @@ def waiting_job(ctx: Context, jid: str) -> Waiting | None:
         str(entry.get("queue") or ""),
         str(payload.get("after_outcome") or "success"),
         str(payload.get("on_dependency_death") or "dead"),
+        batch,
     )
+
+
+def batch_waiting_entry(ctx: Context, bid: str, jid: str) -> tuple[str, bytes | str] | None:
+    """(waiting list, exact entry) of ``jid`` waiting on batch ``bid``, or None."""
+    for part in ("waiting-success", "waiting-complete"):
+        key = ctx.keys.batch_part(bid, part)
+        for raw in ctx.redis.lrange(key, 0, -1):
+            try:
+                if json.loads(raw).get("jid") == jid:
+                    return key, raw
+            except ValueError:
+                continue
+    return None
+
+
+def _batch_waiter(ctx: Context, bid: str, jid: str) -> dict[str, Any] | None:
+    found = batch_waiting_entry(ctx, bid, jid)
+    return json.loads(found[1]) if found is not None else None
 
 
 def waiting_jobs(ctx: Context, limit: int = 100) -> list[Waiting]:
@@ -151,8 +175,16 @@ def record_text(record: Record, now: float) -> str:
 def waiting_text(ctx: Context, waiting: Waiting, now: float) -> str:
     """One explain line for a waiting job: what it waits for, and where that job is."""
     goal = "to succeed" if waiting.outcome == "success" else "to finish (success or not)"
-    dep = record_of(ctx, waiting.after)
-    if dep is None:
+    dep = None if waiting.batch else record_of(ctx, waiting.after)
+    what = "batch" if waiting.batch else "job"
+    if waiting.batch:
+        total, pending = ctx.redis.hmget(ctx.keys.batch(waiting.after), "total", "pending")
+        state = (
+            f"{int(pending or 0)} of {int(total or 0)} of its jobs pending"
+            if total is not None
+            else "the batch has expired"
+        )
+    elif dep is None:
         state = (
             "no outcome recorded yet (it is pending, running or retrying; a dependency "
             "pushed without store_result, or whose record expired, never releases it: "
@@ -162,7 +194,7 @@ def waiting_text(ctx: Context, waiting: Waiting, now: float) -> str:
         state = f"it is {dep.status}"
     on_death = "the dead set" if waiting.on_death == "dead" else "cancelled"
     return (
-        f"waits for job {waiting.after} {goal}, outside every queue, since "
+        f"waits for {what} {waiting.after} {goal}, outside every queue, since "
         f"{utc_time(waiting.since)} ({relative(waiting.since, now)}); {state}; then to queue "
         f"{waiting.queue} (if it dies: {on_death})"
     )

@@ -46,4 +46,4 @@ if ttl then
     'error_message', reason, 'finished_at', string.format('%.6f', now),
     'class', tostring(wf_field(text, 'class'))})
 end
-return {1, wf_release(W, ARGV[1], status, 'was ' .. reason)}
+return {1, wf_release(W, ARGV[1], status, 'was ' .. reason, now)}

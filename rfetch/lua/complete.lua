@@ -35,8 +35,8 @@
 -- Derived keys: those of lib/workflow.lua, for the jobs waiting on this one; those of
 --          lib/batch.lua (the batch's other keys, its parents', a callback's queue).
 --
--- Every fixed key and the numbers are checked first (lib/guard.lua): a misfit changes
--- nothing and is an error reply, so the job stays in its private list. Only if the LREM
+-- Every key it may write and the numbers are checked first (lib/guard.lua): a misfit
+-- changes nothing and is an error reply, so the job stays in its private list. Only if the LREM
 -- removed the job (it was not pushed back or settled meanwhile) is anything written.
 -- Returns {removed (1/0), jobs released from waiting}.
 -- #include guard
@@ -46,13 +46,18 @@
 local W = {P = KEYS[2], waiting = KEYS[3], dead = KEYS[4], queues = KEYS[5],
            cancelled = KEYS[6], stored = KEYS[7]}
 local dead_text = ARGV[8]
+-- The private list needs no check: LREM is the first write and fails on another type.
+-- The keys the release of waiting jobs writes are checked only when jobs wait on this one
+-- (most jobs: one EXISTS); the counters are advisory (lib/workflow.lua).
+local has_dependents = redis.call('EXISTS', KEYS[10]) == 1
 local w = wants_new()
-want(w, KEYS[1], 'list')
-want(w, W.waiting, 'hash')
-want(w, W.dead, 'zset')
-want(w, W.queues, 'set')
-want(w, W.cancelled, 'string')
-want(w, W.stored, 'string')
+if dead_text ~= '' then want(w, W.dead, 'zset') end
+if has_dependents then
+  want(w, KEYS[10], 'hash')
+  want(w, W.waiting, 'hash')
+  want(w, W.dead, 'zset')
+  want(w, W.queues, 'set')
+end
 local G, k, klist, lock = nil, nil, nil, nil
 local next_key = 11
 if opt(ARGV[12]) then
@@ -96,5 +101,6 @@ else
   why = 'died (' .. ARGV[6] .. ': ' .. ARGV[7] .. ')'
 end
 wf_record(W, ARGV[2], ttl, fields)
+local released = has_dependents and wf_release(W, ARGV[2], ARGV[3], why, now) or 0
 if bhash then batch_event(W.P, bhash, ARGV[2], ARGV[15], ARGV[16]) end
-return {1, wf_release(W, ARGV[2], ARGV[3], why)}
+return {1, released}

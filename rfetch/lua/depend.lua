@@ -14,14 +14,23 @@
 -- KEYS[4]: the "queues" set.
 -- KEYS[5]: the counter "rfetch:deps-cancelled".
 -- KEYS[6]: the counter "rfetch:results-stored".
--- KEYS[7 + 5(j-1) .. 11 + 5(j-1)] (j = 1..N): for the j-th job, its dependency's record
+-- KEYS[7 + 8(j-1) .. 14 + 8(j-1)] (j = 1..N): for the j-th job, its dependency's record
 --          "rfetch:result:<after>" and dependents hash "rfetch:dependents:<after>" (the
 --          job's own when it has no dependency: unused), its queue "queue:<q>", its own
---          record "rfetch:result:<jid>" and wake list "rfetch:result-wake:<jid>".
+--          record "rfetch:result:<jid>" and wake list "rfetch:result-wake:<jid>", then the
+--          keys of a batch of id <after> (lib/batch.lua's dependency hook): its hash
+--          "b-<after>" and waiting lists "b-<after>-waiting-success",
+--          "b-<after>-waiting-complete".
 -- ARGV[1]: N, the number of jobs; then N records of four values, in push order: jid, the
 --          dependency's jid ("" for none), the payload (JSON text, with "queue", "class" and
 --          the options "after_outcome", "on_dependency_death", "store_result"), queue <q>.
--- Derived keys: those of lib/workflow.lua.
+-- Derived keys: those of lib/workflow.lua and lib/batch.lua.
+--
+-- <after> names a batch when its hash "b-<after>" exists (jids and bids are both 24 random
+-- hex characters and never meet): the job then waits for the batch's success (or complete,
+-- with after_outcome "complete") through lib/batch.lua's batch_wait, which pushes it when
+-- the event fires, or buries it (or drops it, on_dependency_death "cancel") when a batch
+-- it waits on to succeed dies.
 --
 -- Every key is checked before the first write (lib/guard.lua): a misfit writes nothing and
 -- is an error reply. A dependency whose record has expired (or that was pushed without
@@ -30,6 +39,7 @@
 -- Returns, per job: "queued", "waiting", "dead" or "cancelled".
 -- #include guard
 -- #include workflow
+-- #include batch
 local W = {P = KEYS[1], waiting = KEYS[2], dead = KEYS[3], queues = KEYS[4],
            cancelled = KEYS[5], stored = KEYS[6]}
 local n = tonumber(ARGV[1])
@@ -40,22 +50,33 @@ want(w, W.queues, 'set')
 want(w, W.cancelled, 'string')
 want(w, W.stored, 'string')
 for j = 1, n do
-  local b = 7 + 5 * (j - 1)
-  want(w, KEYS[b], 'hash')
-  want(w, KEYS[b + 1], 'hash')
-  want(w, KEYS[b + 2], 'list')
+  local b = 7 + 8 * (j - 1)
+  for i, kind in ipairs({'hash', 'hash', 'list', 'hash', 'list', 'hash', 'list', 'list'}) do
+    want(w, KEYS[b + i - 1], kind)
+  end
 end
 local bad = misfit(w)
 if bad then return redis.error_reply(bad) end
 local now = wf_now()
 local out = {}
 for j = 1, n do
-  local b, a = 7 + 5 * (j - 1), 2 + 4 * (j - 1)
+  local b, a = 7 + 8 * (j - 1), 2 + 4 * (j - 1)
   local jid, after, text, q = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local status = nil
   if after ~= '' then status = redis.call('HGET', KEYS[b], 'status') end
   local complete = wf_field(text, 'after_outcome') == 'complete'
-  if after == '' or status == 'succeeded'
+  if after ~= '' and redis.call('EXISTS', KEYS[b + 5]) == 1 then
+    local got = batch_wait(W.P, KEYS[b + 5], complete and 'complete' or 'success', text, q, now)
+    if got == 'pushed' then
+      out[j] = 'queued'
+    elseif got == 'dead' then
+
+    else
+      redis.call('HSET', W.waiting, jid, cjson.encode({after = after, since = now, queue = q,
+        class = wf_field(text, 'class'), batch = true}))
+      out[j] = 'waiting'
+    end
+  elseif after == '' or status == 'succeeded'
       or (complete and (status == 'dead' or status == 'cancelled')) then
     redis.call('LPUSH', KEYS[b + 2], text)
     redis.call('SADD', W.queues, q)

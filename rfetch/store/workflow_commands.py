@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from redis.client import Pipeline
+
 from rfetch.payload import Routing
-from rfetch.store.commands import Commands
+from rfetch.store.commands import Commands, queue_script
 
 Status = Literal["succeeded", "dead"]
 """The outcome a record holds: the job was acknowledged, or died (dead set or discarded)."""
@@ -77,14 +79,21 @@ class WorkflowCommands:
         routing: Routing,
         job_class: str,
         ending: Ending,
+        client: Pipeline | None = None,
     ) -> tuple[bool, int]:
         """``complete.lua``: take a recorded job out of its private list, record how it
         ended (with the dead-set write of a death), wake ``rfetch.result`` and release the
         jobs waiting on it, in one atomic step; a keyed or unique job's key and lock are
         released as ``finish.lua`` does.
 
+        Args:
+            client: a pipeline to queue the call on (its reply is then the pipeline's
+                ``[removed, released]``; several jobs' ends go in one round trip, each its
+                own atomic call).
+
         Returns:
-            (whether this call removed the job, how many waiting jobs it released).
+            (whether this call removed the job, how many waiting jobs it released); (True,
+            0) on a pipeline.
 
         Raises:
             redis.exceptions.ResponseError: a key holds another type, or a number is bad:
@@ -119,6 +128,9 @@ class WorkflowCommands:
                 {"error_class": ending.error_class, "error_message": ending.error_message}
             )
             args += ["ok" if ok else "dead", "" if ok else failure]
+        if client is not None:
+            queue_script(self.commands.scripts.complete, client, keys=keys, args=args)
+            return True, 0
         removed, released = self.commands.scripts.complete(
             keys=keys, args=args, client=self.redis
         )
@@ -143,6 +155,8 @@ class WorkflowCommands:
             dep = job.after or job.jid
             keys += [k.result(dep), k.dependents(dep), k.queue(job.queue)]
             keys += [k.result(job.jid), k.result_wake(job.jid)]
+            keys += [k.batch(dep), k.batch_part(dep, "waiting-success")]
+            keys.append(k.batch_part(dep, "waiting-complete"))
             args += [job.jid, job.after or "", job.text, job.queue]
         reply = self.commands.scripts.depend(keys=keys, args=args, client=self.redis)
         return [r.decode() if isinstance(r, bytes) else str(r) for r in reply]

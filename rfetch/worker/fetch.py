@@ -26,6 +26,7 @@ from rfetch.config import Config
 from rfetch.payload import Routing
 from rfetch.store.commands import Commands, Outcome
 from rfetch.store.connection import REDIS_DOWN
+from rfetch.worker.outcome import settle_recorded
 from rfetch.worker.queue_order import QueueOrder
 from rfetch.worker.unit import UnitOfWork
 
@@ -116,6 +117,7 @@ class ReliableFetch:
                 harmless), and a job may have been moved without our seeing it (see
                 :meth:`requeue_unheld`).
         """
+        acks = settle_recorded(acks)  # store_result jobs: complete.lua, one pipeline
         skip = set(exclude)
         names = [q for q in self.order.next() if q not in skip]
         fetch_count = len(names) if limit > 0 else 0

@@ -22,7 +22,7 @@ from rfetch.middleware import run_server_chain, run_server_chain_async
 from rfetch.payload import Payload, Routing, loads
 from rfetch.stats import Stats
 from rfetch.store.workflow_commands import Ending
-from rfetch.worker.outcome import record_end, recorded_ttl, result_text
+from rfetch.worker.outcome import RecordedUnit, recorded_ttl, result_text
 from rfetch.worker.registry import Registry
 from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.retry import JobRetry
@@ -121,7 +121,7 @@ class Processor:
         job_retry: JobRetry,
         stats: Stats,
         report: ErrorReporter,
-        ack: Callable[[UnitOfWork], object] = UnitOfWork.acknowledge,
+        ack: Callable[[UnitOfWork], object] = lambda unit: unit.acknowledge(),
         work: WorkState | None = None,
         job_context: JobContext | None = None,
         progress: ProgressWriter | None = None,
@@ -236,10 +236,10 @@ class Processor:
         except ResultNotSerializable as exc:
             await loop.run_in_executor(None, self._failed, execution, exc)
             return
-        if followers or result is not None:
+        if followers:
             await loop.run_in_executor(None, self._finished, execution, result)
         else:
-            self._finished(execution)  # a deferred acknowledgement: no round trip here
+            self._finished(execution, result)  # a deferred acknowledgement: no round trip
 
     def _bury(self, unit: UnitOfWork, exc: InvalidJob) -> None:
         self.job_retry.bury_invalid(unit, exc)
@@ -358,10 +358,10 @@ class Processor:
             follower.acknowledge()
         ttl = recorded_ttl(unit)
         if ttl is not None and result is not None:
-            # The record and the acknowledgement in one script (complete.lua), now.
-            record_end(unit, job["class"], Ending("succeeded", ttl, result=result))
-        else:
-            self.ack(unit)  # a keyed job's release rides on the ack (fetch.lua or finish.lua)
+            # The record and the acknowledgement in one script (complete.lua), deferred
+            # like any acknowledgement: pipelined just before the fetcher's next fetch.
+            unit = RecordedUnit.of(unit, job["class"], Ending("succeeded", ttl, result=result))
+        self.ack(unit)  # a keyed job's release rides on the ack (fetch.lua or finish.lua)
         try:  # the job is done and acknowledged: nothing here may send it back
             self.stats.record(job["class"], False, elapsed)
             self.job_log.event("done", job["class"], job["jid"], unit.queue, elapsed)

@@ -2,8 +2,9 @@
 
 - ``store_result`` (seconds): the job's outcome is recorded when it is acknowledged or dies
   (``rfetch.result`` reads it), and jobs may wait on it (``after``).
-- ``after`` (a jid): the job waits, outside any queue, until that job has succeeded
-  (``after_outcome="success"``, the default) or finished either way (``"complete"``).
+- ``after`` (a jid, or a bid / ``rfetch.Batch``): the job waits, outside any queue, until
+  that job (or batch) has succeeded (``after_outcome="success"``, the default) or finished
+  either way (``"complete"``). A bid is told from a jid by its batch's hash existing.
 - ``on_dependency_death``: what happens to the waiting job when its dependency dies:
   ``"dead"`` (the default: the dead set, ``error_class`` ``rfetch.DependencyFailed``) or
   ``"cancel"`` (dropped, counted).
@@ -36,6 +37,13 @@ UNWAITABLE = ("key", "unique_for", "tenant", "coalesce")
 queue directly, not through the ordering-key gate."""
 
 
+def after_as_id(options: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``options`` with an ``after`` given as a batch object (``rfetch.Batch``: anything
+    with a string ``bid``) replaced by its bid."""
+    bid = getattr(options.get("after"), "bid", None)
+    return {**options, "after": bid} if isinstance(bid, str) else options
+
+
 def check_workflow_options(options: Mapping[str, Any]) -> None:
     """Raise ConfigError for a bad ``store_result``, ``after``, ``after_outcome`` or
     ``on_dependency_death``."""
@@ -50,7 +58,10 @@ def check_workflow_options(options: Mapping[str, Any]) -> None:
     after = options.get("after")
     if after is not None:
         if not isinstance(after, str) or not _JID.match(after):
-            raise ConfigError(f"after must be a jid (24 lowercase hex characters), got {after!r}")
+            raise ConfigError(
+                f"after must be a jid or a bid (24 lowercase hex characters) or an rfetch.Batch, "
+                f"got {after!r}"
+            )
         clash = [name for name in UNWAITABLE if options.get(name)]
         if clash:
             raise ConfigError(

@@ -224,7 +224,7 @@ def test_after_a_finished_job_runs_at_once_or_is_marked(worker: Worker, r: redis
 
 
 def test_bad_workflow_options_are_refused(worker: Worker) -> None:
-    with pytest.raises(ConfigError, match="after must be a jid"):
+    with pytest.raises(ConfigError, match="after must be a jid or a bid"):
         Flaky.set(client=worker.client, after="nope").perform_async("x")
     with pytest.raises(ConfigError, match="perform_at"):
         Flaky.set(client=worker.client, after="a" * 24).perform_in(5, "x")
@@ -273,3 +273,98 @@ def test_cancelling_a_waiting_job_settles_the_jobs_behind_it(
         rfetch.result(b, 0, worker.client)
     worker.drain()
     assert [args for _, args in RUNS] == [["A"]]
+
+
+def test_after_a_batch_waits_for_its_success(worker: Worker, r: redis.Redis) -> None:
+    batch = rfetch.Batch("two adds", client=worker.client)
+    with batch.jobs():
+        Add.set(client=worker.client).perform_async(1, 1)
+        Add.set(client=worker.client).perform_async(2, 2)
+    after_object = Flaky.set(client=worker.client, after=batch).perform_async("after batch")
+    after_bid = Flaky.set(client=worker.client, after=batch.bid).perform_async("after bid")
+    assert after_object is not None and after_bid is not None
+    assert r.hlen("rfetch:waiting") == 2
+    explained = rfetch.api.Api(worker.config, redis=worker.redis).explain(after_bid)
+    assert f"waits for batch {batch.bid} to succeed" in explained.summary
+    worker.work_one()
+    assert ("Flaky", ["after bid"]) not in RUNS
+    worker.drain()  # the second add: the batch succeeds and releases both
+    assert {tuple(a) for c, a in RUNS if c == "Flaky"} == {("after batch",), ("after bid",)}
+    assert r.hlen("rfetch:waiting") == 0
+    late = Flaky.set(client=worker.client, after=batch).perform_async("late")
+    assert late is not None and r.llen("queue:q") == 1  # succeeded already: queued at once
+
+
+def test_after_a_dead_batch_is_buried_or_cancelled(worker: Worker, r: redis.Redis) -> None:
+    FAILS["x"] = 99
+    batch = rfetch.Batch("dies", client=worker.client)
+    with batch.jobs():
+        Flaky.set(client=worker.client, retry=0).perform_async("x")
+    buried = Flaky.set(client=worker.client, after=batch).perform_async("buried")
+    dropped = Flaky.set(client=worker.client, after=batch, on_dependency_death="cancel")
+    assert dropped.perform_async("dropped") is not None
+    worker.drain()
+    dead = {json.loads(raw)["jid"]: json.loads(raw) for raw in r.zrange("dead", 0, -1)}
+    assert dead[buried]["error_class"] == "rfetch.DependencyFailed"
+    assert int(r.get("rfetch:deps-cancelled") or 0) == 1
+    assert r.hlen("rfetch:waiting") == 0
+    assert [a for _, a in RUNS] == [["x"]]
+
+
+def test_cancelling_a_job_waiting_on_a_batch(worker: Worker, r: redis.Redis) -> None:
+    batch = rfetch.Batch("waits", client=worker.client)
+    with batch.jobs():
+        Add.set(client=worker.client).perform_async(1, 1)
+    jid = Flaky.set(client=worker.client, after=batch).perform_async("never")
+    assert jid is not None
+    answer = rfetch.api.Api(worker.config, redis=worker.redis).cancel(jid)
+    assert answer.state == "deleted" and f"waiting on batch {batch.bid}" in answer.text
+    assert r.hlen("rfetch:waiting") == 0 and r.llen(f"b-{batch.bid}-waiting-success") == 0
+    worker.drain()
+    assert ("Flaky", ["never"]) not in RUNS
+
+
+def test_cli_result_and_waiting(worker: Worker, r: redis.Redis) -> None:
+    from click.testing import CliRunner
+
+    from rfetch.cli import main
+
+    def run(*args: str) -> Any:
+        return CliRunner().invoke(main, [*args, "--redis-url", worker.config.redis_url],
+                                  catch_exceptions=False)
+
+    done = Add.set(client=worker.client).perform_async(40, 2)
+    assert done is not None
+    waiting = Flaky.set(client=worker.client, after=done).perform_async("w")
+    listed = run("waiting")
+    assert listed.exit_code == 0 and waiting in listed.stdout and done in listed.stdout
+    none_yet = run("result", done)
+    assert none_yet.exit_code == 1 and "no result for jid" in none_yet.stdout
+    worker.work_one()
+    shown = run("result", done, "--wait", "1")
+    assert shown.exit_code == 0 and shown.stdout.strip() == "42"
+    assert json.loads(run("result", done, "--json").stdout)["result"] == 42
+    assert "0 waiting job(s)" in run("waiting").stdout
+    FAILS["z"] = 9
+    died = Flaky.set(client=worker.client, store_result=60, retry=0).perform_async("z")
+    assert died is not None
+    worker.drain()
+    dead = run("result", died)
+    assert dead.exit_code == 1 and "dead: ValueError: flaky z" in dead.stdout
+
+
+def test_every_waiter_of_one_jid_wakes(worker: Worker) -> None:
+    jid = Add.set(client=worker.client).perform_async(3, 4)
+    assert jid is not None
+    got: list[Any] = []
+    waiters = [
+        threading.Thread(target=lambda: got.append(rfetch.result(jid, 10, worker.client)))
+        for _ in range(3)
+    ]
+    for waiter in waiters:
+        waiter.start()
+    time.sleep(0.3)
+    worker.work_one()
+    for waiter in waiters:
+        waiter.join(5)
+    assert got == [7, 7, 7]

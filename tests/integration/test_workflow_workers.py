@@ -126,3 +126,12 @@ def test_progress_is_shown_by_the_api_and_the_busy_page(
     assert 'value="40.0"' in html and "40%" in html and "resizing 4 of 10" in html
     (evidence / "release").touch()
     wait_for(lambda: not any(p.running for p in api.processes.all()), 15, "the job to end")
+
+
+def test_async_jobs_record_results_and_chain(worker: WorkerProcess, client: Client) -> None:
+    from tests.jobs.chaos_jobs import AsyncSquare
+
+    jids = [AsyncSquare.set(client=client).perform_async(n) for n in range(20)]
+    assert [rfetch.result(jid, 20, client) for jid in jids if jid] == [n * n for n in range(20)]
+    chain = rfetch.chain(AsyncSquare.s(3), FailsTwice.s("after async"), client=client)
+    assert rfetch.result(chain.jids[0], 20, client) == 9

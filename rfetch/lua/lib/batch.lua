@@ -24,7 +24,9 @@
 --   b-<bid>-waiting-complete list: payloads pushed to their queue when complete fires.
 -- done, died and failinfo are created with the batch holding an empty member "" (so each has
 -- its TTL from the start and no event pays an EXPIRE).
--- A callback or waiting job goes to "<P>queue:<q>" and "<P>queues" (P: namespace prefix).
+-- A callback or waiting job goes to "<P>queue:<q>" and "<P>queues" (P: namespace prefix); a
+-- waiting job leaves the index of waiting jobs "<P>rfetch:waiting" (depend.lua's) when it is
+-- released or buried.
 -- Counters of events (Prometheus): "<P>rfetch:batches-created" (batch_push.lua),
 -- "-completed", "-succeeded", "-died": INCR when the event fires.
 --
@@ -64,6 +66,15 @@ local function batch_status_json(hash)
     ',"parent_bid":' .. (v[6] and cjson.encode(v[6]) or 'null') .. '}'
 end
 
+-- Take a job waiting on a batch out of the index of waiting jobs (depend.lua), if indexed.
+local function batch_unindex(P, job)
+  local index = P .. 'rfetch:waiting'
+  if type(job) == 'table' and type(job['jid']) == 'string'
+      and redis.call('TYPE', index)['ok'] == 'hash' then
+    redis.call('HDEL', index, job['jid'])
+  end
+end
+
 local function batch_enqueue(P, text, queue)
   redis.call('LPUSH', P .. 'queue:' .. queue, text)
   redis.call('SADD', P .. 'queues', queue)
@@ -93,6 +104,7 @@ local function batch_release(P, list, now)
     local text = redis.call('RPOP', list)
     if not text then return end
     local ok, job = pcall(cjson.decode, text)
+    if ok then batch_unindex(P, job) end
     if ok and type(job) == 'table' and type(job['queue']) == 'string' and job['queue'] ~= '' then
       batch_enqueue(P, text, job['queue'])
     else
@@ -118,7 +130,13 @@ end
 -- dropped when its payload says "on_dependency_death":"cancel" (the workflow options).
 local function batch_bury(P, text, why, now)
   local ok, job = pcall(cjson.decode, text)
-  if ok and type(job) == 'table' and job['on_dependency_death'] == 'cancel' then return end
+  if ok then batch_unindex(P, job) end
+  if ok and type(job) == 'table' and job['on_dependency_death'] == 'cancel' then
+    local counter = P .. 'rfetch:deps-cancelled'
+    local t = redis.call('TYPE', counter)['ok']
+    if t == 'none' or t == 'string' then redis.call('INCR', counter) end
+    return
+  end
   local fields = '{"error_class":"rfetch.DependencyFailed","error_message":' ..
     cjson.encode(why) .. ',"failed_at":' .. now .. ','
   redis.call('ZADD', P .. 'dead', now, fields .. string.sub(text, 2))

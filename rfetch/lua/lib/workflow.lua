@@ -22,15 +22,16 @@ local function wf_field(text, name)
 end
 
 -- Write the record of jid (status and its fields), kept ttl seconds, and wake rfetch.result.
+-- Both keys are replaced whatever they held (DEL first), so no type check is needed; the
+-- counter is advisory (pcall: a counter of another type changes nothing else).
 local function wf_record(W, jid, ttl, fields)
   local rec, wake = W.P .. 'rfetch:result:' .. jid, W.P .. 'rfetch:result-wake:' .. jid
-  if redis.call('TYPE', rec)['ok'] ~= 'none' then redis.call('DEL', rec) end
+  redis.call('DEL', rec, wake)
   redis.call('HSET', rec, unpack(fields))
   redis.call('EXPIRE', rec, ttl)
-  if redis.call('TYPE', wake)['ok'] ~= 'none' then redis.call('DEL', wake) end
   redis.call('RPUSH', wake, '1')
   redis.call('EXPIRE', wake, ttl)
-  redis.call('INCR', W.stored)
+  redis.pcall('INCR', W.stored)
 end
 
 -- The payload text with the error fields of a job that will never run (its dependency died,
@@ -46,7 +47,7 @@ end
 local function wf_fail_waiter(W, jid, text, reason, now)
   local status
   if wf_field(text, 'on_dependency_death') == 'cancel' then
-    redis.call('INCR', W.cancelled)
+    redis.pcall('INCR', W.cancelled)
     status = 'cancelled'
   else
     redis.call('ZADD', W.dead, now, wf_buried(text, 'rfetch.DependencyFailed', reason, now))
@@ -64,10 +65,9 @@ end
 -- Release the jobs waiting on jid, which ended with status ("succeeded", "dead" or
 -- "cancelled"; why: the text of a death). A job that asks for success of a dependency that
 -- did not succeed fails in turn, and the jobs waiting on it are released the same way (a
--- chain's tail). A waiting job whose queue key holds another type stays waiting. Returns
--- the number of jobs released.
-local function wf_release(W, jid, status, why)
-  local now = wf_now()
+-- chain's tail). A waiting job whose queue key holds another type stays waiting. now: Redis
+-- time (wf_now). Returns the number of jobs released.
+local function wf_release(W, jid, status, why, now)
   local stack, released = {{jid, status, why}}, 0
   while #stack > 0 do
     local top = table.remove(stack)
