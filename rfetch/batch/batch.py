@@ -127,8 +127,11 @@ class Batch:
             ConfigError: a ``jobs()`` block is already open in this context (blocks do not
                 nest: create a child batch inside a job of the parent), or the jobs are on
                 several shards.
-            redis.exceptions.RedisError: Redis refused or is unreachable; nothing was
-                written (a batch is not kept in the reliable-push buffer).
+            BatchError: Redis refused the write (a key of another type, out of memory,
+                READONLY); nothing was written.
+            redis.exceptions.ConnectionError, TimeoutError: Redis is unreachable; nothing
+                was written, or everything (a batch is not kept in the reliable-push
+                buffer).
             Whatever the block raises: nothing is written.
         """
         if collecting() is not None:
@@ -192,9 +195,11 @@ def _jid_of(text: str) -> str:
 
 
 def _batch_error(bid: str, exc: ResponseError) -> BatchError:
-    message = str(exc)
-    if "does not exist" in message and "parent" not in message:
-        return BatchNotFound(f"batch {bid} does not exist (it expired, or was never created)")
-    if message.startswith("ERR batch: "):
-        return BatchError(message[len("ERR batch: ") :])
-    return BatchError(f"Redis refused the batch's jobs ({message})")
+    """The error of a refused ``batch_push.lua`` call (its replies start ``ERR batch:``,
+    which redis-py gives without the ``ERR``)."""
+    message = str(exc).removeprefix("ERR ")
+    if message.startswith("batch: "):
+        if "does not exist" in message and "parent" not in message:
+            return BatchNotFound(f"batch {bid} does not exist (it expired, or was never created)")
+        return BatchError(message.removeprefix("batch: "))
+    return BatchError(f"Redis refused the batch's jobs, nothing was written: {message}")

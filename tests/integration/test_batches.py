@@ -256,3 +256,37 @@ def test_explain_names_the_batch_of_a_waiting_job(
     assert f"in batch {batch.bid} (nightly)" in line
     assert "not yet run to its end" in line and "0 of 2 jobs succeeded" in line
     assert "success callback(s) wait" in line
+
+
+def test_a_child_given_parent_passes_its_death_up_and_holds_the_parent(
+    bj: ModuleType, worker: WorkerProcess, tmp_path: Path
+) -> None:
+    ev = tmp_path / "ev"
+    parent = rfetch.Batch(description="parent", on_success=bj.OnSuccess,
+                          on_complete=bj.OnComplete, on_death=bj.OnDeath)
+    with parent.jobs():
+        bj.Item.perform_async(1)
+    child = rfetch.Batch(description="child", parent=parent.bid)
+    with child.jobs():
+        bj.Doomed.perform_async(2)
+    wait_for(lambda: callbacks(ev, "complete", parent.bid), 30, "the parent's complete")
+    assert len(callbacks(ev, "death", parent.bid)) == 1  # the child's death is the parent's
+    assert callbacks(ev, "success", parent.bid) == []  # its child never succeeded
+    st = rfetch.BatchStatus(parent.bid)
+    assert (st.pending, st.kids, st.kids_pending) == (0, 1, 1) and st.dead
+    assert rfetch.BatchStatus(child.bid).parent_bid == parent.bid
+
+
+def test_async_pushes_join_the_batch(bj: ModuleType, r: redis.Redis) -> None:
+    import asyncio
+
+    async def push() -> rfetch.Batch:
+        batch = rfetch.Batch()
+        with batch.jobs():
+            await bj.Item.aperform_async(1)
+            await bj.Item.aperform_async(2)
+        return batch
+
+    batch = asyncio.run(push())
+    assert len(batch.jids) == 2 and r.llen("queue:default") == 2
+    assert r.hget(f"b-{batch.bid}", "total") == b"2"
