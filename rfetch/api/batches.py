@@ -8,6 +8,7 @@ jids). The keys are described in docs/data-model.md.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -194,11 +195,13 @@ def batch_detail(ctx: Context, bid: str, offset: int = 0, limit: int = 100) -> B
     return BatchDetail(status, jobs, len(jids), _callbacks(ctx, bid, status), kids)
 
 
-def batch_lines(ctx: Context, jid: str, bids: list[str]) -> list[str]:
-    """``explain``'s lines about the batches of a job found with a ``bid``: the job's state
-    in the batch, the batch's counters and what its callbacks wait for."""
+def batch_lines(ctx: Context, jid: str, payloads: Iterable[Mapping[str, Any]]) -> list[str]:
+    """``explain``'s lines about the batch of a job found with a ``bid`` (in any of
+    ``payloads``, the entries found): the job's state in the batch, the batch's counters
+    and what its callbacks wait for."""
     out = []
-    for bid in bids:
+    bids = {p.get("bid") for p in payloads}
+    for bid in sorted(b for b in bids if isinstance(b, str) and b):
         try:
             st = BatchStatus(bid, redis=ctx.redis, keys=ctx.keys)
         except BatchNotFound:

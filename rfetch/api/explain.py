@@ -179,10 +179,8 @@ def explain(
         result.locations.append(Location(line[0], line[1], queue=line[2], at=line[3]))
     if not result.locations:
         _scan_unknown_private_lists(ctx, result, processes, known, jid, max_scan)
-    bids = {loc.job.payload.get("bid") for loc in result.locations
-            if loc.job is not None and loc.job.payload}
-    for text in batch_lines(ctx, jid, sorted(b for b in bids if isinstance(b, str))):
-        result.locations.append(Location("batch", text))
+    payloads = [loc.job.payload for loc in result.locations if loc.job and loc.job.payload]
+    result.locations.extend(Location("batch", text) for text in batch_lines(ctx, jid, payloads))
     return result
 
 
