@@ -368,3 +368,16 @@ def test_every_waiter_of_one_jid_wakes(worker: Worker) -> None:
     for waiter in waiters:
         waiter.join(5)
     assert got == [7, 7, 7]
+
+
+@rfetch.job(queue="q", store_result=60, name="wf.double")
+def double(n: int) -> int:
+    return 2 * n
+
+
+def test_function_jobs_record_their_return_value(cfg: Config) -> None:
+    with running(cfg, [double.job_class]) as w:
+        jid = double.set(client=w.client).perform_async(21)
+        assert jid is not None
+        w.work_one()
+        assert rfetch.result(jid, 0, w.client) == 42
