@@ -338,6 +338,8 @@ def test_cli_result_and_waiting(worker: Worker, r: redis.Redis) -> None:
     waiting = Flaky.set(client=worker.client, after=done).perform_async("w")
     listed = run("waiting")
     assert listed.exit_code == 0 and waiting in listed.stdout and done in listed.stdout
+    explained = run("explain", waiting)
+    assert explained.exit_code == 0 and f"waits for job {done} to succeed" in explained.stdout
     none_yet = run("result", done)
     assert none_yet.exit_code == 1 and "no result for jid" in none_yet.stdout
     worker.work_one()
