@@ -383,3 +383,17 @@ def test_function_jobs_record_their_return_value(cfg: Config) -> None:
         assert jid is not None
         w.work_one()
         assert rfetch.result(jid, 0, w.client) == 42
+
+
+def test_cancelling_a_queued_dependency_settles_its_waiting_jobs(
+    worker: Worker, r: redis.Redis
+) -> None:
+    chained = rfetch.chain(Flaky.s("A"), Flaky.s("B"), client=worker.client)
+    a, b = chained.jids
+    answer = rfetch.api.Api(worker.config, redis=worker.redis).cancel(a, reason="not today")
+    assert answer.state == "deleted" and "(1 job(s) waiting on it settled too)" in answer.text
+    with pytest.raises(JobDied, match=r"cancelled: rfetch\.JobCancelled: cancelled: not today"):
+        rfetch.result(a, 0, worker.client)
+    [dead] = [json.loads(raw) for raw in r.zrange("dead", 0, -1)]
+    assert dead["jid"] == b and f"dependency {a} was cancelled" in dead["error_message"]
+    assert r.hlen("rfetch:waiting") == 0 and r.llen("queue:q") == 0
