@@ -103,14 +103,10 @@ class Job:
     """Where :meth:`progress` writes; None outside a worker."""
 
     def progress(self, percent: float, message: str = "") -> None:
-        """Report how far the running job is (one SET of a key kept 1 h), shown on the web
-        UI's busy page, by the API and ``rfetch processes``. Outside a worker (inline test
-        mode) it only checks its arguments. From an async job it is one short blocking
-        Redis command.
-
-        Args:
-            percent: 0..100.
-            message: a short text (the first 1,000 characters are kept).
+        """Report how far the running job is, ``percent`` 0..100 and a short ``message``
+        (one SET of a key kept 1 h; see :class:`rfetch.workflow.progress.ProgressWriter`):
+        shown on the busy page, by the API and ``rfetch processes``. Outside a worker it
+        only checks its arguments.
 
         Raises:
             ConfigError: a percent outside 0..100, or a message that is not a string.

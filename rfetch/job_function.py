@@ -111,18 +111,19 @@ def job(
     name = options.pop("name", None)
     periodic: dict[str, Any] = {k: options.pop(k) for k in ("cron", "cron_tz") if k in options}
     check_options(options)
-    per_push = {"key", "tenant", "unique_key"} & set(options)
+    per_push = {"key", "tenant", "unique_key", "after"} & set(options)
     if per_push:
         raise ConfigError(
             f"{sorted(per_push)} differ per job: pass them with .set(...) at push time"
         )
 
     def wrap(fn: Callable[P, R]) -> JobFunction[P, R]:
-        async def perform_awaited(self: Job, *args: Any) -> None:
-            await fn(*args)  # type: ignore[call-arg,misc]
+        # The return value is kept: a store_result job records it.
+        async def perform_awaited(self: Job, *args: Any) -> object:
+            return await fn(*args)  # type: ignore[call-arg,misc]
 
-        def perform_called(self: Job, *args: Any) -> None:
-            fn(*args)  # type: ignore[call-arg]
+        def perform_called(self: Job, *args: Any) -> object:
+            return fn(*args)  # type: ignore[call-arg]
 
         perform: Callable[..., object] = (
             perform_awaited if inspect.iscoroutinefunction(fn) else perform_called

@@ -193,8 +193,25 @@ def _cancel_at(
         return "marked", f"left {where} while being cancelled: its worker will cancel it"
     if dead:
         _bury(ctx, record, reason, now)
-        return "deleted", f"removed from {where} and put in the dead set"
-    return "deleted", f"deleted from {where}"
+    behind = _abandon(ctx, record, dead, reason)
+    if dead:
+        return "deleted", f"removed from {where} and put in the dead set{behind}"
+    return "deleted", f"deleted from {where}{behind}"
+
+
+def _abandon(ctx: Context, record: JobRecord, dead: bool, reason: str) -> str:
+    """A cancelled job's record (``store_result``) and the jobs waiting on it
+    (``abandon.lua``); the text to add to the line."""
+    payload = record.payload or {}
+    ttl = payload.get("store_result")
+    ttl = ttl if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0 else None
+    jid = record.jid
+    if jid is None or (ttl is None and not ctx.redis.exists(ctx.keys.dependents(jid))):
+        return ""
+    settled = WorkflowCommands(ctx.commands).abandon(
+        jid, ttl, "dead" if dead else "cancelled", reason, record.job_class
+    )
+    return f" ({settled} job(s) waiting on it settled too)" if settled else ""
 
 
 def _bury(ctx: Context, record: JobRecord, reason: str, now: float) -> None:

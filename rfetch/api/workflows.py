@@ -89,7 +89,8 @@ def _batch_waiter(ctx: Context, bid: str, jid: str) -> dict[str, Any] | None:
 
 
 def waiting_jobs(ctx: Context, limit: int = 100) -> list[Waiting]:
-    """Up to ``limit`` waiting jobs, oldest wait first (HSCAN of ``rfetch:waiting``)."""
+    """Up to ``limit`` waiting jobs, oldest wait first, among the first ``10 x limit`` an
+    HSCAN of ``rfetch:waiting`` returns (the index is a hash: its order is Redis's)."""
     out: list[Waiting] = []
     for jid, raw in ctx.redis.hscan_iter(ctx.keys.waiting, count=500):
         entry = json.loads(raw)

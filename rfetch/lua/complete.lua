@@ -35,9 +35,13 @@
 -- Derived keys: those of lib/workflow.lua, for the jobs waiting on this one; those of
 --          lib/batch.lua (the batch's other keys, its parents', a callback's queue).
 --
--- Every key it may write and the numbers are checked first (lib/guard.lua): a misfit
--- changes nothing and is an error reply, so the job stays in its private list. Only if the LREM
--- removed the job (it was not pushed back or settled meanwhile) is anything written.
+-- The keys it may write are checked first (lib/guard.lua), the numbers too: the dead set for
+-- a death, the keys of the release only when jobs wait on this one (one EXISTS), the gate's
+-- and the batch's; the private list needs none (LREM, the first write, fails on another
+-- type), the record and wake list are replaced whatever they held, and the counters are
+-- advisory. A misfit changes nothing and is an error reply, so the job stays in its private
+-- list. Only if the LREM removed the job (it was not pushed back or settled meanwhile) is
+-- anything written. Several calls go in one pipeline (worker/outcome.py), each atomic.
 -- Returns {removed (1/0), jobs released from waiting}.
 -- #include guard
 -- #include gate

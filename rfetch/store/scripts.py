@@ -60,6 +60,7 @@ class Scripts:
     complete: Script
     depend: Script
     cancel_waiting: Script
+    abandon: Script
 
     @classmethod
     def load(cls, redis: Redis) -> Scripts:

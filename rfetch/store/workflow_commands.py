@@ -1,5 +1,5 @@
 """The typed calls of the workflow scripts (``complete.lua``, ``depend.lua``,
-``cancel_waiting.lua``): the only
+``cancel_waiting.lua``, ``abandon.lua``): the only
 code that knows their KEYS and ARGV order. Built on a :class:`Commands` (its client, keys
 and the scripts :mod:`rfetch.store.scripts` loads)."""
 
@@ -176,3 +176,19 @@ class WorkflowCommands:
             keys=keys, args=[jid, "1" if dead else "", reason], client=self.redis
         )
         return bool(int(done)), int(settled)
+
+    def abandon(
+        self, jid: str, store_result: int | None, status: str, reason: str, job_class: str
+    ) -> int:
+        """``abandon.lua``: a cancelled job's end (after it was taken out of its queue or
+        set): its record if it has ``store_result`` (``status``: ``"cancelled"``, or
+        ``"dead"`` when it went to the dead set), and the jobs waiting on it settled.
+
+        Returns:
+            How many waiting jobs were settled.
+        """
+        k = self.keys
+        keys = [*self._fixed(), k.dependents(jid), k.result(jid), k.result_wake(jid)]
+        args = [jid, "" if store_result is None else str(store_result), status, reason,
+                job_class]
+        return int(self.commands.scripts.abandon(keys=keys, args=args, client=self.redis))

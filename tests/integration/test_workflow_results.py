@@ -14,6 +14,7 @@ import pytest
 import redis
 
 import rfetch
+from rfetch.api import Api
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError, JobDied, ResultNotSerializable, ResultTimeout, UnknownResult
 from rfetch.job import RetryDecision
@@ -170,7 +171,7 @@ def test_chain_runs_c_once_after_b_succeeded(worker: Worker, r: redis.Redis) -> 
     _a, b, c = chained.jids
     assert r.llen("queue:q") == 1  # only A is in a queue; B and C wait outside
     assert json.loads(r.hget("rfetch:waiting", c))["after"] == b
-    explained = rfetch.api.Api(worker.config, redis=worker.redis).explain(c)
+    explained = Api(worker.config, redis=worker.redis).explain(c)
     assert f"waits for job {b}" in explained.summary
     worker.drain()  # A runs, B is released and fails once
     for _ in range(3):
@@ -198,7 +199,7 @@ def test_dependency_death_marks_the_waiting_job(worker: Worker, r: redis.Redis) 
     assert r.hlen("rfetch:waiting") == 0
     with pytest.raises(JobDied, match="DependencyFailed"):
         rfetch.result(c, 0, worker.client)
-    explained = rfetch.api.Api(worker.config, redis=worker.redis).explain(c)
+    explained = Api(worker.config, redis=worker.redis).explain(c)
     assert "DependencyFailed" in explained.summary
 
 
@@ -247,7 +248,7 @@ def test_web_explain_shows_the_result_and_what_a_job_waits_for(
     assert done is not None
     waits = Flaky.set(client=worker.client, after="b" * 24).perform_async("later")
     worker.work_one()
-    web = WebClient(WebApp(rfetch.api.Api(worker.config, redis=worker.redis)))
+    web = WebClient(WebApp(Api(worker.config, redis=worker.redis)))
     html = web.get(f"/explain?jid={done}").get_data(as_text=True)
     assert 'id="result"' in html and "Recorded outcome" in html and ">42<" in html.replace(
         "\n", "")
@@ -261,7 +262,7 @@ def test_cancelling_a_waiting_job_settles_the_jobs_behind_it(
 ) -> None:
     chained = rfetch.chain(Flaky.s("A"), Flaky.s("B"), Flaky.s("C"), client=worker.client)
     _a, b, c = chained.jids
-    api = rfetch.api.Api(worker.config, redis=worker.redis)
+    api = Api(worker.config, redis=worker.redis)
     answer = api.cancel(b)
     assert answer.state == "deleted", answer.text
     assert "(1 job(s) waiting on it settled too)" in answer.text
@@ -284,7 +285,7 @@ def test_after_a_batch_waits_for_its_success(worker: Worker, r: redis.Redis) -> 
     after_bid = Flaky.set(client=worker.client, after=batch.bid).perform_async("after bid")
     assert after_object is not None and after_bid is not None
     assert r.hlen("rfetch:waiting") == 2
-    explained = rfetch.api.Api(worker.config, redis=worker.redis).explain(after_bid)
+    explained = Api(worker.config, redis=worker.redis).explain(after_bid)
     assert f"waits for batch {batch.bid} to succeed" in explained.summary
     worker.work_one()
     assert ("Flaky", ["after bid"]) not in RUNS
@@ -317,7 +318,7 @@ def test_cancelling_a_job_waiting_on_a_batch(worker: Worker, r: redis.Redis) -> 
         Add.set(client=worker.client).perform_async(1, 1)
     jid = Flaky.set(client=worker.client, after=batch).perform_async("never")
     assert jid is not None
-    answer = rfetch.api.Api(worker.config, redis=worker.redis).cancel(jid)
+    answer = Api(worker.config, redis=worker.redis).cancel(jid)
     assert answer.state == "deleted" and f"waiting on batch {batch.bid}" in answer.text
     assert r.hlen("rfetch:waiting") == 0 and r.llen(f"b-{batch.bid}-waiting-success") == 0
     worker.drain()
@@ -338,6 +339,8 @@ def test_cli_result_and_waiting(worker: Worker, r: redis.Redis) -> None:
     waiting = Flaky.set(client=worker.client, after=done).perform_async("w")
     listed = run("waiting")
     assert listed.exit_code == 0 and waiting in listed.stdout and done in listed.stdout
+    explained = run("explain", waiting)
+    assert explained.exit_code == 0 and f"waits for job {done} to succeed" in explained.stdout
     none_yet = run("result", done)
     assert none_yet.exit_code == 1 and "no result for jid" in none_yet.stdout
     worker.work_one()
@@ -368,3 +371,30 @@ def test_every_waiter_of_one_jid_wakes(worker: Worker) -> None:
     for waiter in waiters:
         waiter.join(5)
     assert got == [7, 7, 7]
+
+
+@rfetch.job(queue="q", store_result=60, name="wf.double")
+def double(n: int) -> int:
+    return 2 * n
+
+
+def test_function_jobs_record_their_return_value(cfg: Config) -> None:
+    with running(cfg, [double.job_class]) as w:
+        jid = double.set(client=w.client).perform_async(21)
+        assert jid is not None
+        w.work_one()
+        assert rfetch.result(jid, 0, w.client) == 42
+
+
+def test_cancelling_a_queued_dependency_settles_its_waiting_jobs(
+    worker: Worker, r: redis.Redis
+) -> None:
+    chained = rfetch.chain(Flaky.s("A"), Flaky.s("B"), client=worker.client)
+    a, b = chained.jids
+    answer = Api(worker.config, redis=worker.redis).cancel(a, reason="not today")
+    assert answer.state == "deleted" and "(1 job(s) waiting on it settled too)" in answer.text
+    with pytest.raises(JobDied, match=r"cancelled: rfetch\.JobCancelled: cancelled: not today"):
+        rfetch.result(a, 0, worker.client)
+    [dead] = [json.loads(raw) for raw in r.zrange("dead", 0, -1)]
+    assert dead["jid"] == b and f"dependency {a} was cancelled" in dead["error_message"]
+    assert r.hlen("rfetch:waiting") == 0 and r.llen("queue:q") == 0

@@ -124,6 +124,12 @@ def test_progress_is_shown_by_the_api_and_the_busy_page(
     html = page.get_data(as_text=True)
     assert page.status_code == 200
     assert 'value="40.0"' in html and "40%" in html and "resizing 4 of 10" in html
+    from click.testing import CliRunner
+
+    from rfetch.cli import main
+
+    listed = CliRunner().invoke(main, ["processes", "--redis-url", client.config.redis_url])
+    assert f"jid={jid}" in listed.stdout and "progress 40% resizing 4 of 10" in listed.stdout
     (evidence / "release").touch()
     wait_for(lambda: not any(p.running for p in api.processes.all()), 15, "the job to end")
 
