@@ -290,3 +290,28 @@ def test_async_pushes_join_the_batch(bj: ModuleType, r: redis.Redis) -> None:
     batch = asyncio.run(push())
     assert len(batch.jids) == 2 and r.llen("queue:default") == 2
     assert r.hget(f"b-{batch.bid}", "total") == b"2"
+
+
+def test_a_batch_expires_after_its_ttl_and_after_success(
+    bj: ModuleType, worker: WorkerProcess, r: redis.Redis, tmp_path: Path
+) -> None:
+    import time
+
+    from rfetch.api.batches import list_batches
+    from rfetch.api.context import Context
+    from rfetch.config import Config
+
+    idle = rfetch.Batch(ttl=2)  # its job sits in a queue no worker takes
+    with idle.jobs():
+        bj.Item.set(queue="nobody").perform_async(1)
+    done = rfetch.Batch(success_ttl=2, on_success=bj.OnSuccess)
+    with done.jobs():
+        bj.Item.perform_async(2)
+    wait_for(lambda: callbacks(tmp_path / "ev", "success", done.bid), 30, "success")
+    time.sleep(3)
+    for bid in (idle.bid, done.bid):
+        with pytest.raises(rfetch.BatchNotFound):
+            rfetch.BatchStatus(bid)
+        assert r.keys(f"b-{bid}*") == []
+    ctx = Context.build(Config(), r)
+    assert {b.bid for b in list_batches(ctx)} == set()  # listed bids whose hash expired

@@ -106,11 +106,12 @@ def test_busy_page_shows_quiet_and_expired_processes(client: Client, r: redis.Re
 
 def test_empty_redis_renders_every_page(client: Client) -> None:
     for path in ("/", "/busy", "/queues", "/queues/none", "/retries", "/scheduled", "/dead",
-                 "/classes", "/explain", "/explain?jid=" + jid_of(1)):
+                 "/classes", "/batches", "/explain", "/explain?jid=" + jid_of(1)):
         response = client.get(path)
         assert response.status_code == 200, path
     assert "No worker process is running" in text(client.get("/busy"))
     assert "The dead set is empty." in text(client.get("/dead"))
+    assert "No batch yet" in text(client.get("/batches"))
     assert "not found in running jobs" in text(client.get("/explain?jid=" + jid_of(1)))
 
 
