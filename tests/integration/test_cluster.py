@@ -141,3 +141,50 @@ def test_web_ui_pages_on_a_cluster(cluster: ClusterSet) -> None:
     pages = [rule for rule, _, method, _ in ROUTES if method == "GET" and "<" not in rule]
     pages += ["/queues/web", "/explain?jid=" + "0" * 24]
     assert {page: web.get(page).status_code for page in pages} == dict.fromkeys(pages, 200)
+
+
+def test_a_batch_on_a_cluster(cluster: ClusterSet, tmp_path: Path) -> None:
+    import importlib
+    import json
+    import sys
+
+    from werkzeug.test import Client as WebClient
+
+    from rfetch.web import create_app
+    from tests.support.workers import JOBS_DIR
+
+    sys.path.insert(0, str(JOBS_DIR))
+    try:
+        batch_jobs = importlib.import_module("batch_jobs")
+    finally:
+        sys.path.remove(str(JOBS_DIR))
+    config = cluster_config(cluster)
+    client = rfetch.Client(config)
+    batch = rfetch.Batch(on_success=(batch_jobs.OnSuccess, {"on": "cluster"}), client=client)
+    with batch.jobs():
+        client.push_bulk("batch_jobs.Item", [[i, i == 0] for i in range(10)])
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    worker = WorkerProcess(
+        cluster.url, ["-r", "batch_jobs", "-c", "3"],
+        env={**FAST_ENV, "RFETCH_CLUSTER": "1", "RFETCH_NAMESPACE": NAMESPACE,
+             "RFETCH_BATCH_DIR": str(evidence)},
+        log_dir=tmp_path,
+    )
+
+    def successes() -> list[list[str]]:
+        lines = [line.split("\t") for path in evidence.glob("*.log")
+                 for line in path.read_text().splitlines()]
+        return [w for w in lines if w[:3] == ["callback", "success", batch.bid]]
+
+    try:
+        wait_for(lambda: successes(), 60, lambda: worker.log()[-3000:])
+    finally:
+        assert worker.stop(20) == 0, worker.log()[-3000:]
+    [line] = successes()
+    assert json.loads(line[3])["total"] == 10 and json.loads(line[4]) == {"on": "cluster"}
+    status = rfetch.BatchStatus(batch.bid, client=client)
+    assert status.succeeded and status.pending == 0
+    web = WebClient(create_app(config, basic_auth=False))
+    assert web.get("/batches").status_code == 200
+    assert web.get(f"/batches/{batch.bid}").status_code == 200
