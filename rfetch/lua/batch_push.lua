@@ -10,8 +10,9 @@
 -- KEYS[4..]: push.lua's KEYS (the scheduled set, the gate keys of each queue, the keys
 --          named by index in the records).
 -- ARGV[1]: bid (24 hex).
--- ARGV[2]: "new" (create the batch; its bid must not exist) or "add" (it must exist and
---          not have succeeded).
+-- ARGV[2]: "new" (create the batch; its bid must not exist) or "add" (it must exist, be
+--          rfetch's (its "engine" field; Sidekiq Pro's batches share the key names) and not
+--          have succeeded).
 -- ARGV[3]: the batch's TTL in seconds until it succeeds (Sidekiq Pro: 30 days), renewed by
 --          each call.
 -- ARGV[4]: parent bid ("" for none; "new" only): the parent must exist and not have
@@ -44,6 +45,10 @@ if mode == 'new' and exists then
   return redis.error_reply('ERR batch: batch ' .. bid .. ' exists: nothing was written')
 end
 if mode == 'add' then
+  if exists and redis.call('HGET', hash, 'engine') ~= 'rfetch' then
+    return redis.error_reply('ERR batch: batch ' .. bid ..
+      ' is not an rfetch batch (a Sidekiq Pro one?): nothing was written')
+  end
   if not exists then
     return redis.error_reply('ERR batch: batch ' .. bid ..
       ' does not exist (it expired, or was never created): nothing was written')
@@ -56,9 +61,9 @@ end
 local parent = mode == 'new' and opt(ARGV[4]) or nil
 local phash = parent and batch_hash(P, parent)
 if phash then
-  if redis.call('EXISTS', phash) == 0 then
+  if redis.call('HGET', phash, 'engine') ~= 'rfetch' then
     return redis.error_reply('ERR batch: parent batch ' .. parent ..
-      ' does not exist: nothing was written')
+      ' does not exist (or is not an rfetch batch): nothing was written')
   end
   if redis.call('HEXISTS', phash, 'success_at') == 1 then
     return redis.error_reply('ERR batch: parent batch ' .. parent ..
@@ -92,8 +97,8 @@ end
 local n = #written
 local now = batch_time()
 if mode == 'new' then
-  redis.call('HSET', hash, 'bid', bid, 'created_at', now, 'total', n, 'pending', n,
-    'failures', 0, 'ttl', ttl, unpack(fields))
+  redis.call('HSET', hash, 'engine', 'rfetch', 'bid', bid, 'created_at', now, 'total', n,
+    'pending', n, 'failures', 0, 'ttl', ttl, unpack(fields))
   redis.call('SADD', hash .. '-done', '')
   redis.call('SADD', hash .. '-died', '')
   redis.call('HSET', hash .. '-failinfo', '', '')

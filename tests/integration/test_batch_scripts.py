@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 import redis
 
 import rfetch
@@ -108,3 +109,15 @@ def test_a_missing_batch_is_left_alone(redis_server: RedisServer, r: redis.Redis
         r.delete(key)  # expired
     assert ack(commands, first)
     assert r.keys("b-*") == [] and r.llen(PRIVATE) == 0
+
+
+def test_a_sidekiq_pro_batch_is_left_alone(redis_server: RedisServer, r: redis.Redis) -> None:
+    commands = Commands(r, Keys())
+    batch, (first,) = make_batch(redis_server, r, 1)
+    r.hdel(f"b-{batch.bid}", "engine")  # as Sidekiq Pro writes its own "b-<bid>" hash
+    assert ack(commands, first)
+    assert r.hget(f"b-{batch.bid}", "pending") == b"1" and callbacks(r) == []
+    client = Client(Config(redis_url=redis_server.url))
+    with pytest.raises(rfetch.BatchError, match="not an rfetch batch"), \
+            rfetch.Batch.reopen(batch.bid, client=client).jobs():
+        Step.set(client=client).perform_async(2)

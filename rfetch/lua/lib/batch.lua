@@ -3,7 +3,7 @@
 -- "-- #include batch" line by finish.lua, settle.lua, fetch.lua and batch_push.lua.
 --
 -- Keys of a batch (docs/data-model.md), all derived from its hash "b-<bid>":
---   b-<bid>                  hash: bid, description, created_at, total, pending,
+--   b-<bid>                  hash: engine ("rfetch"), bid, description, created_at, total, pending,
 --                            failures (jobs in failinfo), parent,
 --                            kids, kids_pending, kids_incomplete, ttl, success_ttl,
 --                            cb_<event> (a callback's payload template), cbargs_<event>
@@ -113,13 +113,14 @@ local function batch_release(P, list, now)
   end
 end
 
--- A batch's state, or nil when the hash is missing (expired, unknown bid) or of another
--- type: HMGET through pcall, so an acknowledgement never fails after its LREM because of a
--- batch key (the batch is then left alone).
+-- A batch's state, or nil when the hash is missing (expired, unknown bid), of another type
+-- (HMGET through pcall, so an acknowledgement never fails after its LREM because of a batch
+-- key), or not rfetch's (a Sidekiq Pro batch of the same Redis has a "b-<bid>" hash too,
+-- without the "engine" field): the batch is then left alone.
 local function batch_read(hash)
   local v = redis.pcall('HMGET', hash, 'total', 'pending', 'failures', 'kids_pending',
-    'kids_incomplete', 'complete_at', 'success_at', 'parent', 'success_ttl')
-  if type(v) ~= 'table' or v['err'] or not v[1] then return nil end
+    'kids_incomplete', 'complete_at', 'success_at', 'parent', 'success_ttl', 'engine')
+  if type(v) ~= 'table' or v['err'] or not v[1] or v[10] ~= 'rfetch' then return nil end
   return {pending = tonumber(v[2]) or 0, failures = tonumber(v[3]) or 0,
     kids_pending = tonumber(v[4]) or 0, kids_incomplete = tonumber(v[5]) or 0,
     complete_at = v[6], success_at = v[7], parent = v[8], success_ttl = tonumber(v[9])}
