@@ -315,3 +315,20 @@ def test_a_batch_expires_after_its_ttl_and_after_success(
         assert r.keys(f"b-{bid}*") == []
     ctx = Context.build(Config(), r)
     assert {b.bid for b in list_batches(ctx)} == set()  # listed bids whose hash expired
+
+
+def test_keyed_scheduled_and_unique_jobs_in_a_batch(
+    bj: ModuleType, worker: WorkerProcess, r: redis.Redis, tmp_path: Path
+) -> None:
+    ev = tmp_path / "ev"
+    batch = rfetch.Batch(on_success=bj.OnSuccess)
+    with batch.jobs():
+        for n in range(3):  # one ordering key: run one at a time, the release rides on the ack
+            bj.Item.set(key="k").perform_async(n, n == 1)
+        bj.Item.perform_in(1, 10)  # scheduled: the poller moves it, the ack counts it
+        bj.Item.set(unique_for=60).perform_async(20)
+        bj.Item.set(unique_for=60).perform_async(20)  # the same lock: left out of the batch
+    assert len(batch.jids) == 5
+    wait_for(lambda: callbacks(ev, "success", batch.bid), 30, "the success callback")
+    assert json.loads(callbacks(ev, "success", batch.bid)[0][3])["total"] == 5
+    assert r.hlen("rfetch:key-holders:default") == 0  # every key released
