@@ -53,15 +53,15 @@ end
 -- an object).
 local function batch_status_json(hash)
   local v = redis.call('HMGET', hash, 'bid', 'description', 'total', 'pending', 'created_at',
-    'parent')
-  local failed = {}
+    'parent', 'failures')
+  local failed = {}  -- the first 1,000 failed jids
   for _, jid in ipairs(redis.call('HKEYS', hash .. '-failinfo')) do
     if jid ~= '' and #failed < 1000 then failed[#failed + 1] = cjson.encode(jid) end
   end
   return '{"bid":' .. cjson.encode(v[1] or '') ..
     ',"description":' .. cjson.encode(v[2] or '') ..
     ',"total":' .. (tonumber(v[3]) or 0) .. ',"pending":' .. (tonumber(v[4]) or 0) ..
-    ',"failures":' .. #failed .. ',"failed_jids":[' .. table.concat(failed, ',') .. ']' ..
+    ',"failures":' .. (tonumber(v[7]) or #failed) .. ',"failed_jids":[' .. table.concat(failed, ',') .. ']' ..
     ',"created_at":' .. (tonumber(v[5]) or 0) ..
     ',"parent_bid":' .. (v[6] and cjson.encode(v[6]) or 'null') .. '}'
 end
