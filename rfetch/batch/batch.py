@@ -44,8 +44,8 @@ class Batch:
             batch has): a job class, an ``@rfetch.job`` function, or ``(class, options)``.
             Its ``perform(self, status, options)`` gets the batch's status as a dict
             (``bid``, ``description``, ``total``, ``pending``, ``failures``,
-            ``failed_jids`` (the first 1,000), ``created_at`` float epoch s, ``parent_bid``)
-            and ``options``.
+            ``failed_jids`` (the first 1,000), ``created_at`` float epoch s, ``parent_bid``,
+            ``complete``) and ``options``.
         on_complete: pushed once when every job has run at least once, succeeded or failed
             (pending <= failures, Sidekiq Pro's rule), and every child batch completed.
         on_death: pushed once when a job of the batch (or of a child batch) dies: dead set,

@@ -82,6 +82,7 @@ def test_success_and_complete_fire_once_with_the_status(
     assert options == {"import_id": 7}
     assert status["total"] == 20 and status["pending"] == 0 and status["failures"] == 0
     assert status["description"] == "import 2026-11" and status["failed_jids"] == []
+    assert status["complete"] is True and status["parent_bid"] is None
     # complete fired when every job had run once: the two failures were still failing.
     [complete] = callbacks(ev, "complete", batch.bid)
     assert json.loads(complete[3])["failures"] in (0, 1, 2)

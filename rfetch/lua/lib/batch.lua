@@ -53,7 +53,7 @@ end
 -- an object).
 local function batch_status_json(hash)
   local v = redis.call('HMGET', hash, 'bid', 'description', 'total', 'pending', 'created_at',
-    'parent', 'failures')
+    'parent', 'failures', 'complete_at')
   local failed = {}  -- the first 1,000 failed jids
   for _, jid in ipairs(redis.call('HKEYS', hash .. '-failinfo')) do
     if jid ~= '' and #failed < 1000 then failed[#failed + 1] = cjson.encode(jid) end
@@ -63,7 +63,8 @@ local function batch_status_json(hash)
     ',"total":' .. (tonumber(v[3]) or 0) .. ',"pending":' .. (tonumber(v[4]) or 0) ..
     ',"failures":' .. (tonumber(v[7]) or #failed) .. ',"failed_jids":[' .. table.concat(failed, ',') .. ']' ..
     ',"created_at":' .. (tonumber(v[5]) or 0) ..
-    ',"parent_bid":' .. (v[6] and cjson.encode(v[6]) or 'null') .. '}'
+    ',"parent_bid":' .. (v[6] and cjson.encode(v[6]) or 'null') ..
+    ',"complete":' .. (v[8] and 'true' or 'false') .. '}'
 end
 
 -- Take a job waiting on a batch out of the index of waiting jobs (depend.lua), if indexed.
