@@ -279,7 +279,7 @@ def test_a_child_given_parent_passes_its_death_up_and_holds_the_parent(
 
 
 def test_async_pushes_join_the_batch(bj: ModuleType, r: redis.Redis) -> None:
-    import asyncio
+    from tests.support.aio import run_async
 
     async def push() -> rfetch.Batch:
         batch = rfetch.Batch()
@@ -288,7 +288,7 @@ def test_async_pushes_join_the_batch(bj: ModuleType, r: redis.Redis) -> None:
             await bj.Item.aperform_async(2)
         return batch
 
-    batch = asyncio.run(push())
+    batch = run_async(push())
     assert len(batch.jids) == 2 and r.llen("queue:default") == 2
     assert r.hget(f"b-{batch.bid}", "total") == b"2"
 
