@@ -157,12 +157,12 @@ def test_timeout_and_unknown_jid_are_clear_errors(worker: Worker) -> None:
 
 
 def test_aresult_reads_the_record(worker: Worker) -> None:
-    import asyncio
+    from tests.support.aio import run_async
 
     jid = Add.set(client=worker.client).perform_async(5, 6)
     assert jid is not None
     worker.work_one()
-    assert asyncio.run(rfetch.aresult(jid, timeout=1, client=worker.client)) == 11
+    assert run_async(rfetch.aresult(jid, timeout=1, client=worker.client)) == 11
 
 
 def test_chain_runs_c_once_after_b_succeeded(worker: Worker, r: redis.Redis) -> None:
