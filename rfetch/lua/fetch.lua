@@ -54,6 +54,7 @@
 -- jobs moved, oldest first, and the queues skipped for their type.
 -- #include guard
 -- #include gate
+-- #include workflow
 -- #include batch
 local limit = tonumber(ARGV[1])
 local n_pairs = tonumber(ARGV[2])

@@ -27,6 +27,7 @@
 -- Returns 1 if removed, 0 if the job was no longer in the list.
 -- #include guard
 -- #include gate
+-- #include workflow
 -- #include batch
 local k, unique = opt(ARGV[3]), opt(ARGV[5])
 local klist, lock, next_key = job_keys(9, k, unique)

@@ -32,6 +32,7 @@
 -- Returns 1 if written, 0 if the job was no longer ours.
 -- #include guard
 -- #include gate
+-- #include workflow
 -- #include batch
 local w = wants_new()
 want(w, KEYS[1], 'list')

@@ -157,12 +157,12 @@ def test_timeout_and_unknown_jid_are_clear_errors(worker: Worker) -> None:
 
 
 def test_aresult_reads_the_record(worker: Worker) -> None:
-    import asyncio
+    from tests.support.aio import run_async
 
     jid = Add.set(client=worker.client).perform_async(5, 6)
     assert jid is not None
     worker.work_one()
-    assert asyncio.run(rfetch.aresult(jid, timeout=1, client=worker.client)) == 11
+    assert run_async(rfetch.aresult(jid, timeout=1, client=worker.client)) == 11
 
 
 def test_chain_runs_c_once_after_b_succeeded(worker: Worker, r: redis.Redis) -> None:
@@ -398,3 +398,24 @@ def test_cancelling_a_queued_dependency_settles_its_waiting_jobs(
     [dead] = [json.loads(raw) for raw in r.zrange("dead", 0, -1)]
     assert dead["jid"] == b and f"dependency {a} was cancelled" in dead["error_message"]
     assert r.hlen("rfetch:waiting") == 0 and r.llen("queue:q") == 0
+
+
+def test_a_batch_death_settles_the_jobs_behind_its_waiting_jobs(
+    worker: Worker, r: redis.Redis
+) -> None:
+    FAILS["x"] = 99
+    batch = rfetch.Batch("dies", client=worker.client)
+    with batch.jobs():
+        Flaky.set(client=worker.client, retry=0).perform_async("x")
+    b = Flaky.set(client=worker.client, after=batch, store_result=60).perform_async("b")
+    c = Flaky.set(client=worker.client, after=b).perform_async("c")
+    assert b is not None and c is not None
+    worker.drain()
+    with pytest.raises(JobDied, match="DependencyFailed: batch") as died:
+        rfetch.result(b, 0, worker.client)
+    assert died.value.status == "dead"
+    dead = {json.loads(raw)["jid"]: json.loads(raw) for raw in r.zrange("dead", 0, -1)}
+    assert dead[c]["error_class"] == "rfetch.DependencyFailed"
+    assert f"dependency {b} was dead" in dead[c]["error_message"]
+    assert r.hlen("rfetch:waiting") == 0
+    assert [a for _, a in RUNS] == [["x"]]

@@ -134,8 +134,23 @@ def test_progress_is_shown_by_the_api_and_the_busy_page(
     wait_for(lambda: not any(p.running for p in api.processes.all()), 15, "the job to end")
 
 
-def test_async_jobs_record_results_and_chain(worker: WorkerProcess, client: Client) -> None:
-    from tests.jobs.chaos_jobs import AsyncSquare
+def test_async_jobs_record_results_and_chain(
+    redis_server: RedisServer, r: redis.Redis, client: Client, tmp_path: Path, evidence: Path
+) -> None:
+
+    worker = WorkerProcess(
+        redis_server.url, ["-r", "chaos_jobs", "-r", "workflow_async_jobs", "-c", "3"],
+        env={**FAST_ENV, "RFETCH_CHAOS_DIR": str(evidence)}, log_dir=tmp_path,
+    )
+    worker.identity(r)
+    try:
+        _async_results(client)
+    finally:
+        worker.stop()
+
+
+def _async_results(client: Client) -> None:
+    from tests.jobs.workflow_async_jobs import AsyncSquare
 
     jids = [AsyncSquare.set(client=client).perform_async(n) for n in range(20)]
     assert [rfetch.result(jid, 20, client) for jid in jids if jid] == [n * n for n in range(20)]

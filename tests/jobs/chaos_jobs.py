@@ -10,7 +10,6 @@ returns and survives a SIGKILL of the process a moment later.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 import time
@@ -140,15 +139,3 @@ def _runs(jid: str) -> int:
                 count += sum(1 for line in f if line.startswith(f"start {jid} "))
     return count
 
-
-class AsyncSquare(rfetch.Job):
-    """An async job returning ``n * n`` as its recorded result, after reporting progress."""
-
-    name = "chaos_jobs.AsyncSquare"
-    store_result = 600
-
-    async def perform(self, n: int) -> int:
-        self.progress(50, "half")
-        await asyncio.sleep(0.01)
-        record("done", self.jid)
-        return n * n

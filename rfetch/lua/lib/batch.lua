@@ -1,6 +1,7 @@
 -- lib/batch.lua: a batch's counters and callbacks (Sidekiq Pro batches), changed in the same
 -- call as the job's acknowledgement, retry-set entry or death. Included with a
--- "-- #include batch" line by finish.lua, settle.lua, fetch.lua and batch_push.lua.
+-- "-- #include batch" line by finish.lua, settle.lua, fetch.lua and batch_push.lua (and the
+-- workflow scripts), after "-- #include workflow" (batch_bury settles waiting jobs with it).
 --
 -- Keys of a batch (docs/data-model.md), all derived from its hash "b-<bid>":
 --   b-<bid>                  hash: engine ("rfetch"), bid, description, created_at, total, pending,
@@ -128,20 +129,17 @@ local function batch_read(hash)
 end
 
 -- A job that waited for the success of a batch that died: to the dead set with
--- error_class rfetch.DependencyFailed (its payload must have no error fields yet), or
--- dropped when its payload says "on_dependency_death":"cancel" (the workflow options).
+-- error_class rfetch.DependencyFailed, or dropped (counted) when its payload says
+-- "on_dependency_death":"cancel" (the workflow options); its record written if it has
+-- store_result, and the jobs waiting on it settled in turn (lib/workflow.lua, included
+-- before this library).
 local function batch_bury(P, text, why, now)
   local ok, job = pcall(cjson.decode, text)
   if ok then batch_unindex(P, job) end
-  if ok and type(job) == 'table' and job['on_dependency_death'] == 'cancel' then
-    local counter = P .. 'rfetch:deps-cancelled'
-    local t = redis.call('TYPE', counter)['ok']
-    if t == 'none' or t == 'string' then redis.call('INCR', counter) end
-    return
-  end
-  local fields = '{"error_class":"rfetch.DependencyFailed","error_message":' ..
-    cjson.encode(why) .. ',"failed_at":' .. now .. ','
-  redis.call('ZADD', P .. 'dead', now, fields .. string.sub(text, 2))
+  local jid = ok and type(job) == 'table' and type(job['jid']) == 'string' and job['jid'] or ''
+  local W = wf_keys(P)
+  local status = wf_fail_waiter(W, jid, text, why, now)
+  if jid ~= '' then wf_release(W, jid, status, 'was ' .. status .. ' (' .. why .. ')', now) end
 end
 
 -- Death: fire once per batch, and up its parents; the jobs waiting for success are buried.

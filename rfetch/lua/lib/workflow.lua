@@ -1,5 +1,6 @@
 -- lib/workflow.lua: recorded outcomes (store_result) and the release of waiting jobs
--- (after=), shared by complete.lua and depend.lua. Included after guard and gate.
+-- (after=), shared by complete.lua, depend.lua, cancel_waiting.lua and abandon.lua, and by
+-- lib/batch.lua (a job waiting on a batch that dies). Included after guard, before batch.
 --
 -- W is the table of a call's fixed keys: W.P the namespace prefix, W.waiting the index
 -- "rfetch:waiting", W.dead the dead set, W.queues the "queues" set, W.cancelled the counter
@@ -8,6 +9,13 @@
 -- enqueue_due.lua's queues): "<P>queue:<q>", "<P>rfetch:dependents:<jid>",
 -- "<P>rfetch:result:<jid>", "<P>rfetch:result-wake:<jid>". With a "{tag}" namespace they
 -- share its Redis Cluster hash slot.
+
+-- The fixed keys of a call, derived from the prefix (for lib/batch.lua, whose callers do not
+-- pass them).
+local function wf_keys(P)
+  return {P = P, waiting = P .. 'rfetch:waiting', dead = P .. 'dead', queues = P .. 'queues',
+          cancelled = P .. 'rfetch:deps-cancelled', stored = P .. 'rfetch:results-stored'}
+end
 
 local function wf_now()
   local t = redis.call('TIME')
@@ -54,7 +62,7 @@ local function wf_fail_waiter(W, jid, text, reason, now)
     status = 'dead'
   end
   local ttl = tonumber(wf_field(text, 'store_result'))
-  if ttl then
+  if ttl and jid ~= '' then
     wf_record(W, jid, ttl, {'status', status, 'error_class', 'rfetch.DependencyFailed',
       'error_message', reason, 'finished_at', string.format('%.6f', now),
       'class', tostring(wf_field(text, 'class'))})
