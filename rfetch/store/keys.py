@@ -224,3 +224,16 @@ class Keys:
         """Marker of one pushed tick of a periodic schedule (value: the jid), kept for the
         catch-up window plus a margin."""
         return self._k(f"rfetch:periodic-tick:{name}:{tick}")
+
+    def limiter(self, name: str) -> str:
+        """Hash of one limiter (``rfetch.Limiter``): its definition (``kind``, ``limit``,
+        ``period`` ms), its state (the window's ``w`` / ``n``, the rate kinds' ``tat``, the
+        concurrent kind's ``l:<token>`` locks) and its counters; expires after the
+        limiter's ``ttl`` without a call."""
+        return self._k(f"rfetch:limiter:{name}")
+
+    @property
+    def limiters(self) -> str:
+        """Set of limiter names, added by every limiter call: how the web UI, the CLI and
+        the API find them (a name whose hash expired is removed when they read it)."""
+        return self._k("rfetch:limiters")

@@ -1,0 +1,5 @@
+"""Limiters you call: ``rfetch.Limiter`` (see docs/flow-control.md)."""
+
+from rfetch.limiter.core import Grant, Limiter
+
+__all__ = ["Grant", "Limiter"]
