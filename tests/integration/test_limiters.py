@@ -4,6 +4,7 @@ concurrent kind's reclaim and renewal, the key guard, namespaces and asyncio."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 
@@ -78,7 +79,7 @@ def test_leaky_spaces_calls(client: rfetch.Client) -> None:
     for _ in range(5):
         with limiter.within_limit() as grant:
             stamps.append(grant.redis_ms)
-    gaps = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(stamps)]
     assert min(gaps) >= 99.0  # 100 ms apart, by Redis's clock
 
 
@@ -90,12 +91,11 @@ def test_points_take_their_cost(client: rfetch.Client, r: redis.Redis) -> None:
         pass
     with limiter.within_limit(cost=40):
         pass
-    with pytest.raises(ConfigError):
-        with limiter.within_limit(cost=101):
-            pass
-    with pytest.raises(ConfigError):
-        with rfetch.Limiter.window("w", 3, client=client).within_limit(cost=2):
-            pass
+    with pytest.raises(ConfigError), limiter.within_limit(cost=101):
+        pass
+    window = rfetch.Limiter.window("w", 3, client=client)
+    with pytest.raises(ConfigError), window.within_limit(cost=2):
+        pass
 
 
 def test_concurrent_limits_holders_and_releases(client: rfetch.Client, r: redis.Redis) -> None:
@@ -166,15 +166,14 @@ def test_concurrent_live_holder_keeps_its_lock_past_lock_timeout(
 def test_wrong_key_type_is_an_error_naming_the_key(client: rfetch.Client, r: redis.Redis) -> None:
     r.set("rfetch:limiter:bad", "x")
     limiter = rfetch.Limiter.window("bad", 5, client=client)
-    with pytest.raises(LimiterKeyError, match="rfetch:limiter:bad"):
-        with limiter.within_limit():
-            pass
+    with pytest.raises(LimiterKeyError, match="rfetch:limiter:bad"), limiter.within_limit():
+        pass
     assert r.get("rfetch:limiter:bad") == b"x"
     r.delete("rfetch:limiter:bad")
     r.set("rfetch:limiters", "x")
-    with pytest.raises(LimiterKeyError, match="rfetch:limiters"):
-        with rfetch.Limiter.concurrent("ok", 1, client=client).within_limit():
-            pass
+    other = rfetch.Limiter.concurrent("ok", 1, client=client)
+    with pytest.raises(LimiterKeyError, match="rfetch:limiters"), other.within_limit():
+        pass
 
 
 def test_namespace_puts_keys_under_the_tag(config: Config, r: redis.Redis) -> None:
