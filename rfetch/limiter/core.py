@@ -50,6 +50,8 @@ class Grant:
         used: the limiter's use right after the grant (grants in the window, units in the
             bucket, locks held).
         redis_ms: Redis's clock at the grant, epoch milliseconds.
+        sent_at: this host's clock (``time.time()``, epoch seconds) when the granted
+            attempt was sent: the grant happened between it and the block's start.
         token: the lock's token (concurrent limiter), else None.
     """
 
@@ -57,6 +59,7 @@ class Grant:
     waited: float
     used: int
     redis_ms: float
+    sent_at: float
     token: str | None = None
 
 
@@ -257,10 +260,10 @@ class Limiter:
         token = uuid.uuid4().hex if self._keeper is not None else None
         attempts = 0
         while True:
-            waited = time.monotonic() - started
+            waited, sent_at = time.monotonic() - started, time.time()
             attempt = self._attempt(cost, token, waited)
             if attempt.granted:
-                return self._granted(attempt, waited, token)
+                return self._granted(attempt, waited, sent_at, token)
             attempts += 1
             time.sleep(self._pause(attempt, attempts, waited))
 
@@ -269,10 +272,10 @@ class Limiter:
         token = uuid.uuid4().hex if self._keeper is not None else None
         attempts = 0
         while True:
-            waited = time.monotonic() - started
+            waited, sent_at = time.monotonic() - started, time.time()
             attempt = await loop.run_in_executor(None, self._attempt, cost, token, waited)
             if attempt.granted:
-                return self._granted(attempt, waited, token)
+                return self._granted(attempt, waited, sent_at, token)
             attempts += 1
             await asyncio.sleep(self._pause(attempt, attempts, waited))
 
@@ -305,10 +308,12 @@ class Limiter:
                                  waited_ms)
         return store.rate(d, spec.capacity, cost, budget_ms, waited_ms)
 
-    def _granted(self, attempt: Attempt, waited: float, token: str | None) -> Grant:
+    def _granted(
+        self, attempt: Attempt, waited: float, sent_at: float, token: str | None
+    ) -> Grant:
         if token is not None and self._keeper is not None:
             self._keeper.add(token)
-        return Grant(self.spec.name, waited, attempt.used, attempt.now_ms, token)
+        return Grant(self.spec.name, waited, attempt.used, attempt.now_ms, sent_at, token)
 
     def _pause(self, attempt: Attempt, attempts: int, waited: float) -> float:
         """Seconds to sleep before the next attempt; raises OverLimit when the script said
