@@ -5,8 +5,7 @@ Modules: :mod:`.app` (the group), :mod:`.worker` (boots a worker: the only modul
 imports the worker's side), :mod:`.web`, :mod:`.enqueue`, the admin commands by what they
 act on (:mod:`.queues`, :mod:`.sets`, :mod:`.processes`, :mod:`.groups`,
 :mod:`.periodic`, :mod:`.limits`, :mod:`.diagnose`, :mod:`.cancel`), their shared options
-(:mod:`.options`) and their table
-output (:mod:`.output`).
+(:mod:`.options`) and their table output (:mod:`.output`).
 """
 
 from __future__ import annotations
