@@ -5,14 +5,16 @@ process may take the lock even from a live holder. rfetch renews instead: while 
 holds a lock, one thread per limiter instance pushes its expiry to ``lock_timeout`` from
 now every ``lock_timeout / 3`` seconds, so a live holder keeps its lock however long its
 block runs, and a holder that stopped renewing (killed, or stopped by SIGSTOP, a debugger,
-a VM pause) loses it ``lock_timeout`` after its last renewal. The thread ends when the
-process holds no lock of that limiter.
+a VM pause) loses it ``lock_timeout`` after its last renewal. The thread ends once the
+process has held no lock of that limiter for a whole interval (so a limiter used call
+after call keeps one thread instead of starting one per call).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 from rfetch.guard import ThreadGuard
@@ -38,7 +40,6 @@ class LockKeeper:
         self._lock = threading.Lock()
         self._held: set[str] = set()
         self._thread: threading.Thread | None = None
-        self._wake = threading.Event()
 
     def held(self) -> list[str]:
         """The tokens held now."""
@@ -59,16 +60,13 @@ class LockKeeper:
         """Forget a released lock (the thread ends at its next turn if none is left)."""
         with self._lock:
             self._held.discard(token)
-            if not self._held:
-                self._wake.set()
 
     def _run(self) -> None:
         guard = ThreadGuard(f"limiter {self.name} lock renewal", log)
         delay = self.interval
         while True:
-            self._wake.wait(delay)
+            time.sleep(delay)
             with self._lock:
-                self._wake.clear()
                 tokens = sorted(self._held)
                 if not tokens:
                     self._thread = None

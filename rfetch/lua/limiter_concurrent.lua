@@ -30,10 +30,10 @@
 local bad = limiter_misfit()
 if bad then return redis.error_reply(bad) end
 local op, timeout = ARGV[8], tonumber(ARGV[9])
-local now = limiter_now()
 if op == 'release' then
   return redis.call('HDEL', KEYS[1], 'l:' .. ARGV[11])
 end
+local now = limiter_now()
 if op == 'renew' then
   local lost = {}
   for i = 11, #ARGV do
