@@ -137,8 +137,8 @@ def parse_limiter(name: str, raw: dict[Any, Any], now_ms: float, ttl_ms: int) ->
 
 
 def list_limiters(ctx: Context, limit: int = DEFAULT_MAX_LIMITERS) -> list[LimiterInfo]:
-    """Every limiter in the registry (at most ``limit``, by name), read in one pipeline;
-    names whose hash expired are removed from the registry."""
+    """Every limiter in the registry (at most ``limit``, by name), read with ``TIME`` and one
+    pipeline; names whose hash expired are removed from the registry."""
     names = sorted(to_text(n) for n in ctx.redis.sscan_iter(ctx.keys.limiters, count=500))
     names = names[:limit]
     infos = _read(ctx, names)
@@ -177,16 +177,14 @@ def release_lock(ctx: Context, name: str, token: str) -> bool:
 def _read(ctx: Context, names: list[str]) -> list[LimiterInfo | None]:
     if not names:
         return []
+    now_ms = ctx.redis_time() * 1000  # apart: a Redis Cluster pipeline refuses TIME
     pipe = ctx.redis.pipeline(transaction=False)
-    pipe.time()
     for name in names:
         pipe.hgetall(ctx.keys.limiter(name))
         pipe.pttl(ctx.keys.limiter(name))
     replies = pipe.execute()
-    seconds, micros = replies[0]
-    now_ms = int(seconds) * 1000 + int(micros) / 1000
     out: list[LimiterInfo | None] = []
     for i, name in enumerate(names):
-        raw, ttl = replies[1 + 2 * i], replies[2 + 2 * i]
+        raw, ttl = replies[2 * i], replies[2 * i + 1]
         out.append(parse_limiter(name, raw, now_ms, int(ttl)) if raw else None)
     return out

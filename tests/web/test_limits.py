@@ -46,7 +46,7 @@ def test_api_lists_limiters_with_use_locks_and_counters(api: Api, seeded: rfetch
     assert (erp.kind, erp.in_use, erp.capacity, erp.lock_timeout) == ("concurrent", 1, 3, 60)
     [lock] = erp.locks
     assert lock.holder.split(":")[1].isdigit() and 55 < lock.expires_in <= 60
-    assert api.limiter("erp").locks == erp.locks
+    assert [lock.token for lock in api.limiter("erp").locks] == [lock.token]
     with pytest.raises(LimiterNotFound):
         api.limiter("nope")
 
