@@ -16,52 +16,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import socket
 import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rfetch.errors import ConfigError, OverLimit
 from rfetch.limiter import spec as specs
+from rfetch.limiter.grant import POLL_CAP, POLL_FIRST, Grant, holder
 from rfetch.limiter.locks import LockKeeper
 from rfetch.store.limiter_commands import Attempt, Definition, LimiterCommands
 
 if TYPE_CHECKING:
     from rfetch.client import Client
-
-POLL_FIRST = 0.02
-"""Seconds between a concurrent limiter's first attempts while every lock is held; the
-interval doubles up to :data:`POLL_CAP` (a release is seen within that)."""
-
-POLL_CAP = 0.25
-
-
-@dataclass(frozen=True, slots=True)
-class Grant:
-    """What ``within_limit`` gives the block.
-
-    Attributes:
-        name: the limiter's name.
-        waited: seconds waited for capacity (monotonic clock).
-        used: the limiter's use right after the grant (grants in the window, units in the
-            bucket, locks held).
-        redis_ms: Redis's clock at the grant, epoch milliseconds.
-        sent_at: this host's clock (``time.time()``, epoch seconds) when the granted
-            attempt was sent: the grant happened between it and the block's start.
-        token: the lock's token (concurrent limiter), else None.
-    """
-
-    name: str
-    waited: float
-    used: int
-    redis_ms: float
-    sent_at: float
-    token: str | None = None
-
 
 class Limiter:
     """A limiter shared by every process on one Redis (and namespace).
@@ -304,7 +272,7 @@ class Limiter:
         if spec.kind == "window":
             return store.window(d, budget_ms, waited_ms)
         if token is not None:
-            return store.acquire(d, token, _holder(), int(spec.lock_timeout * 1000), budget_ms,
+            return store.acquire(d, token, holder(), int(spec.lock_timeout * 1000), budget_ms,
                                  waited_ms)
         return store.rate(d, spec.capacity, cost, budget_ms, waited_ms)
 
@@ -359,8 +327,3 @@ class Limiter:
     def __repr__(self) -> str:
         spec = self.spec
         return f"<Limiter {spec.kind} {spec.name!r} limit={spec.limit} period={spec.period:g}s>"
-
-
-def _holder() -> str:
-    """Who holds a lock: ``host:pid:thread``, as on the Limits page."""
-    return f"{socket.gethostname()}:{os.getpid()}:{threading.current_thread().name}"

@@ -78,6 +78,8 @@ class LockKeeper:
                 continue
             guard.succeeded()
             delay = self.interval
+            with self._lock:  # told once: a lost lock is no longer renewed
+                self._held.difference_update(lost)
             for token in lost:
                 log.error(
                     "limiter %s: lock %s was reclaimed while held (this process did not "
