@@ -117,3 +117,20 @@ def test_a_broken_backoff_falls_back_to_the_default(
     worker.work_one()
     job, _ = _scheduled(r)
     assert job["overrated"] == 1
+
+
+def test_a_job_pushed_by_ruby_sidekiq_is_rescheduled_the_same_way(
+    worker: Worker, cfg: Config, r: redis.Redis
+) -> None:
+    """A Sidekiq 8 payload (integer millisecond timestamps, no rfetch field): the limiter is
+    a library, so the job needs no new field to be limited; it gets ``overrated`` like any."""
+    _full_limiter(cfg, backoff=lambda count, job: 30.0)
+    raw = json.dumps({"retry": True, "queue": "q", "class": CallsApi.job_name(), "args": [],
+                      "jid": "0123456789abcdef01234567", "created_at": 1_763_950_000_000,
+                      "enqueued_at": 1_763_950_000_000})
+    r.sadd("queues", "q")
+    r.lpush("queue:q", raw)
+    worker.work_one()
+    job, _ = _scheduled(r)
+    assert job["overrated"] == 1 and job["created_at"] == 1_763_950_000_000
+    assert {k: v for k, v in job.items() if k != "overrated"} == json.loads(raw)
