@@ -153,7 +153,7 @@ def test_over_limit_reschedules_then_fails_after_the_maximum(
 ) -> None:
     [worker] = start(1, 2)
     client = Client(Config(redis_url=redis_server.url), r)
-    full = rfetch.Limiter.window("mp-full", 1, per=3600, wait_timeout=0, client=client)
+    full = rfetch.Limiter.window("mp-full", 1, per="day", wait_timeout=0, client=client)
     with full.within_limit():
         pass
     jid = client.push("limiter_jobs.OverFull", [])

@@ -40,7 +40,7 @@ def worker(cfg: Config) -> Iterator[Worker]:
 
 def _full_limiter(cfg: Config, **options: Any) -> rfetch.Limiter:
     limiter = rfetch.Limiter.window(
-        "api", 1, per=3600, wait_timeout=0, client=rfetch.Client(cfg), **options
+        "api", 1, per="day", wait_timeout=0, client=rfetch.Client(cfg), **options
     )
     with limiter.within_limit():  # the window's one call is spent
         pass

@@ -22,7 +22,7 @@ SHORT_LOCK = rfetch.Limiter.concurrent("mp-short", 1, lock_timeout=3, wait_timeo
 """One lock whose holder, once killed, loses it 3 s after its last renewal."""
 
 FULL = rfetch.Limiter.window(
-    "mp-full", 1, per=3600, wait_timeout=0, reschedule=2, backoff=lambda count, job: 0.5
+    "mp-full", 1, per="day", wait_timeout=0, reschedule=2, backoff=lambda count, job: 0.5
 )
 """Spent by the test before the jobs run: every call is over the limit."""
 
