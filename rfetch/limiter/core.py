@@ -15,11 +15,10 @@ limiters are built at import time; it is thread-safe and meant to be shared.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rfetch.errors import ConfigError, OverLimit
@@ -188,38 +187,25 @@ class Limiter:
         """The limiter's name."""
         return self.spec.name
 
-    @contextlib.contextmanager
-    def within_limit(self, cost: int = 1) -> Iterator[Grant]:
-        """Run the ``with`` block within the limit: wait for capacity up to
-        ``wait_timeout`` seconds, then raise :class:`rfetch.OverLimit` (Sidekiq
-        Enterprise's ``within_limit``). A concurrent limiter's lock is released when the
-        block ends, however it ends; a rate limiter's grant is spent at entry.
+    def within_limit(self, cost: int = 1) -> Within:
+        """Run the block within the limit: wait for capacity up to ``wait_timeout``
+        seconds, then raise :class:`rfetch.OverLimit` (Sidekiq Enterprise's
+        ``within_limit``). ``with limiter.within_limit() as grant:`` in threads;
+        ``async with limiter.within_limit():`` in async jobs (the attempts run in the
+        loop's executor and the waits are ``asyncio.sleep``, so the loop never blocks). A
+        concurrent limiter's lock is released when the block ends, however it ends; a rate
+        limiter's grant is spent at entry.
 
         Args:
             cost: units this call takes (points limiter; 1 for the other kinds).
 
-        Raises:
+        Raises (at entry):
             OverLimit: no capacity within ``wait_timeout``.
             ConfigError: a cost that is not a positive integer within the capacity.
             rfetch.errors.LimiterKeyError: the limiter's Redis key has another type.
             redis.exceptions.RedisError: Redis unreachable.
         """
-        grant = self.acquire(cost)
-        try:
-            yield grant
-        finally:
-            self.release(grant)
-
-    @contextlib.asynccontextmanager
-    async def awithin_limit(self, cost: int = 1) -> AsyncIterator[Grant]:
-        """:meth:`within_limit` for async jobs (``async with``): the attempts run in the
-        loop's executor and the waits are ``asyncio.sleep``, so the loop never blocks."""
-        loop = asyncio.get_running_loop()
-        grant = await self._await_grant(loop, cost)
-        try:
-            yield grant
-        finally:
-            await loop.run_in_executor(None, self.release, grant)
+        return Within(self, cost)
 
     def acquire(self, cost: int = 1) -> Grant:
         """Take capacity without a ``with`` block (release a concurrent limiter's lock
@@ -235,7 +221,10 @@ class Limiter:
             attempts += 1
             time.sleep(self._pause(attempt, attempts, waited))
 
-    async def _await_grant(self, loop: asyncio.AbstractEventLoop, cost: int) -> Grant:
+    async def aacquire(self, cost: int = 1) -> Grant:
+        """:meth:`acquire` for asyncio code: attempts in the loop's executor, waits with
+        ``asyncio.sleep``."""
+        loop = asyncio.get_running_loop()
         started = time.monotonic()
         token = uuid.uuid4().hex if self._keeper is not None else None
         attempts = 0
@@ -327,3 +316,31 @@ class Limiter:
     def __repr__(self) -> str:
         spec = self.spec
         return f"<Limiter {spec.kind} {spec.name!r} limit={spec.limit} period={spec.period:g}s>"
+
+
+class Within:
+    """The block of :meth:`Limiter.within_limit`, for ``with`` and ``async with``; its
+    ``as`` target is the :class:`Grant`."""
+
+    def __init__(self, limiter: Limiter, cost: int) -> None:
+        self.limiter = limiter
+        self.cost = cost
+        self.grant: Grant | None = None
+
+    def __enter__(self) -> Grant:
+        self.grant = self.limiter.acquire(self.cost)
+        return self.grant
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.grant is not None:
+            self.limiter.release(self.grant)
+
+    async def __aenter__(self) -> Grant:
+        self.grant = await self.limiter.aacquire(self.cost)
+        return self.grant
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self.grant is not None:
+            await asyncio.get_running_loop().run_in_executor(
+                None, self.limiter.release, self.grant
+            )

@@ -197,7 +197,7 @@ def test_async_within_limit(client: rfetch.Client) -> None:
     order: list[str] = []
 
     async def task(name: str) -> None:
-        async with limiter.awithin_limit():
+        async with limiter.within_limit():
             order.append(f"in {name}")
             await asyncio.sleep(0.1)
             order.append(f"out {name}")
