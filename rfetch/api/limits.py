@@ -113,7 +113,10 @@ def parse_limiter(name: str, raw: dict[Any, Any], now_ms: float, ttl_ms: int) ->
         for key, value in f.items():
             if key.startswith("l:"):
                 expiry, _, holder = value.partition(" ")
-                left = (float(expiry) - now_ms) / 1000 if expiry else 0.0
+                try:
+                    left = (float(expiry) - now_ms) / 1000
+                except ValueError:  # not written by the script: shown as expired
+                    left = 0.0
                 locks.append(LockInfo(key[2:], holder, round(left, 3)))
         locks.sort(key=lambda lock: lock.expires_in)
         in_use = sum(1 for lock in locks if lock.expires_in > 0)
