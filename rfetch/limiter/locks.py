@@ -64,26 +64,34 @@ class LockKeeper:
     def _run(self) -> None:
         guard = ThreadGuard(f"limiter {self.name} lock renewal", log)
         delay = self.interval
-        while True:
-            time.sleep(delay)
-            with self._lock:
-                tokens = sorted(self._held)
-                if not tokens:
+        try:
+            while True:
+                time.sleep(delay)
+                with self._lock:
+                    tokens = sorted(self._held)
+                    if not tokens:
+                        self._thread = None
+                        return
+                try:
+                    self._renew_once(tokens)
+                except Exception as exc:  # Redis away, a bug: try again soon, the lock lives on
+                    delay = min(guard.failed(exc), self.interval)
+                    continue
+                guard.succeeded()
+                delay = self.interval
+        finally:
+            with self._lock:  # however it ended, the next lock taken starts a new thread
+                if self._thread is threading.current_thread():
                     self._thread = None
-                    return
-            try:
-                lost = self.renew(tokens)
-            except Exception as exc:  # Redis away: try again soon, the lock still runs
-                delay = min(guard.failed(exc), self.interval)
-                continue
-            guard.succeeded()
-            delay = self.interval
-            with self._lock:  # told once: a lost lock is no longer renewed
-                self._held.difference_update(lost)
-            for token in lost:
-                log.error(
-                    "limiter %s: lock %s was reclaimed while held (this process did not "
-                    "renew it for lock_timeout: stopped or cut off from Redis)",
-                    self.name,
-                    token,
-                )
+
+    def _renew_once(self, tokens: list[str]) -> None:
+        lost = self.renew(tokens)
+        with self._lock:  # told once: a lost lock is no longer renewed
+            self._held.difference_update(lost)
+        for token in lost:
+            log.error(
+                "limiter %s: lock %s was reclaimed while held (this process did not "
+                "renew it for lock_timeout: stopped or cut off from Redis)",
+                self.name,
+                token,
+            )

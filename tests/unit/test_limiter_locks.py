@@ -13,10 +13,13 @@ from rfetch.limiter.locks import LockKeeper
 
 
 class FakeRenew:
-    def __init__(self, lost: Sequence[str] = (), fail: int = 0) -> None:
+    def __init__(
+        self, lost: Sequence[str] = (), fail: int = 0, error: Exception | None = None
+    ) -> None:
         self.calls: list[list[str]] = []
         self.lost = list(lost)
         self.fail = fail
+        self.error = error or ConnectionError("Redis away")
         self.lock = threading.Lock()
 
     def __call__(self, tokens: Sequence[str]) -> list[str]:
@@ -24,7 +27,7 @@ class FakeRenew:
             self.calls.append(list(tokens))
             if self.fail:
                 self.fail -= 1
-                raise ConnectionError("Redis away")
+                raise self.error
         return [t for t in tokens if t in self.lost]
 
 
@@ -54,8 +57,9 @@ def test_renews_every_held_token_each_interval_then_ends() -> None:
     keeper.discard("c")
 
 
-def test_a_failed_renewal_is_tried_again_soon(caplog: pytest.LogCaptureFixture) -> None:
-    renew = FakeRenew(fail=2)
+@pytest.mark.parametrize("error", [ConnectionError("Redis away"), RuntimeError("a bug")])
+def test_a_failed_renewal_is_tried_again_soon(error: Exception) -> None:
+    renew = FakeRenew(fail=2, error=error)
     keeper = LockKeeper("erp", renew, 0.05)
     keeper.add("a")
     _wait(lambda: len(renew.calls) >= 3)
