@@ -316,13 +316,15 @@ class Processor:
         self.job_retry.fail(unit, job, execution.instance, exc)
 
     def _overlimit(self, execution: JobRun, exc: OverLimit) -> bool:
-        """Reschedule a job over a limiter's limit (not a failure: no failed count, no
-        error handler); False when it reached its maximum and fails normally."""
-        unit = execution.unit
-        if self.job_retry.overlimit(unit, execution.job, exc) == "exhausted":
+        """Reschedule a job over a limiter's limit: processed, not failed, no error
+        handler (Sidekiq Enterprise's middleware swallows the error the same way); False
+        when it reached its maximum and fails normally."""
+        unit, job = execution.unit, execution.job
+        if self.job_retry.overlimit(unit, job, exc) == "exhausted":
             return False
         if execution.followers:  # back behind the holder, as for a retry
             unit.fetch.requeue([f for f, _ in execution.followers])
+        self.stats.record(job["class"], False, execution.elapsed_ms())
         return True
 
     def _finished(self, execution: JobRun) -> None:

@@ -148,20 +148,25 @@ def test_sigkilled_holder_s_lock_comes_back_after_lock_timeout_not_before(
     assert r.hget("rfetch:limiter:mp-short", "reclaimed") == b"1"
 
 
+@pytest.mark.parametrize("job", ["limiter_jobs.OverFull", "limiter_jobs.AsyncOverFull"])
 def test_over_limit_reschedules_then_fails_after_the_maximum(
-    start: Start, redis_server: RedisServer, r: redis.Redis, record: Path,
+    start: Start, redis_server: RedisServer, r: redis.Redis, record: Path, job: str,
 ) -> None:
     [worker] = start(1, 2)
     client = Client(Config(redis_url=redis_server.url), r)
     full = rfetch.Limiter.window("mp-full", 1, per="day", wait_timeout=0, client=client)
     with full.within_limit():
         pass
-    jid = client.push("limiter_jobs.OverFull", [])
+    jid = client.push(job, [])
     wait_for(lambda: r.zcard("retry") == 1, 30, worker.log, step=0.2)
 
     [raw] = r.zrange("retry", 0, -1)
-    job = json.loads(raw)
-    assert job["jid"] == jid and job["overrated"] == 2 and job["retry_count"] == 0
+    payload = json.loads(raw)
+    assert payload["jid"] == jid and payload["overrated"] == 2 and payload["retry_count"] == 0
+    assert payload["error_class"] == "rfetch.errors.OverLimit"
     assert len([f for f in lines(record, "try") if f[1] == jid]) == 3
     assert not lines(record, "ran")
     assert r.hget("rfetch:limiter:mp-full", "overlimit") == b"3"
+    # Three executions, one failure: the reschedules were not failures.
+    wait_for(lambda: int(r.get("stat:processed") or 0) == 3, 10, worker.log)
+    assert int(r.get("stat:failed") or 0) == 1

@@ -73,3 +73,14 @@ class OverFull(rfetch.Job):
         record("try", self.jid)
         with FULL.within_limit():
             record("ran", self.jid)
+
+
+class AsyncOverFull(rfetch.Job):
+    """OverFull as an async job: ``async with`` on the event loop."""
+
+    retry = 1
+
+    async def perform(self, *args: Any) -> None:
+        record("try", self.jid)
+        async with FULL.within_limit():
+            record("ran", self.jid)
