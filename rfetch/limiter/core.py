@@ -214,7 +214,8 @@ class Limiter:
         token = uuid.uuid4().hex if self._keeper is not None else None
         attempts = 0
         while True:
-            waited, sent_at = time.monotonic() - started, time.time()
+            waited = time.monotonic() - started if attempts else 0.0  # the first never waited
+            sent_at = time.time()
             attempt = self._attempt(cost, token, waited)
             if attempt.granted:
                 return self._granted(attempt, waited, sent_at, token)
@@ -229,7 +230,8 @@ class Limiter:
         token = uuid.uuid4().hex if self._keeper is not None else None
         attempts = 0
         while True:
-            waited, sent_at = time.monotonic() - started, time.time()
+            waited = time.monotonic() - started if attempts else 0.0  # the first never waited
+            sent_at = time.time()
             attempt = await loop.run_in_executor(None, self._attempt, cost, token, waited)
             if attempt.granted:
                 return self._granted(attempt, waited, sent_at, token)

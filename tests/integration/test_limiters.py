@@ -40,6 +40,7 @@ def test_window_grants_limit_then_over_limit_without_wait(
     h = r.hgetall("rfetch:limiter:w1")
     assert h[b"kind"] == b"window" and h[b"limit"] == b"5" and h[b"period"] == b"86400000"
     assert h[b"n"] == b"5" and h[b"calls"] == b"5" and h[b"overlimit"] == b"3"
+    assert b"waited" not in h  # a first attempt never counts as a wait
     assert r.smembers("rfetch:limiters") == {b"w1"}
     assert 0 < r.pttl("rfetch:limiter:w1") <= 90 * 86400 * 1000
 
