@@ -46,12 +46,13 @@ def merged_page(
     ]
     rows = [(name, job) for name, page in pages for job in page.jobs]
     if sort == "retry_count":
-        # Most retried first (fewest with ``reverse``); ties by earlier score.
+        # Most retried first, ties by earlier score; with ``reverse`` the whole order
+        # turned round (fewest first, ties by later score), as JobSet.page orders them.
         def count(row: tuple[str, JobRecord]) -> int:
             job = row[1]
             return job.retry_count if job.retry_count is not None else -1
 
-        rows.sort(key=lambda row: row[1].score or 0.0)
+        rows.sort(key=lambda row: row[1].score or 0.0, reverse=reverse)
         rows.sort(key=count, reverse=not reverse)
     else:
         rows.sort(key=lambda row: row[1].score or 0.0, reverse=reverse)

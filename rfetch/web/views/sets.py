@@ -71,7 +71,8 @@ def set_page(ctx: Ctx, kind: str) -> Response:
         job_shards: list[str] = []
         size = page.total if wanted.empty else job_set.size()
     else:
-        sets = [(str(i), shards.shard(i).job_set(kind)) for i in ctx.up()]
+        names = shards.names()
+        sets = [(names[i], shards.shard(i).job_set(kind)) for i in ctx.up()]
         page, job_shards = merged_page(sets, offset, limit, sort=sort, reverse=reverse,
                                        job_filter=wanted, max_scan=DEFAULT_MAX_SCAN)
         size = page.total if wanted.empty else sum(one.size() for _, one in sets)
