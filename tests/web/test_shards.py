@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import re
 import time
+import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -22,7 +24,7 @@ from rfetch.web.formatting import entry_key
 from tests.support.redis_server import RedisServer
 from tests.support.seed import jid_of
 from tests.support.shards import two_servers
-from tests.support.web import add_process, failed, flash, payload, post, text
+from tests.support.web import WebProcess, add_process, failed, flash, payload, post, text
 
 SHARD_MAP = {"alpha": 0, "beta": 1}
 
@@ -229,3 +231,21 @@ def test_per_shard_pages_pick_their_shard(client: Client, reds: list[redis.Redis
     assert 'class="tag tag-link current"' in body
     assert client.get("/keys?shard=2").status_code == 400
     assert client.get("/metrics?shard=1").status_code == 200
+
+
+def test_rfetch_web_serves_the_merged_view_of_rfetch_shards(
+    servers: tuple[RedisServer, RedisServer], reds: list[redis.Redis], tmp_path: Path,
+) -> None:
+    seed(reds)
+    urls = " ".join(s.url for s in servers)
+    web = WebProcess(servers[0].url, log_dir=tmp_path,
+                     env={"RFETCH_SHARDS": urls, "RFETCH_SHARD_MAP": "alpha=0,beta=1"})
+    try:
+        web.wait_ready()
+        assert "for 2 shards" in web.log()
+        with urllib.request.urlopen(web.url + "/stats.json", timeout=10) as answer:
+            assert json.loads(answer.read())["enqueued"] == 8
+        with urllib.request.urlopen(web.url + "/queues", timeout=10) as answer:
+            assert rows(answer.read().decode(), "queues") == ["0", "1", "0", "1"]
+    finally:
+        web.stop()
