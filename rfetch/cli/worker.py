@@ -123,7 +123,8 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
               metavar="SECONDS", help="How long a job may overrun its limit (or a cancel) "
               "before it is recorded as failed and its process retires. [default: 5]")
 @click.option("--min-replicas", type=click.IntRange(min=0), default=None, metavar="N",
-              help="Replicas that --min-replicas-acks waits for (Config.min_replicas). "
+              help="Replicas that must have what this worker pushes (periodic jobs) and, "
+              "with --min-replicas-acks, its acknowledgements (Config.min_replicas). "
               "[default: 0]")
 @click.option("--min-replicas-acks/--no-min-replicas-acks", default=None,
               help="Also wait for --min-replicas replicas after each acknowledgement, so "
