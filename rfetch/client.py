@@ -8,6 +8,7 @@ Redis is unreachable), are :mod:`rfetch.delivery`'s.
 
 from __future__ import annotations
 
+import copy
 import functools
 import threading
 import time
@@ -290,19 +291,35 @@ class Client:
         arg_lists = list(args_list)
         jids = new_jids(len(arg_lists))
         now = time.time()
+        # Jobs whose options are all alike and whose fields do not depend on their
+        # arguments (no per-job options, no unique digest) are copies of one payload built
+        # once: build() per job was the largest part of a bulk push's own time (profiled).
+        template, mutable = None, []
+        if options_for is None and options.get("unique_for") is None:
+            template = self.build(class_name, [], options, at, now=now, jid="-", checked=True)
+            # each job gets its own copy of a list or dict field (a middleware may change it)
+            mutable = [k for k, v in template.items() if k != "args" and isinstance(v, list | dict)]
         payloads: list[tuple[int, Payload]] = []  # (index in arg_lists, payload)
         for index, (args, jid) in enumerate(zip(arg_lists, jids, strict=True)):
             if not isinstance(args, (list, tuple)):
                 raise ConfigError(
                     f"push_bulk takes a list of argument lists; got an item {args!r}"
                 )
-            own = options if options_for is None else options_for(args)
-            checked = options_for is None
-            if not checked and "jid" in own:
-                raise ConfigError("jid cannot be given to push_bulk: each job needs its own")
-            payload = self._through_middleware(
-                self.build(class_name, args, own, at, now=now, jid=jid, checked=checked)
-            )
+            if template is not None:
+                built = template.copy()  # Sidekiq's field order: "args" and "jid" keep theirs
+                built["args"] = list(args)
+                check_args(built["args"])
+                built["jid"] = jid
+                for name in mutable:
+                    built[name] = copy.deepcopy(built[name])
+            else:
+                own = options if options_for is None else options_for(args)
+                if options_for is not None and "jid" in own:
+                    raise ConfigError("jid cannot be given to push_bulk: each job needs its own")
+                built = self.build(
+                    class_name, args, own, at, now=now, jid=jid, checked=options_for is None
+                )
+            payload = self._through_middleware(built)
             if payload is not None:
                 payloads.append((index, payload))
         return payloads
