@@ -161,6 +161,28 @@ def test_a_merged_set_is_in_time_order_and_each_action_goes_to_its_shard(
     assert bad.status_code == 400  # a merged page's key must name its shard
 
 
+def test_one_entrys_page_and_its_actions_are_on_the_shard_it_names(
+    client: Client, reds: list[redis.Redis],
+) -> None:
+    seed(reds)
+    reds[1].zadd("schedule", {payload(jid_of(31), queue="beta"): 4_102_444_800.0})
+    key = entry_key(record(reds[1], "schedule", 4_102_444_800.0))
+    page = text(client.get(f"/scheduled/{key}?shard=1"))
+    assert jid_of(31) in page
+    assert 'name="shard" value="1"' in page  # its action form names the shard
+    response = post(client, f"/scheduled/{key}", {"action": "add_to_queue", "shard": "1"},
+                    page=f"/scheduled/{key}?shard=1")
+    assert "Added to their queue: 1 job(s)." in flash(client, response)
+    assert reds[1].zcard("schedule") == 0
+    newest = reds[1].lindex("queue:beta", 0)
+    assert newest is not None and json.loads(newest)["jid"] == jid_of(31)
+    assert not reds[0].exists("queue:beta")
+    dead_key = entry_key(record(reds[1], "dead", 4000.0))
+    response = post(client, "/dead", {"single": f"retry:1:{dead_key}"}, page="/dead")
+    assert "Retried: 1 job(s)." in flash(client, response)
+    assert reds[1].zcard("dead") == 0
+
+
 def test_busy_lists_every_shards_processes_and_quiet_reaches_each(
     client: Client, reds: list[redis.Redis],
 ) -> None:
