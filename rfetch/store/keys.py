@@ -105,6 +105,14 @@ class Keys:
         return self._k("rfetch:pause")
 
     @property
+    def ack_mark_channel(self) -> str:
+        """Pub/sub channel of the ``PUBLISH`` a worker sends after its acknowledgements when
+        ``Config.min_replicas_acks`` is on: nobody listens; the message only moves the
+        waiting connection's replication offset past the acknowledgements, so that its
+        ``WAIT`` covers them (:mod:`rfetch.worker.ack_replicas`)."""
+        return self._k("rfetch:ack-mark")
+
+    @property
     def identities(self) -> str:
         """rfetch's own hash: identity -> JSON list of its queues, for every process that may
         own private lists. Unlike ``processes``, Sidekiq's ProcessSet cleanup never removes
