@@ -252,7 +252,8 @@ class Commands:
             keys += self.gate_keys(queue, routing.ordering_key, routing.unique)
             args += [outcome, queue, routing.ordering_key or "", routing.jid]
             args.append(routing.unique or "")
-        if routing is not None and routing.bid:
+        if routing is not None and routing.bid and zset in (self.keys.retry, self.keys.dead):
+            # a failure or a death in its batch (an over-limit reschedule is neither)
             if not routing.locking:
                 args += ["", "", "", "", ""]
             keys += [self.keys.batch(routing.bid), self.keys.prefix]

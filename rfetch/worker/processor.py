@@ -13,7 +13,13 @@ from typing import Any, Literal, cast
 
 from rfetch.batch.context import enter_job
 from rfetch.config import Config
-from rfetch.errors import InvalidJob, JobCancelled, ResultNotSerializable, UnknownJob
+from rfetch.errors import (
+    InvalidJob,
+    JobCancelled,
+    OverLimit,
+    ResultNotSerializable,
+    UnknownJob,
+)
 from rfetch.job import Job
 from rfetch.limits import JobControl, timeout_of
 from rfetch.log_context import JobContext
@@ -318,6 +324,8 @@ class Processor:
         if not execution.owned():
             return  # the timekeeper recorded it (hard time limit or cancel)
         unit, job = execution.unit, execution.job
+        if isinstance(exc, OverLimit) and self._overlimit(execution, exc):
+            return
         name, jid = job["class"], job["jid"]
         elapsed = execution.elapsed_ms()
         log.warning(
@@ -348,6 +356,18 @@ class Processor:
         if recorded_ttl(execution.unit) is None:
             return None
         return result_text(execution.value)
+
+    def _overlimit(self, execution: JobRun, exc: OverLimit) -> bool:
+        """Reschedule a job over a limiter's limit: processed, not failed, no error
+        handler (Sidekiq Enterprise's middleware swallows the error the same way); False
+        when it reached its maximum and fails normally."""
+        unit, job = execution.unit, execution.job
+        if self.job_retry.overlimit(unit, job, exc) == "exhausted":
+            return False
+        if execution.followers:  # back behind the holder, as for a retry
+            unit.fetch.requeue([f for f, _ in execution.followers])
+        self.stats.record(job["class"], False, execution.elapsed_ms())
+        return True
 
     def _finished(self, execution: JobRun, result: str | None = None) -> None:
         if not execution.owned():

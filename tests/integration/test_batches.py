@@ -266,7 +266,7 @@ def test_a_child_given_parent_passes_its_death_up_and_holds_the_parent(
     parent = rfetch.Batch(description="parent", on_success=bj.OnSuccess,
                           on_complete=bj.OnComplete, on_death=bj.OnDeath)
     with parent.jobs():
-        bj.Item.perform_async(1)
+        bj.Item.perform_async(1, False, 1000)  # still running when the child joins
     child = rfetch.Batch(description="child", parent=parent.bid)
     with child.jobs():
         bj.Doomed.perform_async(2)
