@@ -146,3 +146,14 @@ def test_a_kill_by_hand_from_the_retry_set_is_a_death(
         '{"e": "complete"}', '{"e": "death"}'
     ]
     assert r.zcard("dead") == 1
+
+
+def test_an_over_limit_reschedule_is_not_a_failure(
+    redis_server: RedisServer, r: redis.Redis
+) -> None:
+    commands = Commands(r, Keys())
+    batch, (first,) = make_batch(redis_server, r, 1)
+    assert commands.settle(PRIVATE, "default", first, "schedule", 9e9, first,
+                           Routing.parse(first), failure='{"error_class": "rfetch.OverLimit"}')
+    status = rfetch.BatchStatus(batch.bid, redis=r, keys=Keys())
+    assert (status.pending, status.failures, status.complete) == (1, 0, False)
