@@ -91,6 +91,13 @@ def test_cli_and_metrics(client: Client, two_batches: tuple[rfetch.Batch, rfetch
     shown = runner.invoke(main, ["batch", bad.bid, "--redis-url", redis_server.url])
     assert shown.exit_code == 0, shown.output
     assert "RuntimeError: doomed 11" in shown.output and "death: fired" in shown.output
+    as_json = runner.invoke(main, ["batch", bad.bid, "--json", "--redis-url", redis_server.url])
+    detail = json.loads(as_json.output)
+    assert detail["total"] == 2 and detail["failures"] == 1 and detail["death_at"] is not None
+    assert {c["event"]: c["fired_at"] is not None for c in detail["callbacks_state"]} == {
+        "success": False, "death": True
+    }
+    assert sorted(j["state"] for j in detail["jobs"]) == ["died", "succeeded"]
     gone = runner.invoke(main, ["batch", "0" * 24, "--redis-url", redis_server.url])
     assert gone.exit_code != 0 and "no batch" in gone.output
     metrics = client.get("/metrics").get_data(as_text=True)
