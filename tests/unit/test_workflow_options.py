@@ -99,3 +99,14 @@ def test_records_decode_and_raise_on_death() -> None:
         dead.value_or_raise()
     assert died.value.status == "dead"
     assert Record.of(JID, {}) is None
+
+
+def test_result_refuses_a_client_of_several_shards() -> None:
+    from rfetch.client import Client
+    from rfetch.config import Config
+
+    client = Client(Config(shards=["redis://127.0.0.1:1/0", "redis://127.0.0.1:2/0"]))
+    with pytest.raises(ConfigError, match="shards"):
+        rfetch.result(JID, 0, client)
+    with pytest.raises(ConfigError, match="timeout"):
+        rfetch.result(JID, -1, client)
