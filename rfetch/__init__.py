@@ -28,6 +28,8 @@ from rfetch.errors import (
     JobCancelled,
     JobDied,
     JobTimeout,
+    LimiterKeyError,
+    OverLimit,
     PayloadTooLarge,
     ResultNotSerializable,
     ResultTimeout,
@@ -38,6 +40,7 @@ from rfetch.errors import (
 )
 from rfetch.job import Job
 from rfetch.job_function import JobFunction, job
+from rfetch.limiter import Limiter
 from rfetch.periodic import is_leader
 from rfetch.signature import Signature
 from rfetch.version import __version__
@@ -64,6 +67,9 @@ __all__ = [
     "JobDied",
     "JobFunction",
     "JobTimeout",
+    "Limiter",
+    "LimiterKeyError",
+    "OverLimit",
     "PayloadTooLarge",
     "QueueSpec",
     "ResultNotSerializable",

@@ -28,7 +28,7 @@ from rfetch.options import check_options, unique_digest
 from rfetch.payload import Payload, check_args, dumps, new_jid, new_jids
 from rfetch.push_buffer import BufferedJob, PushBuffer
 from rfetch.replicas import ReplicaWait
-from rfetch.shards import shard_config, shard_of
+from rfetch.shards import positions_by_shard, shard_config
 from rfetch.sink import Sink
 from rfetch.store.commands import Commands
 from rfetch.store.connection import connect
@@ -376,17 +376,16 @@ class Client:
         if collector is not None:  # written with the batch when its jobs() block ends
             return collector.take(list(jobs))
         if self.sink is not None:
-            return self.sink.write(jobs, lambda held: self._deliver(held, buffer))
-        return self._deliver(jobs, buffer)
+            return self.sink.write(jobs, lambda held: self.deliver(held, buffer))
+        return self.deliver(jobs, buffer)
 
-    def _deliver(self, jobs: Sequence[BufferedJob], buffer: bool) -> list[bool] | None:
-        """Write through the delivery of each job's shard (see :meth:`_write`)."""
+    def deliver(self, jobs: Sequence[BufferedJob], buffer: bool = True) -> list[bool] | None:
+        """Write through the delivery of each job's shard, past any sink (see
+        :meth:`_write`; what a sink is given to write with)."""
         if len(self.deliveries) == 1:
             return self.delivery.write(jobs, buffer=buffer)
         # Shards: each job to its queue's shard; a buffered group counts as accepted.
-        groups: dict[int, list[int]] = {}
-        for position, job in enumerate(jobs):
-            groups.setdefault(shard_of(self.config, job.queue), []).append(position)
+        groups = positions_by_shard(self.config, [job.queue for job in jobs])
         written = [True] * len(jobs)
         for shard, positions in groups.items():
             outcome = self.deliveries[shard].write([jobs[i] for i in positions], buffer=buffer)

@@ -3,10 +3,10 @@ and the admin commands, which see and steer jobs through :mod:`rfetch.api`.
 
 Modules: :mod:`.app` (the group), :mod:`.worker` (boots a worker: the only module that
 imports the worker's side), :mod:`.web`, :mod:`.enqueue`, the admin commands by what they
-act on (:mod:`.queues`, :mod:`.sets`, :mod:`.processes`, :mod:`.groups`, :mod:`.periodic`,
-:mod:`.diagnose`, :mod:`.cancel`, :mod:`.workflows`, :mod:`.batches`), their shared options
-(:mod:`.options`) and their table
-output (:mod:`.output`).
+act on (:mod:`.queues`, :mod:`.sets`, :mod:`.processes`, :mod:`.groups`,
+:mod:`.periodic`, :mod:`.limits`, :mod:`.diagnose`, :mod:`.cancel`, :mod:`.workflows`,
+:mod:`.batches`), their shared options (:mod:`.options`) and their table output
+(:mod:`.output`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from . import (
     diagnose,
     enqueue,
     groups,
+    limits,
     periodic,
     processes,
     queues,
@@ -31,6 +32,6 @@ __all__ = ["main"]
 
 # Importing a command module registers its commands on ``main``.
 _COMMANDS = (
-    batches, cancel, diagnose, enqueue, groups, periodic, processes, queues, sets, web, worker,
-    workflows,
+    batches, cancel, diagnose, enqueue, groups, limits, periodic, processes, queues, sets, web,
+    worker, workflows,
 )
