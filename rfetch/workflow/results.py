@@ -21,7 +21,6 @@ from redis import Redis
 
 from rfetch.client import DEFAULT, Client
 from rfetch.errors import ConfigError, JobDied, ResultTimeout, UnknownResult
-from rfetch.store.connection import connect_async
 from rfetch.store.keys import Keys
 
 
@@ -144,24 +143,21 @@ def result(jid: str, timeout: float = 30.0, client: Client | None = None) -> Any
 
 
 async def aresult(jid: str, timeout: float = 30.0, client: Client | None = None) -> Any:
-    """:func:`result` from asyncio code, on ``redis.asyncio`` (one connection for the
-    call); the same errors."""
+    """:func:`result` from asyncio code, on ``redis.asyncio`` (the client's asyncio
+    connection of the running loop, ``client.aio.connection()``); the same errors."""
     _check(jid, timeout)
     client = _client(client)
     keys = client.keys
-    redis = connect_async(client.config)
-    try:
-        deadline = time.monotonic() + timeout
-        chunk = max(0.1, client.config.network_timeout * 0.8)
-        while True:
-            record = Record.of(jid, await redis.hgetall(keys.result(jid)))
-            if record is not None:
-                return record.value_or_raise()
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise await asyncio.to_thread(_timed_out, client, jid, timeout)
-            wake = keys.result_wake(jid)
-            wait = max(0.01, min(left, chunk))
-            await redis.blmove(wake, wake, wait, "RIGHT", "LEFT")  # type: ignore[arg-type]
-    finally:
-        await redis.aclose()
+    redis = client.aio.connection()
+    deadline = time.monotonic() + timeout
+    chunk = max(0.1, client.config.network_timeout * 0.8)
+    while True:
+        record = Record.of(jid, await redis.hgetall(keys.result(jid)))
+        if record is not None:
+            return record.value_or_raise()
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise await asyncio.to_thread(_timed_out, client, jid, timeout)
+        wake = keys.result_wake(jid)
+        wait = max(0.01, min(left, chunk))
+        await redis.blmove(wake, wake, wait, "RIGHT", "LEFT")  # type: ignore[arg-type]
