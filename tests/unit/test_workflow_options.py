@@ -28,6 +28,7 @@ JID = "0123456789abcdef01234567"
         ({"after": "nope"}, "after must be a jid"),
         ({"after": JID.upper()}, "after must be a jid"),
         ({"after": JID, "key": "k"}, "ordering-key gate"),
+        ({"after": JID, "jid": JID}, "cannot wait on itself"),
         ({"after": JID, "unique_for": 5}, "ordering-key gate"),
         ({"after": JID, "after_outcome": "maybe"}, "after_outcome must be"),
         ({"after": JID, "on_dependency_death": "ignore"}, "on_dependency_death must be"),
