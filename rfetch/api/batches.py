@@ -228,6 +228,16 @@ def batch_lines(ctx: Context, jid: str, payloads: Iterable[Mapping[str, Any]]) -
     return out
 
 
+def kill_failure(payload: Mapping[str, Any] | None) -> str:
+    """A job killed by hand (the retry or scheduled set's *kill*): its death in its batch,
+    as JSON ``{"error_class", "error_message"}`` (its last error, if it had one)."""
+    job = payload or {}
+    return json.dumps({
+        "error_class": str(job.get("error_class") or "rfetch.Killed"),
+        "error_message": str(job.get("error_message") or "killed by hand"),
+    })
+
+
 def batch_counters(ctx: Context) -> dict[str, int]:
     """Batches created, completed, succeeded and died since the counters began."""
     values = ctx.redis.mget([ctx.keys.batch_counter(e) for e in EVENTS])

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from rfetch.payload import MS_THRESHOLD, Routing
 
+from .batches import kill_failure
 from .context import Context, Found, collect_page, zrange_scored
 from .records import (
     CHUNK,
@@ -343,6 +344,7 @@ class JobSet:
                     score=now,
                     trim_before=now - self.ctx.config.dead_timeout,
                     cap=self.ctx.config.dead_max_jobs,
+                    failure=kill_failure(record.payload),
                 )
             else:
                 payload = requeue_payload(record, now, decrement=action == "retry")

@@ -26,23 +26,33 @@
 --          another keyed job waits its turn; a tenant job joins its tenant's list), mode
 --          "dead" and mode "delete" (remove only) release its key and its unique lock, so a
 --          key blocked by a failed job is unblocked by retrying or deleting it.
--- Derived keys: a tenant's list "<ring key>|<tenant>" (lib/gate.lua).
+-- ARGV[12..14] (mode "dead", a batched job only; ARGV[7..11] and the gate keys are then
+--          always passed): "dead", the jid, the failure's JSON {"error_class",
+--          "error_message"}; KEYS[next]: its batch hash "b-<bid>", KEYS[next + 1]: the
+--          namespace prefix P. A kill is the job's death in its batch (lib/batch.lua), in
+--          this same call.
+-- Derived keys: a tenant's list "<ring key>|<tenant>" (lib/gate.lua); the batch's other
+--          keys, its parents', a callback's queue (lib/batch.lua).
 -- Every key written, and the score and trimming numbers of mode "dead", are checked before
 -- the entry is removed (lib/guard.lua): one of another type changes nothing and is an error
 -- reply, so the job stays in the source set.
 -- Returns 1 if moved, 0 if the entry was no longer in the source set.
 -- #include guard
 -- #include gate
+-- #include workflow
+-- #include batch
 if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then
   return 0
 end
 local G, k, jid, t, klist, lock = nil, nil, nil, nil, nil, nil
+local next_key = 4
 if ARGV[7] then
   G = gate_keys(4, ARGV[7])
   k, jid, t = opt(ARGV[8]), opt(ARGV[9]), opt(ARGV[11])
   if not jid then k = nil end
-  klist, lock = job_keys(11, opt(ARGV[8]), opt(ARGV[10]))
+  klist, lock, next_key = job_keys(11, opt(ARGV[8]), opt(ARGV[10]))
 end
+local bhash = ARGV[1] == 'dead' and opt(ARGV[12]) and KEYS[next_key]
 local w = wants_new()
 want(w, KEYS[1], 'zset')
 if ARGV[1] ~= 'queue' and jid then
@@ -92,5 +102,6 @@ else
   if ARGV[6] ~= '' then
     redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[6]) + 1))
   end
+  if bhash then batch_event(KEYS[next_key + 1], bhash, ARGV[13], 'dead', ARGV[14]) end
 end
 return 1

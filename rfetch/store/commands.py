@@ -482,6 +482,7 @@ class Commands:
         score: float = 0.0,
         trim_before: float | None = None,
         cap: int | None = None,
+        failure: str = "",
     ) -> None:
         """``api_move.lua`` queued on ``pipe``: ZREM ``entry`` from ``source`` and, if it
         was there, write ``payload`` to its queue (mode ``"queue"``, through the gate for a
@@ -493,6 +494,8 @@ class Commands:
             routing: routing fields of ``payload``; None for a plain or invalid entry.
             queue: mode "queue": the destination queue name.
             score: mode "dead": time of death, float epoch seconds.
+            failure: mode "dead", a batched job: its failure as JSON (the kill is its
+                death in its batch, counted in the same call).
         """
         k = self.keys
         destination = k.queue(queue) if mode == "queue" else k.dead
@@ -512,6 +515,12 @@ class Commands:
             tenant = routing.tenant if gate_queue else None
             keys += self.gate_keys(gate_queue, key, routing.unique)
             args += [gate_queue, key or "", routing.jid, routing.unique or "", tenant or ""]
+        if mode == "dead" and routing is not None and routing.bid:  # a death in its batch
+            if not routing.gated:
+                keys += self.gate_keys(routing.queue)
+                args += [routing.queue, "", routing.jid, "", ""]
+            keys += [k.batch(routing.bid), k.prefix]
+            args += ["dead", routing.jid, failure]
         queue_script(self.scripts.api_move, pipe, keys=keys, args=args)
 
     # -- leader election and periodic jobs -----------------------------------------------

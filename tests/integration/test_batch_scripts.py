@@ -121,3 +121,28 @@ def test_a_sidekiq_pro_batch_is_left_alone(redis_server: RedisServer, r: redis.R
     with pytest.raises(rfetch.BatchError, match="not an rfetch batch"), \
             rfetch.Batch.reopen(batch.bid, client=client).jobs():
         Step.set(client=client).perform_async(2)
+
+
+def test_a_kill_by_hand_from_the_retry_set_is_a_death(
+    redis_server: RedisServer, r: redis.Redis
+) -> None:
+    from rfetch.api import Api
+
+    commands = Commands(r, Keys())
+    batch, (first, second) = make_batch(redis_server, r, 2)
+    failed = json.loads(first)
+    failed.update(error_class="ValueError", error_message="no", retry_count=0)
+    stored = json.dumps(failed)
+    failure = json.dumps({"error_class": "ValueError", "error_message": "no"})
+    assert commands.settle(PRIVATE, "default", first, "retry", 9e9, stored, Routing.parse(first),
+                           failure=failure)
+    assert ack(commands, second)
+    api = Api(Config(redis_url=redis_server.url), redis=r)
+    assert api.retries.kill([failed["jid"]]).done == 1
+    status = rfetch.BatchStatus(batch.bid, redis=r, keys=Keys())
+    assert status.dead and status.complete and not status.succeeded
+    assert r.sismember(f"b-{batch.bid}-died", failed["jid"])
+    assert sorted(json.dumps(c["args"][1]) for c in callbacks(r)) == [
+        '{"e": "complete"}', '{"e": "death"}'
+    ]
+    assert r.zcard("dead") == 1

@@ -120,3 +120,16 @@ def test_group_and_chord_check_their_signatures(client: Client) -> None:
         rfetch.group(Work.s(1), "Work", client=client)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="a chord's callback is a signature"):
         rfetch.chord([Work.s(1)], Body, client=client)  # type: ignore[arg-type]
+
+
+def test_fake_mode_keeps_a_batch_s_jobs_with_their_bid() -> None:
+    import rfetch.testing
+
+    with rfetch.testing.fake() as queues:
+        batch = rfetch.Batch(on_success=Done)
+        with batch.jobs():
+            Work.perform_async(1)
+            Work.perform_async(2)
+        held = queues.jobs(Work)
+    assert [job["args"] for job in held] == [[1], [2]]
+    assert {job["bid"] for job in held} == {batch.bid} and len(batch.jids) == 2
