@@ -27,6 +27,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import redis.asyncio
 from redis.exceptions import RedisError
 
 from rfetch.batch.context import collecting
@@ -145,6 +146,17 @@ class AsyncClient:
         except REDIS_DOWN as exc:
             await asyncio.to_thread(delivery.keep, jobs, exc)
             return None
+
+    def connection(self) -> redis.asyncio.Redis:
+        """The running event loop's asyncio Redis client (the first shard's), made on first
+        use and kept with the loop: what ``rfetch.aresult`` blocks on.
+
+        Raises:
+            RuntimeError: no event loop is running.
+            ConfigError: a setting the asyncio client does not support (see
+                :func:`rfetch.store.connection.connect_async`).
+        """
+        return self._sender(0).commands.redis
 
     def _sender(self, shard: int) -> AsyncSender:
         loop = asyncio.get_running_loop()

@@ -156,8 +156,6 @@ class JobDied(RfetchError):
         self.error_class = error_class
         self.error_message = error_message
         self.status = status
-
-
 class OverLimit(RfetchError):
     """A limiter (``rfetch.Limiter``) had no capacity within its ``wait_timeout``
     (Sidekiq Enterprise's ``Sidekiq::Limiter::OverLimit``).

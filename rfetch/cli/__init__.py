@@ -32,6 +32,6 @@ __all__ = ["main"]
 
 # Importing a command module registers its commands on ``main``.
 _COMMANDS = (
-    batches, cancel, diagnose, enqueue, groups, limits, periodic, processes, queues, sets,
-    web, worker, workflows,
+    batches, cancel, diagnose, enqueue, groups, limits, periodic, processes, queues, sets, web,
+    worker, workflows,
 )

@@ -293,6 +293,8 @@ class Keys:
         trimmed to the batch TTL when a batch is created."""
         return self._k("batches")
 
+    # -- limiters ----------------------------------------------------------------------------
+
     def limiter(self, name: str) -> str:
         """Hash of one limiter (``rfetch.Limiter``): its definition (``kind``, ``limit``,
         ``period`` ms), its state (the window's ``w`` / ``n``, the rate kinds' ``tat``, the

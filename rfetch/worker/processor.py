@@ -13,13 +13,7 @@ from typing import Any, Literal, cast
 
 from rfetch.batch.context import enter_job
 from rfetch.config import Config
-from rfetch.errors import (
-    InvalidJob,
-    JobCancelled,
-    OverLimit,
-    ResultNotSerializable,
-    UnknownJob,
-)
+from rfetch.errors import InvalidJob, JobCancelled, OverLimit, ResultNotSerializable, UnknownJob
 from rfetch.job import Job
 from rfetch.limits import JobControl, timeout_of
 from rfetch.log_context import JobContext
@@ -347,16 +341,6 @@ class Processor:
             return
         self.job_retry.fail(unit, job, execution.instance, exc)
 
-    def _result(self, execution: JobRun) -> str | None:
-        """The return value as JSON text for a ``store_result`` job, else None.
-
-        Raises:
-            ResultNotSerializable: the value is not native JSON (the execution fails).
-        """
-        if recorded_ttl(execution.unit) is None:
-            return None
-        return result_text(execution.value)
-
     def _overlimit(self, execution: JobRun, exc: OverLimit) -> bool:
         """Reschedule a job over a limiter's limit: processed, not failed, no error
         handler (Sidekiq Enterprise's middleware swallows the error the same way); False
@@ -368,6 +352,16 @@ class Processor:
             unit.fetch.requeue([f for f, _ in execution.followers])
         self.stats.record(job["class"], False, execution.elapsed_ms())
         return True
+
+    def _result(self, execution: JobRun) -> str | None:
+        """The return value as JSON text for a ``store_result`` job, else None.
+
+        Raises:
+            ResultNotSerializable: the value is not native JSON (the execution fails).
+        """
+        if recorded_ttl(execution.unit) is None:
+            return None
+        return result_text(execution.value)
 
     def _finished(self, execution: JobRun, result: str | None = None) -> None:
         if not execution.owned():

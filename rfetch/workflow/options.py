@@ -62,6 +62,8 @@ def check_workflow_options(options: Mapping[str, Any]) -> None:
                 f"after must be a jid or a bid (24 lowercase hex characters) or an rfetch.Batch, "
                 f"got {after!r}"
             )
+        if options.get("jid") == after:
+            raise ConfigError(f"a job cannot wait on itself (after= is its own jid {after})")
         clash = [name for name in UNWAITABLE if options.get(name)]
         if clash:
             raise ConfigError(

@@ -21,7 +21,6 @@ from redis import Redis
 
 from rfetch.client import DEFAULT, Client
 from rfetch.errors import ConfigError, JobDied, ResultTimeout, UnknownResult
-from rfetch.store.connection import connect_async
 from rfetch.store.keys import Keys
 
 
@@ -80,6 +79,16 @@ def read_record(redis: Redis, keys: Keys, jid: str) -> Record | None:
     return Record.of(jid, redis.hgetall(keys.result(jid)))  # type: ignore[arg-type,unused-ignore]
 
 
+def _client(client: Client | None) -> Client:
+    found = client if client is not None else DEFAULT.get()
+    if len(found.deliveries) > 1:
+        raise ConfigError(
+            "rfetch.result reads one Redis, and this client has shards: pass a Client of the "
+            "job's shard (rfetch.shards.shard_config)"
+        )
+    return found
+
+
 def _check(jid: str, timeout: float) -> None:
     if not isinstance(jid, str) or not jid:
         raise ConfigError(f"a jid is a non-empty string, got {jid!r}")
@@ -114,10 +123,10 @@ def result(jid: str, timeout: float = 30.0, client: Client | None = None) -> Any
             with its recorded error class and message.
         ResultTimeout: no outcome within ``timeout``; the message says where the job is.
         UnknownResult: no outcome within ``timeout`` and the jid is nowhere.
-        ConfigError: a bad jid or timeout.
+        ConfigError: a bad jid or timeout, or a client of several shards.
     """
     _check(jid, timeout)
-    client = client if client is not None else DEFAULT.get()
+    client = _client(client)
     keys, redis = client.keys, client.redis
     deadline = time.monotonic() + timeout
     chunk = max(0.1, client.config.network_timeout * 0.8)
@@ -134,24 +143,21 @@ def result(jid: str, timeout: float = 30.0, client: Client | None = None) -> Any
 
 
 async def aresult(jid: str, timeout: float = 30.0, client: Client | None = None) -> Any:
-    """:func:`result` from asyncio code, on ``redis.asyncio`` (one connection for the
-    call); the same errors."""
+    """:func:`result` from asyncio code, on ``redis.asyncio`` (the client's asyncio
+    connection of the running loop, ``client.aio.connection()``); the same errors."""
     _check(jid, timeout)
-    client = client if client is not None else DEFAULT.get()
+    client = _client(client)
     keys = client.keys
-    redis = connect_async(client.config)
-    try:
-        deadline = time.monotonic() + timeout
-        chunk = max(0.1, client.config.network_timeout * 0.8)
-        while True:
-            record = Record.of(jid, await redis.hgetall(keys.result(jid)))
-            if record is not None:
-                return record.value_or_raise()
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise await asyncio.to_thread(_timed_out, client, jid, timeout)
-            wake = keys.result_wake(jid)
-            wait = max(0.01, min(left, chunk))
-            await redis.blmove(wake, wake, wait, "RIGHT", "LEFT")  # type: ignore[arg-type]
-    finally:
-        await redis.aclose()
+    redis = client.aio.connection()
+    deadline = time.monotonic() + timeout
+    chunk = max(0.1, client.config.network_timeout * 0.8)
+    while True:
+        record = Record.of(jid, await redis.hgetall(keys.result(jid)))
+        if record is not None:
+            return record.value_or_raise()
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise await asyncio.to_thread(_timed_out, client, jid, timeout)
+        wake = keys.result_wake(jid)
+        wait = max(0.01, min(left, chunk))
+        await redis.blmove(wake, wake, wait, "RIGHT", "LEFT")  # type: ignore[arg-type]

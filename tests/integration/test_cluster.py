@@ -212,3 +212,29 @@ def test_limiters_on_a_cluster(cluster: ClusterSet) -> None:
     assert all(i.overlimit == 1 and i.calls == 2 for i in infos.values())
     master = cluster.node_of(f"{NAMESPACE}:rfetch:limiters").client()
     assert master.exists(f"{NAMESPACE}:rfetch:limiter:c-conc")
+
+
+def test_results_and_a_chain_on_a_cluster(cluster: ClusterSet, tmp_path: Path) -> None:
+    """complete.lua and depend.lua (and the keys they derive from the namespace) run on the
+    namespace's slot: a chain runs in order and its results are read back."""
+    from tests.jobs.chaos_jobs import FailsTwice, Square
+
+    config = cluster_config(cluster)
+    client = rfetch.Client(config)
+    jids = [Square.set(client=client).perform_async(n) for n in range(5)]
+    chain = rfetch.chain(FailsTwice.s("a"), FailsTwice.s("b"), client=client)
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    worker = WorkerProcess(
+        cluster.url, ["-r", "chaos_jobs", "-c", "3"],
+        env={**FAST_ENV, "RFETCH_CLUSTER": "1", "RFETCH_NAMESPACE": NAMESPACE,
+             "RFETCH_CHAOS_DIR": str(evidence)},
+        log_dir=tmp_path,
+    )
+    try:
+        assert [rfetch.result(j, 30, client) for j in jids if j] == [n * n for n in range(5)]
+        assert rfetch.result(chain.jids[0], 30, client) == "a"
+        wait_for(lambda: chain.last in done(evidence), 30, lambda: worker.log()[-3000:])
+        assert Api(config).waiting_count() == 0
+    finally:
+        assert worker.stop(20) == 0, worker.log()[-3000:]

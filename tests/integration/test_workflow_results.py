@@ -419,3 +419,20 @@ def test_a_batch_death_settles_the_jobs_behind_its_waiting_jobs(
     assert f"dependency {b} was dead" in dead[c]["error_message"]
     assert r.hlen("rfetch:waiting") == 0
     assert [a for _, a in RUNS] == [["x"]]
+
+
+def test_aresult_waits_for_the_job(worker: Worker) -> None:
+    from tests.support.aio import run_async
+
+    jid = Add.set(client=worker.client).perform_async(8, 9)
+    assert jid is not None
+    got: list[Any] = []
+    waiter = threading.Thread(
+        target=lambda: got.append(run_async(rfetch.aresult(jid, 10, worker.client)))
+    )
+    waiter.start()
+    time.sleep(0.3)
+    assert got == []
+    worker.work_one()
+    waiter.join(5)
+    assert got == [17]

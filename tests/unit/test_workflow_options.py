@@ -28,6 +28,7 @@ JID = "0123456789abcdef01234567"
         ({"after": "nope"}, "after must be a jid"),
         ({"after": JID.upper()}, "after must be a jid"),
         ({"after": JID, "key": "k"}, "ordering-key gate"),
+        ({"after": JID, "jid": JID}, "cannot wait on itself"),
         ({"after": JID, "unique_for": 5}, "ordering-key gate"),
         ({"after": JID, "after_outcome": "maybe"}, "after_outcome must be"),
         ({"after": JID, "on_dependency_death": "ignore"}, "on_dependency_death must be"),
@@ -99,3 +100,14 @@ def test_records_decode_and_raise_on_death() -> None:
         dead.value_or_raise()
     assert died.value.status == "dead"
     assert Record.of(JID, {}) is None
+
+
+def test_result_refuses_a_client_of_several_shards() -> None:
+    from rfetch.client import Client
+    from rfetch.config import Config
+
+    client = Client(Config(shards=["redis://127.0.0.1:1/0", "redis://127.0.0.1:2/0"]))
+    with pytest.raises(ConfigError, match="shards"):
+        rfetch.result(JID, 0, client)
+    with pytest.raises(ConfigError, match="timeout"):
+        rfetch.result(JID, -1, client)

@@ -31,7 +31,7 @@ def explain(ctx: Ctx) -> Response:
         answers.extend(shards.locate(jid, up))
         if not answers and up:  # not found anywhere: the first live shard says so
             answers.append((None, shards.shard(up[0]).explain(jid)))
-    # a store_result job's recorded outcome (read from the one Redis; not merged over shards)
+    # A store_result job's outcome (on one Redis; with shards, explain's lines carry it).
     record = ctx.api.result_record(jid) if jid and shards is None else None
     return ctx.render("explain.html", jid=jid, answers=answers, record=record,
                       set_slugs=SET_SLUGS, ended=ENDED)
