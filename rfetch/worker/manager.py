@@ -41,7 +41,6 @@ from rfetch.worker.handoff import BlockingFetch, HandOff, Request
 from rfetch.worker.prefetch import PrefetchPolicy
 from rfetch.worker.processor import Handled, Processor
 from rfetch.worker.reporting import ErrorReporter
-from rfetch.worker.runners import SPILL_AFTER, RunnerLimit
 from rfetch.worker.stall import StallGuard
 from rfetch.worker.unit import UnitOfWork
 from rfetch.worker.work_state import WorkState
@@ -92,8 +91,7 @@ class Manager:
             config.concurrency, config.prefetch_count, config.prefetch_horizon
         )
         self.stall = StallGuard(config, fetch)
-        self.pool = HandOff(config.concurrency, SPILL_AFTER)
-        self.runners = RunnerLimit(config.concurrency)
+        self.pool = HandOff(config.concurrency)
         registry = processor.registry
         self.aio = (
             AsyncPool(config, processor, registry, work, report, on_done=self._async_done)
@@ -204,11 +202,10 @@ class Manager:
                 return
             if isinstance(item, BlockingFetch):
                 unit = self._blocking_fetch(ident, item)
-                following = self._run(ident, unit, time.monotonic()) if unit else None
+                if unit is not None:
+                    self._run(ident, unit, time.monotonic())
             else:
-                following = self._run(ident, item, None)
-            while following is not None:  # the backlog's next job, with no hand-off
-                following = self._run(ident, following, None)
+                self._run(ident, item, None)
 
     def _blocking_fetch(self, ident: int, request: BlockingFetch) -> UnitOfWork | None:
         """Run the blocking fetch in this (idle) thread; the first job it gets is started
@@ -227,9 +224,9 @@ class Manager:
             request.done = True
             looped, threaded = self._split(admitted)
             if threaded:
-                self.pool.started[ident] = now = time.monotonic()
-                self.pool.awake += 1
-                self.pool.offer(threaded[1:], self.runners.limit, now)
+                self.pool.started[ident] = time.monotonic()
+            for unit in threaded[1:]:
+                self.pool.queue.put(unit)
             self.pool.cond.notify_all()
         if looped and self.aio is not None:
             self.aio.submit(looped)
@@ -260,11 +257,10 @@ class Manager:
                 self._sweep = "taken by an async job rfetch failed on"
             self.pool.cond.notify_all()
 
-    def _run(self, ident: int, unit: UnitOfWork, started: float | None) -> UnitOfWork | None:
-        """Run one job, then return the next one of the backlog for this thread (None: it
-        sleeps); ``started`` is its start time when already marked started (a job this
-        thread fetched itself), else the job waited in the process and is checked for a
-        stall first."""
+    def _run(self, ident: int, unit: UnitOfWork, started: float | None) -> None:
+        """Run one job; ``started`` is its start time when already marked started (a job
+        this thread fetched itself), else the job came through the hand-off queue and is
+        checked for a stall first."""
         now = started if started is not None else time.monotonic()
         if started is None:
             with self.pool.cond:
@@ -274,7 +270,8 @@ class Manager:
                     self.pool.started[ident] = now
             if not fresh:
                 if self.stall.lost(unit, now - sent_at):
-                    return self._done(ident, unit, None)
+                    self._done(ident, unit, None)
+                    return
                 now = time.monotonic()
                 with self.pool.cond:
                     self.pool.started[ident] = now
@@ -294,10 +291,9 @@ class Manager:
                     self._sweep = "taken by a job rfetch failed on"
         finally:
             self.work.end(ident)
-            following = self._done(ident, unit, time.monotonic() - now)
-        return following
+            self._done(ident, unit, time.monotonic() - now)
 
-    def _done(self, ident: int, unit: UnitOfWork, seconds: float | None) -> UnitOfWork | None:
+    def _done(self, ident: int, unit: UnitOfWork, seconds: float | None) -> None:
         with self.pool.cond:
             self.pool.started.pop(ident, None)
             self.pool.held.pop(id(unit), None)
@@ -311,7 +307,6 @@ class Manager:
                 or self.work.quiet
             ):
                 self.pool.cond.notify_all()
-            return self.pool.next_job(self.runners.limit, time.monotonic())
 
     # -- the fetcher -------------------------------------------------------------------
 
@@ -321,10 +316,7 @@ class Manager:
         fetch again only once a thread is free with no job waiting. None when quiet."""
         with self.pool.cond:
             while not self.work.quiet:
-                now = time.monotonic()
-                limit = self.runners.sample(bool(self.pool.backlog))
-                self.pool.wake(limit, now)  # also jobs waiting behind long ones
-                ready = self.prefetch.ready_soon(self.pool.started.values(), now)
+                ready = self.prefetch.ready_soon(self.pool.started.values(), time.monotonic())
                 waiting = self.pool.waiting()
                 capacity = (
                     self.config.concurrency + self._loop_slots + self.prefetch.allowance(ready)
@@ -343,7 +335,7 @@ class Manager:
                     held = [unit for unit, _ in self.pool.held.values()]
                     held += self._stuck.values()
                     return Request(room, self.acks.take(), self._sweep, held, give_back)
-                self.pool.cond.wait(self.pool.next_check(now, ACK_MAX_DELAY))
+                self.pool.cond.wait(ACK_MAX_DELAY)
         return None
 
     def _fetch_loop(self) -> None:
@@ -386,7 +378,6 @@ class Manager:
                 # bug) pauses fetching with a back-off; the fetcher itself never ends.
                 self.acks.put_back(acks)
                 with self.pool.cond:  # a lost reply, or a script error after it moved jobs
-                    self.pool.wake(self.runners.limit, time.monotonic(), everyone=True)
                     self._sweep = (
                         "a reply lost to a connection error"
                         if isinstance(exc, REDIS_DOWN)
@@ -434,7 +425,8 @@ class Manager:
         with self.pool.cond:
             admitted, rejected = self.pool.admit(units, sent_at, self.work.quiet, self.paused())
             looped, threaded = self._split(admitted)
-            self.pool.offer(threaded, self.runners.limit, time.monotonic())
+            for unit in threaded:
+                self.pool.queue.put(unit)
         if looped and self.aio is not None:
             self.aio.submit(looped)
         if rejected:
