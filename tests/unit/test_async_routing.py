@@ -6,7 +6,10 @@ it as any other."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any, cast
+
+import pytest
 
 from rfetch.config import Config
 from rfetch.job import Job
@@ -26,10 +29,14 @@ class Counted(Job):
         pass
 
 
-def pool() -> AsyncPool:
+@pytest.fixture
+def loop() -> Iterator[AsyncPool]:
+    """An AsyncPool never started (routing needs no loop thread); its loop closed after."""
     none = cast("Any", None)  # the processor and the reporter are not used to route
     registry = Registry([Fetched, Counted])
-    return AsyncPool(Config(), none, registry, WorkState(), none, lambda unit, handled: None)
+    pool = AsyncPool(Config(), none, registry, WorkState(), none, lambda unit, handled: None)
+    yield pool
+    pool._loop.close()
 
 
 def unit(raw: bytes) -> UnitOfWork:
@@ -40,15 +47,13 @@ def payload(name: object) -> bytes:
     return json.dumps({"class": name, "args": [], "jid": "j1"}).encode()
 
 
-def test_only_jobs_of_an_async_class_go_to_the_event_loop() -> None:
-    loop = pool()
+def test_only_jobs_of_an_async_class_go_to_the_event_loop(loop: AsyncPool) -> None:
     assert loop.accepts(unit(payload(Fetched.job_name())))
     assert not loop.accepts(unit(payload(Counted.job_name())))
     assert not loop.accepts(unit(payload("nowhere.Unknown")))
 
 
-def test_an_unreadable_job_goes_to_the_threads_which_fail_it() -> None:
-    loop = pool()
+def test_an_unreadable_job_goes_to_the_threads_which_fail_it(loop: AsyncPool) -> None:
     assert not loop.accepts(unit(b"not json"))
     assert not loop.accepts(unit(b"[1, 2]"))
     assert not loop.accepts(unit(payload(42)))
