@@ -23,6 +23,8 @@ from rfetch.errors import (
     InvalidJob,
     JobCancelled,
     JobTimeout,
+    LimiterKeyError,
+    OverLimit,
     PayloadTooLarge,
     RfetchError,
     UnknownJob,
@@ -30,6 +32,7 @@ from rfetch.errors import (
 )
 from rfetch.job import Job
 from rfetch.job_function import JobFunction, job
+from rfetch.limiter import Limiter
 from rfetch.periodic import is_leader
 from rfetch.version import __version__
 
@@ -46,6 +49,9 @@ __all__ = [
     "JobCancelled",
     "JobFunction",
     "JobTimeout",
+    "Limiter",
+    "LimiterKeyError",
+    "OverLimit",
     "PayloadTooLarge",
     "QueueSpec",
     "RfetchError",

@@ -1,4 +1,9 @@
-"""The queues page and one queue's jobs: pause, unpause, clear, delete jobs."""
+"""The queues page and one queue's jobs: pause, unpause, clear, delete jobs.
+
+With shards, the queues page lists the queues of every shard that answers, each with its
+shard; one queue's page and its actions are on the shard given by ``?shard=`` (the form's
+``shard``), else on the queue's own shard (``shard_map`` or the hash of its name).
+"""
 
 from __future__ import annotations
 
@@ -12,15 +17,18 @@ from .results import outcome
 
 
 def queues(ctx: Ctx) -> Response:
-    """``GET /queues``: every queue with size, latency and paused flag."""
-    return ctx.render("queues.html", queues=ctx.api.queues())
+    """``GET /queues``: every queue with size, latency and paused flag (with shards, of
+    every shard that answers, with its shard)."""
+    shards = ctx.app.shards
+    found = shards.queues(ctx.up()) if shards is not None else ctx.api.queues()
+    return ctx.render("queues.html", queues=found)
 
 
 def queue(ctx: Ctx, name: str) -> Response:
     """``GET /queues/<name>``: a page of the queue's jobs, next first (or ``newest``),
     filtered by ``class`` / ``grep``."""
     args = ctx.request.args
-    found = ctx.api.queue(name)
+    found = ctx.queue_api(name).queue(name)
     limit = choice(args.get("limit"), PAGE_SIZES, 25)
     offset = offset_arg(args.get("offset"))
     newest = args.get("order") == "newest"
@@ -40,7 +48,7 @@ def queue_action(ctx: Ctx, name: str) -> Response:
     """``POST /queues/<name>``: ``pause``, ``unpause``, ``clear``, ``delete`` (selected
     jids or ``single``) or ``delete_matching`` (a class or search text)."""
     form = ctx.request.form
-    found = ctx.api.queue(name)
+    found = ctx.queue_api(name).queue(name)
     action = form.get("action") or ("delete" if form.get("single") else "")
     back = ctx.back(ctx.url_for("queue", name=name))
     if action == "pause":
