@@ -29,7 +29,7 @@ from redis.exceptions import RedisError
 
 from rfetch.client import Client
 from rfetch.delivery import AsyncSender
-from rfetch.errors import BufferFull
+from rfetch.errors import BufferFull, QueueFull
 from rfetch.push_buffer import BufferedJob
 from rfetch.store.async_commands import AsyncCommands
 from rfetch.store.connection import REDIS_DOWN, connect_async
@@ -96,7 +96,7 @@ class AsyncClient:
         for start, end in bulk.batches():
             try:
                 written = await self._write(bulk.jobs[start:end])
-            except (RedisError, BufferFull) as exc:
+            except (RedisError, BufferFull, QueueFull) as exc:
                 bulk.refused(start, exc)
                 raise
             bulk.wrote(start, end, written)
@@ -119,7 +119,7 @@ class AsyncClient:
         if delivery.holding:
             return await asyncio.to_thread(delivery.write, jobs)
         try:
-            return await self._sender().send(jobs)
+            return await self._sender().send(jobs, self.config.max_queue_size)
         except REDIS_DOWN as exc:
             await asyncio.to_thread(delivery.keep, jobs, exc)
             return None

@@ -18,9 +18,12 @@ from redis import Redis
 from redis.client import Pipeline
 from redis.cluster import ClusterPipeline
 from redis.commands.core import Script
+from redis.exceptions import ResponseError
 from redis.typing import EncodableT
 
+from rfetch.errors import QueueFull
 from rfetch.payload import Routing
+from rfetch.store.caps import cap_keys
 from rfetch.store.keys import Keys
 from rfetch.store.replies import (
     DueReply,
@@ -58,6 +61,12 @@ and drop the unique lock."""
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
+
+
+def queue_full(exc: ResponseError) -> Exception:
+    """:class:`rfetch.errors.QueueFull` for ``push.lua``'s QUEUEFULL reply, else ``exc``."""
+    text = str(exc)
+    return QueueFull(text.removeprefix("QUEUEFULL ")) if text.startswith("QUEUEFULL") else exc
 
 
 def push_written(refused: Sequence[int | bytes | str], count: int) -> list[bool]:
@@ -109,6 +118,7 @@ class Commands:
         limit: int,
         fair: Sequence[str],
         acks: Sequence[Fetched],
+        capped: Sequence[str] = (),
     ) -> FetchReply:
         """``fetch.lua``: acknowledge ``acks``, then move up to ``limit`` jobs from the
         first ``fetch_count`` queues of ``names`` into their private lists.
@@ -120,7 +130,9 @@ class Commands:
             limit: the most jobs to move (0: only acknowledge).
             fair: names among the first ``fetch_count`` that are fetched fairly (tenants).
             acks: finished jobs, each in ``private[job.queue]``; one whose routing holds a
-                key or a unique lock also releases them.
+                key, a unique lock or a fetch cap's slot also releases them.
+            capped: names among the first ``fetch_count`` that have had capped jobs: their
+                ready ring of concurrency keys is fetched from too (fetch caps).
 
         Raises:
             KeyError: an acknowledgement's queue is not named.
@@ -135,6 +147,8 @@ class Commands:
         for name in fair:
             k = self.keys
             keys += [k.fair_ring(name), k.fair_credits(name), k.fair_weights(name)]
+        for name in capped:
+            keys += cap_keys(self.keys, name)
         plain: list[bytes | str | int] = []
         releasing: list[bytes | str | int] = []
         for unit in acks:
@@ -142,16 +156,20 @@ class Commands:
             if routing is not None and routing.locking:
                 key, unique = routing.ordering_key, routing.unique
                 releasing += [index[unit.queue], unit.raw, unit.queue, routing.jid]
-                releasing += [key or "", unique or ""]
+                releasing += [key or "", unique or "", routing.concurrency_key or ""]
                 keys += self.gate_keys(unit.queue, key, unique)
+                if routing.capped:
+                    keys += cap_keys(self.keys, unit.queue)
             else:
                 plain.append(index[unit.queue])
                 plain.append(unit.raw)
         args: list[bytes | str | int] = [limit, len(names), fetch_count, len(fair_pairs)]
         args += fair_pairs
+        args.append(len(capped))
+        args += [index[name] for name in capped]
         args.append(len(plain) // 2)
         args += plain
-        args.append(len(releasing) // 6)
+        args.append(len(releasing) // 7)
         args += releasing
         looked_at, moved, broken = self.scripts.fetch(keys=keys, args=args, client=self.redis)
         return FetchReply(
@@ -184,6 +202,9 @@ class Commands:
         args: list[bytes | str] = [
             raw, queue, routing.ordering_key or "", routing.jid, routing.unique or ""
         ]
+        if routing.capped:
+            keys += cap_keys(self.keys, queue)
+            args.append(routing.concurrency_key or "")
         return bool(self.scripts.finish(keys=keys, args=args, client=client or self.redis))
 
     def settle(
@@ -230,6 +251,9 @@ class Commands:
             keys += self.gate_keys(queue, routing.ordering_key, routing.unique)
             args += [outcome, queue, routing.ordering_key or "", routing.jid]
             args.append(routing.unique or "")
+            if routing.capped:
+                keys += cap_keys(self.keys, queue)
+                args.append(routing.concurrency_key or "")
         return bool(self.scripts.settle(keys=keys, args=args, client=self.redis))
 
     def requeue(
@@ -248,15 +272,20 @@ class Commands:
         """
         keys = [private_key, *self.gate_keys(queue)]
         args: list[bytes | str | int] = [queue, len(jobs)]
+        cap_index = 0
         for raw, routing in jobs:
             if routing is None:
-                args += [raw, "", "", "", 0]
+                args += [raw, "", "", "", 0, "", 0]
                 continue
             list_index = 0
             if routing.ordering_key is not None:
                 keys.append(self.keys.key_list(queue, routing.ordering_key))
                 list_index = len(keys)
+            if routing.capped and not cap_index:
+                cap_index = len(keys) + 1
+                keys += cap_keys(self.keys, queue)
             args += [raw, routing.jid, routing.ordering_key or "", routing.tenant or "", list_index]
+            args += [routing.concurrency_key or "", cap_index if routing.capped else 0]
         pushed, left = self.scripts.requeue(keys=keys, args=args, client=self.redis)
         return RequeueReply(
             int(pushed),
@@ -317,6 +346,9 @@ class Commands:
         """
         key = routing.ordering_key if routing is not None else None
         keys = [private_key, self.keys.recoveries(jid), *self.gate_keys(queue, key)]
+        capped = routing is not None and routing.capped
+        if capped:
+            keys += cap_keys(self.keys, queue)
         args: list[bytes | str | int] = [
             raw,
             queue,
@@ -326,6 +358,8 @@ class Commands:
             key or "",
             (routing.tenant or "") if routing is not None else "",
         ]
+        if routing is not None and capped:
+            args.append(routing.concurrency_key or "")
         return _text(self.scripts.recover(keys=keys, args=args, client=self.redis))
 
     def rescue(self, queue: str, ordering_key: str, jid: str, grace: float) -> bool:
@@ -355,36 +389,58 @@ class Commands:
         )
         return DueReply(int(moved), [_text(m) for m in left])
 
-    def push(self, jobs: Sequence[Outgoing]) -> list[bool]:
+    def push(
+        self, jobs: Sequence[Outgoing], max_sizes: Mapping[str, int] | None = None
+    ) -> list[bool]:
         """``push.lua``: write ``jobs`` in push order, all or none: plain jobs to their
         queue or the scheduled set, jobs with an ordering key, a unique lock or a tenant
         through the gate.
+
+        Args:
+            max_sizes: queue name -> max_queue_size, checked for the jobs to run now.
 
         Returns:
             Per job, whether it was written (False: its unique lock was held).
 
         Raises:
+            QueueFull: a queue of ``max_sizes`` would pass its size; nothing was written.
             redis.exceptions.ResponseError: a key on the jobs' way holds another type, or
                 Redis refuses writes (out of memory, READONLY); nothing was written.
             redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable (the
                 call either wrote every job or none).
         """
-        keys, args = self.push_call(jobs)
-        return push_written(self.scripts.push(keys=keys, args=args, client=self.redis), len(jobs))
+        keys, args = self.push_call(jobs, max_sizes)
+        try:
+            reply = self.scripts.push(keys=keys, args=args, client=self.redis)
+        except ResponseError as exc:
+            raise queue_full(exc) from None
+        return push_written(reply, len(jobs))
 
-    def push_call(self, jobs: Sequence[Outgoing]) -> tuple[list[str], list[str | int]]:
+    def push_call(
+        self, jobs: Sequence[Outgoing], max_sizes: Mapping[str, int] | None = None
+    ) -> tuple[list[str], list[str | int]]:
         """``push.lua``'s KEYS and ARGV for ``jobs`` (see :meth:`push`), for this client and
         for the asyncio one (:class:`rfetch.store.async_commands.AsyncCommands`): runs of
         plain jobs to run now as one record each (one LPUSH per run), every other job as
-        its own record."""
+        its own record; first, one size check per queue of ``max_sizes`` (queue name ->
+        max_queue_size) that gets jobs to run now."""
         keys = [self.keys.schedule]
         blocks: dict[str, int] = {}
+        incoming: dict[str, int] = {}
         for job in jobs:
             if job.queue not in blocks:
                 blocks[job.queue] = len(blocks) + 1
                 keys += self.gate_keys(job.queue)
+            if job.at is None:
+                incoming[job.queue] = incoming.get(job.queue, 0) + 1
         args: list[str | int] = [len(blocks), *blocks, 0]
         records = 0
+        for queue, count in incoming.items():
+            size = (max_sizes or {}).get(queue)
+            if size is not None:
+                args += ["m", blocks[queue], size, count]
+                records += 1
+        cap_index: dict[str, int] = {}
         run: list[str] = []  # the open run of plain jobs to run now, all of run_queue
         run_queue = ""
         for job in jobs:
@@ -415,6 +471,14 @@ class Commands:
                 lock_index = len(keys)
             args += ["g", blocks[job.queue], job.text, at, routing.jid, key_index]
             args += [routing.ordering_key or "", lock_index, job.window_ms, routing.tenant or ""]
+            if routing.capped and job.at is None:
+                if job.queue not in cap_index:
+                    cap_index[job.queue] = len(keys) + 1
+                    keys += cap_keys(self.keys, job.queue)
+                args += [cap_index[job.queue], routing.concurrency_key or ""]
+                args.append(routing.concurrency_limit or 1)
+            else:
+                args += [0, "", 0]
         if run:
             args += ["p", blocks[run_queue], len(run), *run]
             records += 1
@@ -485,6 +549,9 @@ class Commands:
             tenant = routing.tenant if gate_queue else None
             keys += self.gate_keys(gate_queue, key, routing.unique)
             args += [gate_queue, key or "", routing.jid, routing.unique or "", tenant or ""]
+            if routing.capped and gate_queue:
+                keys += cap_keys(self.keys, gate_queue)
+                args += [routing.concurrency_key or "", str(routing.concurrency_limit)]
         queue_script(self.scripts.api_move, pipe, keys=keys, args=args)
 
     # -- leader election and periodic jobs -----------------------------------------------

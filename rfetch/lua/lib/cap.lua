@@ -1,0 +1,166 @@
+-- lib/cap.lua: fetch caps (concurrency keys): at most N jobs of one key of a queue are
+-- fetched and not yet finished, across every process; the others wait in Redis and are not
+-- fetched (no busy rescheduling). The ordering gate (lib/gate.lua) is the N = 1, in-order
+-- case; a job has one or the other. Included with a "-- #include cap" line, after
+-- "-- #include guard" (rfetch.store.scripts).
+--
+-- A script works on the caps of one queue <q> through C, a table of its keys, all passed in
+-- KEYS by the caller (rfetch.store.caps builds them from rfetch/store/keys.py):
+--   C.ring    "rfetch:cap:<q>"         list: the READY ring: keys with waiting jobs and a
+--                                     free slot, each once (head = right end)
+--   C.held    "rfetch:cap-held:<q>"    hash: key -> jobs of the key holding a slot (fetched
+--                                     into a private list and not yet out of it)
+--   C.slots   "rfetch:cap-slots:<q>"   hash: jid -> key, for each job holding a slot
+--   C.limits  "rfetch:cap-limits:<q>"  hash: key -> its limit N (the latest pushed)
+--   C.wake    "rfetch:fair-wake:<q>"   list: one wake token for idle workers (shared with
+--                                     fair tenants)
+--   C.capq    "rfetch:cap-queues"      set: queues that have had capped jobs
+-- Derived keys: a key's waiting list is the ring key, "|" and the key (C.ring .. '|' .. k),
+-- because fetch reads the key from the ring; cap_keys_of builds C from the namespace prefix
+-- for enqueue_due.lua. With a "{tag}" namespace every derived key stays in its slot.
+--
+-- Invariant kept by every script: a key is in the ring iff its waiting list is non-empty and
+-- held < limit. So a fetch step is O(1): the head key gives its oldest job (no scan, no
+-- rescheduling), and a finished job puts its key back on the ring in the same call that
+-- acknowledges it. A slot is taken by the fetch (cap_step) and given back by every way out
+-- of a private list (ack, settle, push-back, orphan recovery) through cap_release, only for
+-- a jid that holds one (C.slots), so a capped payload that reached the public queue some
+-- other way never gives back a slot it did not take.
+
+local function cap_keys(i, q)
+  return {ring = KEYS[i], held = KEYS[i + 1], slots = KEYS[i + 2], limits = KEYS[i + 3],
+    wake = KEYS[i + 4], capq = KEYS[i + 5], q = q}
+end
+
+-- C from the namespace prefix P ("" or "<ns>:"), for a queue named in a payload
+-- (enqueue_due.lua only); the formats of rfetch/store/keys.py.
+local function cap_keys_of(P, q)
+  return {ring = P .. 'rfetch:cap:' .. q, held = P .. 'rfetch:cap-held:' .. q,
+    slots = P .. 'rfetch:cap-slots:' .. q, limits = P .. 'rfetch:cap-limits:' .. q,
+    wake = P .. 'rfetch:fair-wake:' .. q, capq = P .. 'rfetch:cap-queues', q = q}
+end
+
+local function cap_list(C, k) return C.ring .. '|' .. k end
+
+local function cap_wake(C)
+  redis.call('LPUSH', C.wake, '1')
+  redis.call('LTRIM', C.wake, 0, 0)
+end
+
+local function cap_count(C, k) return tonumber(redis.call('HGET', C.held, k) or '0') or 0 end
+
+local function cap_limit_of(C, k) return tonumber(redis.call('HGET', C.limits, k) or '1') or 1 end
+
+-- A capped job of key k enters its key's waiting list: a new one at the tail (LPUSH), a
+-- pushed-back one at the head (RPUSH, runs first of the key). limit: the job's limit (nil:
+-- keep the stored one). The key joins the ring (at the same end) if it became ready, or
+-- leaves it if a lower limit left it no free slot. Keeps the invariant.
+local function cap_enter(C, k, limit, payload, at_head)
+  local push = at_head and 'RPUSH' or 'LPUSH'
+  local list = cap_list(C, k)
+  local old = tonumber(redis.call('HGET', C.limits, k) or '')
+  local new = limit or old or 1
+  if new ~= old then redis.call('HSET', C.limits, k, new) end
+  local held = cap_count(C, k)
+  local before = redis.call(push, list, payload) - 1
+  local was_in = before > 0 and old ~= nil and held < old
+  local now_in = held < new
+  if now_in and not was_in then
+    redis.call(push, C.ring, k)
+    cap_wake(C)
+  elseif was_in and not now_in then
+    redis.call('LREM', C.ring, 1, k)
+  end
+  redis.call('SADD', C.capq, C.q)
+end
+
+-- The jid of a payload (cjson: the args, before it in Sidekiq's field order, may hold a
+-- "jid" of their own), or nil.
+local function cap_jid(payload)
+  local ok, job = pcall(cjson.decode, payload)
+  if ok and type(job) == 'table' and type(job['jid']) == 'string' and job['jid'] ~= '' then
+    return job['jid']
+  end
+  return nil
+end
+
+-- One job from the ready ring of C into private list dst, taking a slot of its key; nil
+-- when the ring is empty. O(1) per job.
+local function cap_step(C, dst)
+  while true do
+    local k = redis.call('LINDEX', C.ring, -1)
+    if not k then return nil end
+    local list = cap_list(C, k)
+    local job = redis.call('LMOVE', list, dst, 'RIGHT', 'LEFT')
+    if job then
+      local held = redis.call('HINCRBY', C.held, k, 1)
+      local jid = cap_jid(job)
+      if jid then redis.call('HSET', C.slots, jid, k) end
+      if held >= cap_limit_of(C, k) or redis.call('LLEN', list) == 0 then
+        redis.call('RPOP', C.ring)
+      else
+        redis.call('RPOPLPUSH', C.ring, C.ring)  -- round robin across keys
+      end
+      return job
+    end
+    redis.call('RPOP', C.ring)  -- a key whose list was deleted: drop it and look again
+  end
+end
+
+-- Give back the slot jid holds (if it holds one): the key's count drops, and a key that was
+-- full and has waiting jobs joins the ring's tail. Returns 1 if a slot was given back.
+local function cap_release(C, jid)
+  local k = jid and redis.call('HGET', C.slots, jid)
+  if not k then return 0 end
+  redis.call('HDEL', C.slots, jid)
+  local held = redis.call('HINCRBY', C.held, k, -1)
+  if held <= 0 then
+    redis.call('HDEL', C.held, k)
+    held = 0
+  end
+  local limit = cap_limit_of(C, k)
+  local waiting = redis.call('LLEN', cap_list(C, k))
+  if held == limit - 1 and waiting > 0 then
+    redis.call('LPUSH', C.ring, k)
+    cap_wake(C)
+  elseif held == 0 and waiting == 0 then
+    redis.call('HDEL', C.limits, k)  -- an idle key leaves no trace
+  end
+  return 1
+end
+
+-- Put a fetched capped job back (push-back at TERM/quiet/paused queue, orphan recovery):
+-- its slot is given back and it goes to the head of its key's list, so it is the key's next
+-- job to be fetched.
+local function cap_push_back(C, k, jid, payload)
+  cap_release(C, jid)
+  cap_enter(C, k, nil, payload, true)
+end
+
+-- What each step may write, for lib/guard.lua's check before a script's first write.
+local function cap_enter_wants(w, C, k)
+  want(w, C.limits, 'hash')
+  want(w, C.held, 'hash')
+  want(w, cap_list(C, k), 'list')
+  want(w, C.ring, 'list')
+  want(w, C.wake, 'list')
+  want(w, C.capq, 'set')
+end
+
+-- cap_release of jid's slot: the key it holds is read (not changed) to know its list.
+local function cap_release_wants(w, C, jid)
+  want(w, C.slots, 'hash')
+  want(w, C.held, 'hash')
+  want(w, C.limits, 'hash')
+  want(w, C.ring, 'list')
+  want(w, C.wake, 'list')
+  if jid and redis.call('TYPE', C.slots)['ok'] == 'hash' then
+    local k = redis.call('HGET', C.slots, jid)
+    if k then want(w, cap_list(C, k), 'list') end
+  end
+end
+
+local function cap_push_back_wants(w, C, k, jid)
+  cap_release_wants(w, C, jid)
+  cap_enter_wants(w, C, k)
+end
