@@ -8,8 +8,9 @@
 --          only named for acknowledgements).
 -- ARGV[4]: F, the number of fair pairs (queues that have had tenant jobs); 0 for none.
 -- ARGV[5 .. 4+F]: the pair index (1-based) of each fair pair.
--- Then C, the number of capped pairs (queues that have had capped jobs: fetch caps), and
---          the pair index of each.
+-- Then C, the number of capped pairs (queues with fetch caps), and C records of two
+--          values: pair index, 1 to fetch from its ready ring (a capped queue among those
+--          fetched) or 0 (only named for acknowledgements that give a slot back).
 -- Then A, the number of plain acknowledgements, and A records of two values:
 --          pair index, exact payload to LREM from that pair's private list.
 -- Then B, the number of acknowledgements that release an ordering key, a unique lock or a
@@ -23,10 +24,11 @@
 --          "rfetch:fair-weights:<q>".
 -- Then, for each capped pair (in ARGV's order), the six cap keys of its queue (lib/cap.lua's
 --          C).
--- Then, for each releasing acknowledgement (in ARGV's order): the seven gate keys of its
---          queue (lib/gate.lua's G), its key's waiting list "rfetch:key:<q>:<k>" if it has
---          an ordering key, its unique lock "rfetch:unique:<digest>" if it has one, the six
---          cap keys of its queue if it has a concurrency key.
+-- Then, for each releasing acknowledgement with an ordering key or a unique lock (in ARGV's
+--          order): the seven gate keys of its queue (lib/gate.lua's G), its key's waiting
+--          list "rfetch:key:<q>:<k>" if it has an ordering key, its unique lock
+--          "rfetch:unique:<digest>" if it has one. One with a concurrency key uses the cap
+--          keys of its pair (its queue is among the capped pairs).
 -- Derived keys: a tenant's list "<ring key>|<tenant>", the tenant being read from the ring
 --          (lib/gate.lua); a concurrency key's waiting list "<cap ring key>|<key>", the key
 --          being read from the cap ring (lib/cap.lua).
@@ -66,11 +68,13 @@ for f = 1, fair_count do
 end
 local a = 5 + fair_count
 local cap_count_n = tonumber(ARGV[a])
-local capped = {}
+local capped, cap_fetch = {}, {}
 for c = 1, cap_count_n do
-  capped[tonumber(ARGV[a + c])] = cap_keys(2 * n_pairs + 3 * fair_count + 6 * (c - 1) + 1, '')
+  local p = tonumber(ARGV[a + 2 * c - 1])
+  capped[p] = cap_keys(2 * n_pairs + 3 * fair_count + 6 * (c - 1) + 1, '')
+  cap_fetch[p] = ARGV[a + 2 * c] == '1'
 end
-a = a + cap_count_n + 1
+a = a + 2 * cap_count_n + 1
 for r = 1, tonumber(ARGV[a]) do
   local at = a + 2 * r - 1
   redis.call('LREM', KEYS[2 * tonumber(ARGV[at])], 1, ARGV[at + 1])
@@ -79,23 +83,23 @@ a = a + 2 * tonumber(ARGV[a]) + 1
 local ki = 2 * n_pairs + 3 * fair_count + 6 * cap_count_n + 1
 for r = 1, tonumber(ARGV[a]) do
   local at = a + 7 * r - 6
-  local G = gate_keys(ki, ARGV[at + 2])
+  local p, raw = tonumber(ARGV[at]), ARGV[at + 1]
   local jid, k, unique = ARGV[at + 3], opt(ARGV[at + 4]), opt(ARGV[at + 5])
-  local klist, lock, C
-  klist, lock, ki = job_keys(ki + 7, k, unique)
-  if opt(ARGV[at + 6]) then
-    C = cap_keys(ki, ARGV[at + 2])
-    ki = ki + 6
+  local G, klist, lock, C = nil, nil, nil, nil
+  if k or unique then
+    G = gate_keys(ki, ARGV[at + 2])
+    klist, lock, ki = job_keys(ki + 7, k, unique)
   end
+  if opt(ARGV[at + 6]) then C = capped[p] end
   local w = wants_new()
   if k then gate_release_wants(w, G, klist) end
   if lock then unique_release_wants(w, lock) end
-  if C then cap_release_wants(w, C, jid) end
-  local releasable = misfit(w) == nil
-  if redis.call('LREM', KEYS[2 * tonumber(ARGV[at])], 1, ARGV[at + 1]) == 1 and releasable then
+  if C then cap_release_wants(w, C, raw) end
+  local releasable = #w.keys == 0 or misfit(w) == nil
+  if redis.call('LREM', KEYS[2 * p], 1, raw) == 1 and releasable then
     if k then gate_release(G, k, klist, jid) end
     if lock then unique_release(lock, jid) end
-    if C then cap_release(C, jid) end
+    if C then cap_release(C, raw) end
   end
 end
 local jobs, broken = {}, {}
@@ -137,7 +141,7 @@ for p = 1, pairs_to_fetch do
   if moved >= limit or refused then break end
   looked_at = p
   local base = fair[p]
-  local C = capped[p]
+  local C = cap_fetch[p] and capped[p] or nil
   local plain_done = false
   while moved < limit do
     local took = false

@@ -51,7 +51,7 @@ if ck then C = cap_keys(k and 11 or 10, ARGV[2]) end
 local w = wants_new()
 want(w, KEYS[1], 'list')
 if C then
-  cap_push_back_wants(w, C, ck, jid)
+  cap_push_back_wants(w, C, ck, ARGV[1])
 else
   gate_push_back_wants(w, G, k, KEYS[10], jid, t)
 end
@@ -61,7 +61,7 @@ if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 'gone'
 end
 if C then
-  cap_push_back(C, ck, jid, ARGV[1])
+  cap_push_back(C, ck, ARGV[1])
 elseif not gate_push_back(G, ARGV[1], k, KEYS[10], jid, t) then
   redis.call('RPUSH', G.queue, ARGV[1])
   redis.call('SADD', G.queues, ARGV[2])

@@ -44,7 +44,7 @@ for r = tonumber(ARGV[2]), 1, -1 do
   local w = wants_new()
   want(w, KEYS[1], 'list')
   if C then
-    cap_push_back_wants(w, C, ck, jid)
+    cap_push_back_wants(w, C, ck, raw)
   else
     gate_push_back_wants(w, G, k, klist, jid, t)
   end
@@ -55,7 +55,7 @@ for r = tonumber(ARGV[2]), 1, -1 do
     left[#left + 1] = bad
   elseif redis.call('LREM', KEYS[1], 1, raw) == 1 then
     if C then
-      cap_push_back(C, ck, jid, raw)
+      cap_push_back(C, ck, raw)
     elseif not gate_push_back(G, raw, k, klist, jid, t) then
       redis.call('RPUSH', G.queue, raw)
     end

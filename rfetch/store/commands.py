@@ -147,8 +147,11 @@ class Commands:
         for name in fair:
             k = self.keys
             keys += [k.fair_ring(name), k.fair_credits(name), k.fair_weights(name)]
-        for name in capped:
-            keys += cap_keys(self.keys, name)
+        cap_names = list(capped)
+        cap_names += [u.queue for u in acks if u.routing is not None and u.routing.capped]
+        cap_pairs = dict.fromkeys(index[name] for name in cap_names)
+        for pair in cap_pairs:
+            keys += cap_keys(self.keys, names[pair - 1])
         plain: list[bytes | str | int] = []
         releasing: list[bytes | str | int] = []
         for unit in acks:
@@ -157,16 +160,17 @@ class Commands:
                 key, unique = routing.ordering_key, routing.unique
                 releasing += [index[unit.queue], unit.raw, unit.queue, routing.jid]
                 releasing += [key or "", unique or "", routing.concurrency_key or ""]
-                keys += self.gate_keys(unit.queue, key, unique)
-                if routing.capped:
-                    keys += cap_keys(self.keys, unit.queue)
+                if key is not None or unique is not None:
+                    keys += self.gate_keys(unit.queue, key, unique)
             else:
                 plain.append(index[unit.queue])
                 plain.append(unit.raw)
         args: list[bytes | str | int] = [limit, len(names), fetch_count, len(fair_pairs)]
         args += fair_pairs
-        args.append(len(capped))
-        args += [index[name] for name in capped]
+        args.append(len(cap_pairs))
+        fetched = {index[name] for name in capped}
+        for pair in cap_pairs:
+            args += [pair, 1 if pair in fetched else 0]
         args.append(len(plain) // 2)
         args += plain
         args.append(len(releasing) // 7)

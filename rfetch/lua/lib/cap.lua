@@ -10,7 +10,8 @@
 --                                     free slot, each once (head = right end)
 --   C.held    "rfetch:cap-held:<q>"    hash: key -> jobs of the key holding a slot (fetched
 --                                     into a private list and not yet out of it)
---   C.slots   "rfetch:cap-slots:<q>"   hash: jid -> key, for each job holding a slot
+--   C.slots   "rfetch:cap-slots:<q>"   hash: payload -> key, for each job holding a slot
+--                                     (the exact bytes fetched: no decode on the hot path)
 --   C.limits  "rfetch:cap-limits:<q>"  hash: key -> its limit N (the latest pushed)
 --   C.wake    "rfetch:fair-wake:<q>"   list: one wake token for idle workers (shared with
 --                                     fair tenants)
@@ -24,8 +25,8 @@
 -- rescheduling), and a finished job puts its key back on the ring in the same call that
 -- acknowledges it. A slot is taken by the fetch (cap_step) and given back by every way out
 -- of a private list (ack, settle, push-back, orphan recovery) through cap_release, only for
--- a jid that holds one (C.slots), so a capped payload that reached the public queue some
--- other way never gives back a slot it did not take.
+-- a payload that holds one (C.slots), so a capped payload that reached the public queue
+-- some other way never gives back a slot it did not take.
 
 local function cap_keys(i, q)
   return {ring = KEYS[i], held = KEYS[i + 1], slots = KEYS[i + 2], limits = KEYS[i + 3],
@@ -74,16 +75,6 @@ local function cap_enter(C, k, limit, payload, at_head)
   redis.call('SADD', C.capq, C.q)
 end
 
--- The jid of a payload (cjson: the args, before it in Sidekiq's field order, may hold a
--- "jid" of their own), or nil.
-local function cap_jid(payload)
-  local ok, job = pcall(cjson.decode, payload)
-  if ok and type(job) == 'table' and type(job['jid']) == 'string' and job['jid'] ~= '' then
-    return job['jid']
-  end
-  return nil
-end
-
 -- One job from the ready ring of C into private list dst, taking a slot of its key; nil
 -- when the ring is empty. O(1) per job.
 local function cap_step(C, dst)
@@ -94,8 +85,7 @@ local function cap_step(C, dst)
     local job = redis.call('LMOVE', list, dst, 'RIGHT', 'LEFT')
     if job then
       local held = redis.call('HINCRBY', C.held, k, 1)
-      local jid = cap_jid(job)
-      if jid then redis.call('HSET', C.slots, jid, k) end
+      redis.call('HSET', C.slots, job, k)
       if held >= cap_limit_of(C, k) or redis.call('LLEN', list) == 0 then
         redis.call('RPOP', C.ring)
       else
@@ -107,12 +97,13 @@ local function cap_step(C, dst)
   end
 end
 
--- Give back the slot jid holds (if it holds one): the key's count drops, and a key that was
--- full and has waiting jobs joins the ring's tail. Returns 1 if a slot was given back.
-local function cap_release(C, jid)
-  local k = jid and redis.call('HGET', C.slots, jid)
+-- Give back the slot the fetched payload raw holds (if it holds one): the key's count
+-- drops, and a key that was full and has waiting jobs joins the ring's tail. Returns 1 if a
+-- slot was given back.
+local function cap_release(C, raw)
+  local k = redis.call('HGET', C.slots, raw)
   if not k then return 0 end
-  redis.call('HDEL', C.slots, jid)
+  redis.call('HDEL', C.slots, raw)
   local held = redis.call('HINCRBY', C.held, k, -1)
   if held <= 0 then
     redis.call('HDEL', C.held, k)
@@ -132,35 +123,49 @@ end
 -- Put a fetched capped job back (push-back at TERM/quiet/paused queue, orphan recovery):
 -- its slot is given back and it goes to the head of its key's list, so it is the key's next
 -- job to be fetched.
-local function cap_push_back(C, k, jid, payload)
-  cap_release(C, jid)
+local function cap_push_back(C, k, payload)
+  cap_release(C, payload)
   cap_enter(C, k, nil, payload, true)
 end
 
 -- What each step may write, for lib/guard.lua's check before a script's first write.
-local function cap_enter_wants(w, C, k)
-  want(w, C.limits, 'hash')
-  want(w, C.held, 'hash')
-  want(w, cap_list(C, k), 'list')
-  want(w, C.ring, 'list')
-  want(w, C.wake, 'list')
-  want(w, C.capq, 'set')
+-- The queue-wide keys of C are checked once per script run (cap_typed): a script writes
+-- them only with their own type, so a key found right stays right; one found wrong is
+-- left to misfit, which reports it.
+local cap_typed = {}
+local function cap_want(w, key, kind)
+  if cap_typed[key] then return end
+  local t = redis.call('TYPE', key)['ok']
+  if t == 'none' or t == kind then
+    cap_typed[key] = true
+  else
+    want(w, key, kind)
+  end
 end
 
--- cap_release of jid's slot: the key it holds is read (not changed) to know its list.
-local function cap_release_wants(w, C, jid)
-  want(w, C.slots, 'hash')
-  want(w, C.held, 'hash')
-  want(w, C.limits, 'hash')
-  want(w, C.ring, 'list')
-  want(w, C.wake, 'list')
-  if jid and redis.call('TYPE', C.slots)['ok'] == 'hash' then
-    local k = redis.call('HGET', C.slots, jid)
+local function cap_enter_wants(w, C, k)
+  cap_want(w, C.limits, 'hash')
+  cap_want(w, C.held, 'hash')
+  want(w, cap_list(C, k), 'list')
+  cap_want(w, C.ring, 'list')
+  cap_want(w, C.wake, 'list')
+  cap_want(w, C.capq, 'set')
+end
+
+-- cap_release of raw's slot: the key it holds is read (not changed) to know its list.
+local function cap_release_wants(w, C, raw)
+  cap_want(w, C.slots, 'hash')
+  cap_want(w, C.held, 'hash')
+  cap_want(w, C.limits, 'hash')
+  cap_want(w, C.ring, 'list')
+  cap_want(w, C.wake, 'list')
+  if cap_typed[C.slots] then
+    local k = redis.call('HGET', C.slots, raw)
     if k then want(w, cap_list(C, k), 'list') end
   end
 end
 
-local function cap_push_back_wants(w, C, k, jid)
-  cap_release_wants(w, C, jid)
+local function cap_push_back_wants(w, C, k, raw)
+  cap_release_wants(w, C, raw)
   cap_enter_wants(w, C, k)
 end
