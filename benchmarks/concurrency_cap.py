@@ -94,7 +94,9 @@ def main() -> None:
             values = [drain_rate(server, base, mode, args.jobs, args.keys, args.limit)
                       for _ in range(args.runs)]
             rates[mode] = statistics.median(values)
-            ratio = f"  ratio to plain {rates[mode] / rates['plain']:.2f}" if "plain" in rates else ""
+            ratio = ""
+            if "plain" in rates:
+                ratio = f"  ratio to plain {rates[mode] / rates['plain']:.2f}"
             print(f"    {mode:8s} {rates[mode]:8.0f} jobs/s  (runs: "
                   f"{', '.join(f'{v:.0f}' for v in values)}){ratio}", flush=True)
     finally:
