@@ -344,6 +344,13 @@ class Config:
             values["shards"] = tuple(env["RFETCH_SHARDS"].split())
         if env.get("RFETCH_SHARD_MAP"):
             values["shard_map"] = parse_shard_map(env["RFETCH_SHARD_MAP"])
+        if env.get("RFETCH_MAX_QUEUE_SIZE"):
+            try:
+                values["max_queue_size"] = parse_shard_map(env["RFETCH_MAX_QUEUE_SIZE"])
+            except ConfigError:
+                raise ConfigError(
+                    "RFETCH_MAX_QUEUE_SIZE wants queue=size pairs, e.g. 'mail=10000,reports=500'"
+                ) from None
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 

@@ -3,17 +3,31 @@ and the admin commands, which see and steer jobs through :mod:`rfetch.api`.
 
 Modules: :mod:`.app` (the group), :mod:`.worker` (boots a worker: the only module that
 imports the worker's side), :mod:`.web`, :mod:`.enqueue`, the admin commands by what they
-act on (:mod:`.queues`, :mod:`.sets`, :mod:`.processes`, :mod:`.groups`, :mod:`.periodic`,
-:mod:`.diagnose`, :mod:`.cancel`), their shared options (:mod:`.options`) and their table
-output (:mod:`.output`).
+act on (:mod:`.queues`, :mod:`.sets`, :mod:`.processes`, :mod:`.groups`,
+:mod:`.concurrency`, :mod:`.periodic`, :mod:`.diagnose`, :mod:`.cancel`), their shared
+options (:mod:`.options`) and their table output (:mod:`.output`).
 """
 
 from __future__ import annotations
 
-from . import cancel, diagnose, enqueue, groups, periodic, processes, queues, sets, web, worker
+from . import (
+    cancel,
+    concurrency,
+    diagnose,
+    enqueue,
+    groups,
+    periodic,
+    processes,
+    queues,
+    sets,
+    web,
+    worker,
+)
 from .app import main
 
 __all__ = ["main"]
 
 # Importing a command module registers its commands on ``main``.
-_COMMANDS = (cancel, diagnose, enqueue, groups, periodic, processes, queues, sets, web, worker)
+_COMMANDS = (
+    cancel, concurrency, diagnose, enqueue, groups, periodic, processes, queues, sets, web, worker
+)

@@ -219,6 +219,11 @@ class Keys:
         """Counter of jobs dropped because they were not started before ``expires_in``."""
         return self._k("stat:expired")
 
+    @property
+    def expired_queues(self) -> str:
+        """Hash: queue name -> jobs of the queue dropped as expired (``expires_in``)."""
+        return self._k("rfetch:expired")
+
     def unique(self, digest: str) -> str:
         """Unique-job lock: value = jid of the job holding it, expires after ``unique_for``."""
         return self._k(f"rfetch:unique:{digest}")

@@ -30,10 +30,11 @@ log = logging.getLogger("rfetch.expiry")
 
 class Expiry:
     """Drops expired jobs: acknowledged (removed from the private list, releasing what
-    the job holds), counted in ``stat:expired`` and logged with the jid.
+    the job holds), counted in ``stat:expired`` and per queue in ``rfetch:expired``, and
+    logged with the jid.
 
     Args:
-        redis: the worker's client (one INCR per expired job).
+        redis: the worker's client (one round trip per expired job).
         keys: key names of the namespace.
         ack: how a finished job is acknowledged (the processor's).
         clock: epoch seconds now (``time.time``; tests pass their own).
@@ -73,5 +74,8 @@ class Expiry:
             unit.queue,
             now - expires_at,
         )
-        self.redis.incr(self.keys.expired)
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.incr(self.keys.expired)
+        pipe.hincrby(self.keys.expired_queues, unit.queue, 1)
+        pipe.execute()
         return True

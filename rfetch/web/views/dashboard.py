@@ -23,4 +23,5 @@ def dashboard(ctx: Ctx) -> Response:
         chart=history_chart(history), queues=queues[:10], queue_count=len(queues),
         redis=ctx.api.redis_info(),
         leader_problem=ctx.api.leader_problem(),
+        expired=ctx.api.expired_count(),
     )

@@ -13,7 +13,7 @@ from .results import outcome
 
 def queues(ctx: Ctx) -> Response:
     """``GET /queues``: every queue with size, latency and paused flag."""
-    return ctx.render("queues.html", queues=ctx.api.queues())
+    return ctx.render("queues.html", queues=ctx.api.queues(), expired=ctx.api.expired_by_queue())
 
 
 def queue(ctx: Ctx, name: str) -> Response:
