@@ -191,3 +191,15 @@ def test_a_key_of_the_wrong_type_is_refused_and_nothing_is_written(
     with pytest.raises(redis.ResponseError, match="WRONGTYPE rfetch:cap-held:q"):
         push(worker, "k", "w0")
     assert r.exists("rfetch:cap:q|k", "rfetch:cap:q", "queue:q") == 0
+
+
+def test_clearing_a_queue_deletes_its_waiting_capped_jobs(worker: Worker, r: redis.Redis) -> None:
+    for i in range(3):
+        push(worker, "k", f"z{i}", limit=1)
+    running = worker.take()
+    Api(worker.config, redis=worker.redis).queue("q").clear()
+    assert r.exists("rfetch:cap:q|k", "rfetch:cap:q") == 0
+    worker.processor.process(running)  # finishes and gives its slot back
+    assert_clean(r)
+    push(worker, "k", "after", limit=1)
+    assert worker.drain() == 1
