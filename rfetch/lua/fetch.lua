@@ -13,6 +13,9 @@
 --          fetched) or 0 (only named for acknowledgements that give a slot back).
 -- Then A, the number of plain acknowledgements, and A records of two values:
 --          pair index, exact payload to LREM from that pair's private list.
+-- Then S, the number of acknowledgements that only give a fetch cap's slot back, and S
+--          records of three values: pair index (among the capped pairs), exact payload,
+--          concurrency key.
 -- Then B, the number of acknowledgements that release an ordering key, a unique lock or a
 --          fetch cap's slot, and B records of seven values: pair index, exact payload,
 --          queue name <q>, jid, ordering key ("" for none), unique digest ("" for none),
@@ -42,9 +45,9 @@
 -- LEFT, as super_fetch), taking queues in the order given until ARGV[1] jobs are moved.
 -- Atomic: a job is always in exactly one list.
 -- A fair queue alternates one job from its tenant ring and one from its public queue while
--- both have work; a capped queue adds one job from its ready ring of concurrency keys to
--- each turn (lib/cap.lua: O(1) per job, a key at its limit is not in the ring, so its
--- waiting jobs are never fetched). A releasing acknowledgement gives its slot back first,
+-- both have work; a capped queue adds to each turn the jobs of the key at the head of its
+-- ready ring of concurrency keys, up to the key's free slots (lib/cap.lua: O(1) per job, a
+-- key at its limit is not in the ring, so its waiting jobs are never fetched). A releasing acknowledgement gives its slot back first,
 -- so the key's next job may be fetched by this very call. Ring step (O(1)): the tenant at the ring's head (right end) gives its
 -- oldest job; its credits for this turn start at its weight (default 1) and drop by one; a
 -- tenant whose list is empty leaves the ring, one out of credits goes to the tail. Invariant
@@ -80,6 +83,21 @@ for r = 1, tonumber(ARGV[a]) do
   redis.call('LREM', KEYS[2 * tonumber(ARGV[at])], 1, ARGV[at + 1])
 end
 a = a + 2 * tonumber(ARGV[a]) + 1
+local cap_releasable = {}  -- pair -> whether its cap keys have their types (checked once)
+for r = 1, tonumber(ARGV[a]) do
+  local at = a + 3 * r - 2
+  local p, raw = tonumber(ARGV[at]), ARGV[at + 1]
+  local C = capped[p]
+  if cap_releasable[p] == nil then
+    local w = wants_new()
+    cap_release_wants(w, C)
+    cap_releasable[p] = #w.keys == 0 or misfit(w) == nil
+  end
+  if redis.call('LREM', KEYS[2 * p], 1, raw) == 1 and cap_releasable[p] then
+    cap_release(C, ARGV[at + 2], raw)
+  end
+end
+a = a + 3 * tonumber(ARGV[a]) + 1
 local ki = 2 * n_pairs + 3 * fair_count + 6 * cap_count_n + 1
 for r = 1, tonumber(ARGV[a]) do
   local at = a + 7 * r - 6
@@ -90,16 +108,17 @@ for r = 1, tonumber(ARGV[a]) do
     G = gate_keys(ki, ARGV[at + 2])
     klist, lock, ki = job_keys(ki + 7, k, unique)
   end
-  if opt(ARGV[at + 6]) then C = capped[p] end
+  local ck = opt(ARGV[at + 6])
+  if ck then C = capped[p] end
   local w = wants_new()
   if k then gate_release_wants(w, G, klist) end
   if lock then unique_release_wants(w, lock) end
-  if C then cap_release_wants(w, C, raw) end
+  if C then cap_release_wants(w, C) end
   local releasable = #w.keys == 0 or misfit(w) == nil
   if redis.call('LREM', KEYS[2 * p], 1, raw) == 1 and releasable then
     if k then gate_release(G, k, klist, jid) end
     if lock then unique_release(lock, jid) end
-    if C then cap_release(C, raw) end
+    if C then cap_release(C, ck, raw) end
   end
 end
 local jobs, broken = {}, {}
@@ -146,8 +165,7 @@ for p = 1, pairs_to_fetch do
   while moved < limit do
     local took = false
     if C then
-      local job = cap_step(C, KEYS[2 * p])
-      if job then
+      for _, job in ipairs(cap_step(C, KEYS[2 * p], limit - moved)) do
         moved = moved + 1
         jobs[#jobs + 1] = p
         jobs[#jobs + 1] = job

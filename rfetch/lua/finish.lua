@@ -34,7 +34,7 @@ local w = wants_new()
 want(w, KEYS[1], 'list')
 if k then gate_release_wants(w, G, klist) end
 if lock then unique_release_wants(w, lock) end
-if C then cap_release_wants(w, C, ARGV[1]) end
+if C then cap_release_wants(w, C) end
 local bad = misfit(w)
 if bad then return redis.error_reply(bad) end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
@@ -42,5 +42,5 @@ if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
 end
 if k then gate_release(G, k, klist, ARGV[4]) end
 if lock then unique_release(lock, ARGV[4]) end
-if C then cap_release(C, ARGV[1]) end
+if C then cap_release(C, ARGV[6], ARGV[1]) end
 return 1

@@ -51,7 +51,7 @@ if ck then C = cap_keys(k and 11 or 10, ARGV[2]) end
 local w = wants_new()
 want(w, KEYS[1], 'list')
 if C then
-  cap_push_back_wants(w, C, ck, ARGV[1])
+  cap_push_back_wants(w, C, ck)
 else
   gate_push_back_wants(w, G, k, KEYS[10], jid, t)
 end

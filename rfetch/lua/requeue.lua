@@ -44,7 +44,7 @@ for r = tonumber(ARGV[2]), 1, -1 do
   local w = wants_new()
   want(w, KEYS[1], 'list')
   if C then
-    cap_push_back_wants(w, C, ck, raw)
+    cap_push_back_wants(w, C, ck)
   else
     gate_push_back_wants(w, G, k, klist, jid, t)
   end

@@ -40,7 +40,7 @@ if ARGV[6] then
   klist, lock, ci = job_keys(10, k, opt(ARGV[10]))
   if opt(ARGV[11]) then
     C = cap_keys(ci, ARGV[7])
-    cap_release_wants(w, C, ARGV[1])
+    cap_release_wants(w, C)
   end
   if k then
     if outcome == 'retry' then want(w, G.leases, 'zset') else gate_release_wants(w, G, klist) end
@@ -73,6 +73,6 @@ if G then
     end
   end
   if outcome == 'dead' and lock then unique_release(lock, jid) end
-  if C then cap_release(C, ARGV[1]) end
+  if C then cap_release(C, ARGV[11], ARGV[1]) end
 end
 return 1

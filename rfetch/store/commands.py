@@ -153,10 +153,15 @@ class Commands:
         for pair in cap_pairs:
             keys += cap_keys(self.keys, names[pair - 1])
         plain: list[bytes | str | int] = []
+        slots: list[bytes | str | int] = []
         releasing: list[bytes | str | int] = []
         for unit in acks:
             routing = unit.routing
-            if routing is not None and routing.locking:
+            if routing is not None and routing.capped and not (
+                routing.ordering_key or routing.unique
+            ):
+                slots += [index[unit.queue], unit.raw, routing.concurrency_key or ""]
+            elif routing is not None and routing.locking:
                 key, unique = routing.ordering_key, routing.unique
                 releasing += [index[unit.queue], unit.raw, unit.queue, routing.jid]
                 releasing += [key or "", unique or "", routing.concurrency_key or ""]
@@ -173,6 +178,8 @@ class Commands:
             args += [pair, 1 if pair in fetched else 0]
         args.append(len(plain) // 2)
         args += plain
+        args.append(len(slots) // 3)
+        args += slots
         args.append(len(releasing) // 7)
         args += releasing
         looked_at, moved, broken = self.scripts.fetch(keys=keys, args=args, client=self.redis)

@@ -10,8 +10,8 @@
 --                                     free slot, each once (head = right end)
 --   C.held    "rfetch:cap-held:<q>"    hash: key -> jobs of the key holding a slot (fetched
 --                                     into a private list and not yet out of it)
---   C.slots   "rfetch:cap-slots:<q>"   hash: payload -> key, for each job holding a slot
---                                     (the exact bytes fetched: no decode on the hot path)
+--   C.slots   "rfetch:cap-slots:<q>"   hash: payload -> 1, for each job holding a slot (the
+--                                     exact bytes fetched: no decode on the hot path)
 --   C.limits  "rfetch:cap-limits:<q>"  hash: key -> its limit N (the latest pushed)
 --   C.wake    "rfetch:fair-wake:<q>"   list: one wake token for idle workers (shared with
 --                                     fair tenants)
@@ -75,42 +75,57 @@ local function cap_enter(C, k, limit, payload, at_head)
   redis.call('SADD', C.capq, C.q)
 end
 
--- One job from the ready ring of C into private list dst, taking a slot of its key; nil
--- when the ring is empty. O(1) per job.
-local function cap_step(C, dst)
+-- Up to want (>= 1) jobs of the key at the head of C's ready ring into private list dst,
+-- as many as the key has free slots, oldest first, each taking a slot; the key then
+-- goes to the ring's tail (round robin across keys, a turn being the key's free slots), or
+-- leaves the ring when full or empty. An empty table when the ring is empty. O(1) per job.
+local function cap_step(C, dst, want)
   while true do
     local k = redis.call('LINDEX', C.ring, -1)
-    if not k then return nil end
+    if not k then return {} end
     local list = cap_list(C, k)
-    local job = redis.call('LMOVE', list, dst, 'RIGHT', 'LEFT')
-    if job then
-      local held = redis.call('HINCRBY', C.held, k, 1)
-      redis.call('HSET', C.slots, job, k)
-      if held >= cap_limit_of(C, k) or redis.call('LLEN', list) == 0 then
+    local limit = cap_limit_of(C, k)
+    local held = cap_count(C, k)
+    local jobs = {}
+    for _ = 1, math.min(want, limit - held) do  -- none when full: then it leaves the ring
+      local job = redis.call('LMOVE', list, dst, 'RIGHT', 'LEFT')
+      if not job then break end
+      jobs[#jobs + 1] = job
+    end
+    if #jobs > 0 then
+      held = redis.call('HINCRBY', C.held, k, #jobs)
+      local fields = {}
+      for i, job in ipairs(jobs) do
+        fields[2 * i - 1] = job
+        fields[2 * i] = '1'
+      end
+      redis.call('HSET', C.slots, unpack(fields))
+      if held >= limit or redis.call('LLEN', list) == 0 then
         redis.call('RPOP', C.ring)
       else
-        redis.call('RPOPLPUSH', C.ring, C.ring)  -- round robin across keys
+        redis.call('RPOPLPUSH', C.ring, C.ring)
       end
-      return job
+      return jobs
     end
-    redis.call('RPOP', C.ring)  -- a key whose list was deleted: drop it and look again
+    redis.call('RPOP', C.ring)  -- a full key, or one whose list was deleted: look again
   end
 end
 
--- Give back the slot the fetched payload raw holds (if it holds one): the key's count
--- drops, and a key that was full and has waiting jobs joins the ring's tail. Returns 1 if a
--- slot was given back.
-local function cap_release(C, raw)
-  local k = redis.call('HGET', C.slots, raw)
-  if not k then return 0 end
-  redis.call('HDEL', C.slots, raw)
+-- Give back the slot the fetched payload raw (of key k) holds, if it holds one: the key's
+-- count drops, and a key that was full and has waiting jobs joins the ring's tail. The
+-- key's list is only read, with pcall: a list key of another type counts as empty (its
+-- jobs cannot be fetched until it is fixed) instead of failing after the acknowledgement.
+-- Returns 1 if a slot was given back.
+local function cap_release(C, k, raw)
+  if redis.call('HDEL', C.slots, raw) == 0 then return 0 end
   local held = redis.call('HINCRBY', C.held, k, -1)
   if held <= 0 then
     redis.call('HDEL', C.held, k)
     held = 0
   end
   local limit = cap_limit_of(C, k)
-  local waiting = redis.call('LLEN', cap_list(C, k))
+  local waiting = redis.pcall('LLEN', cap_list(C, k))
+  if type(waiting) ~= 'number' then waiting = 0 end
   if held == limit - 1 and waiting > 0 then
     redis.call('LPUSH', C.ring, k)
     cap_wake(C)
@@ -124,7 +139,7 @@ end
 -- its slot is given back and it goes to the head of its key's list, so it is the key's next
 -- job to be fetched.
 local function cap_push_back(C, k, payload)
-  cap_release(C, payload)
+  cap_release(C, k, payload)
   cap_enter(C, k, nil, payload, true)
 end
 
@@ -152,20 +167,16 @@ local function cap_enter_wants(w, C, k)
   cap_want(w, C.capq, 'set')
 end
 
--- cap_release of raw's slot: the key it holds is read (not changed) to know its list.
-local function cap_release_wants(w, C, raw)
+-- cap_release: it writes only queue-wide keys (its key's list is only read).
+local function cap_release_wants(w, C)
   cap_want(w, C.slots, 'hash')
   cap_want(w, C.held, 'hash')
   cap_want(w, C.limits, 'hash')
   cap_want(w, C.ring, 'list')
   cap_want(w, C.wake, 'list')
-  if cap_typed[C.slots] then
-    local k = redis.call('HGET', C.slots, raw)
-    if k then want(w, cap_list(C, k), 'list') end
-  end
 end
 
-local function cap_push_back_wants(w, C, k, raw)
-  cap_release_wants(w, C, raw)
+local function cap_push_back_wants(w, C, k)
+  cap_release_wants(w, C)
   cap_enter_wants(w, C, k)
 end
