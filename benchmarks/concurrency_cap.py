@@ -7,10 +7,12 @@ its own redis-server; every figure comes from the evidence lines the jobs write
     python -m benchmarks.concurrency_cap --jobs 5000 --runs 3  # a quicker look, median of 3
 
 Modes: ``plain`` (no option), ``capped`` (job i has key ``k<i % keys>`` and the limit).
-Goal: capped >= 0.7 x plain. Drain rate = (done - 1) / (last done - first done), so the
-worker's start-up is not counted. The worker processes import rfetch from this checkout
-(its folder goes first on their PYTHONPATH), so a copy of an older commit measures that
-commit's code: the plain figure before and after a change, in the same sitting.
+Goal: capped >= 0.7 x plain. With ``--runs N`` the modes are interleaved (plain, capped,
+plain, ...) and the median of each is reported. Drain rate = (done - 1) / (last done -
+first done), so the worker's start-up is not counted. The worker processes import rfetch
+from this checkout (its folder goes first on their PYTHONPATH), so a copy of an older
+commit measures that commit's code: the plain figure before and after a change, in the
+same sitting.
 Only processes this script started are signalled, by their own PID.
 """
 
@@ -89,16 +91,19 @@ def main() -> None:
     print(f"redis-server {server.url}; rfetch from {REPO}; {args.jobs} no-op jobs, one worker "
           f"x 10 threads, {args.keys} keys, limit {args.limit}, median of {args.runs}")
     try:
+        values: dict[str, list[float]] = {mode: [] for mode in modes}
+        for _ in range(args.runs):  # interleaved, so a change in the machine's load hits both
+            for mode in modes:
+                values[mode].append(
+                    drain_rate(server, base, mode, args.jobs, args.keys, args.limit))
         rates: dict[str, float] = {}
         for mode in modes:
-            values = [drain_rate(server, base, mode, args.jobs, args.keys, args.limit)
-                      for _ in range(args.runs)]
-            rates[mode] = statistics.median(values)
+            rates[mode] = statistics.median(values[mode])
             ratio = ""
             if "plain" in rates:
                 ratio = f"  ratio to plain {rates[mode] / rates['plain']:.2f}"
             print(f"    {mode:8s} {rates[mode]:8.0f} jobs/s  (runs: "
-                  f"{', '.join(f'{v:.0f}' for v in values)}){ratio}", flush=True)
+                  f"{', '.join(f'{v:.0f}' for v in values[mode])}){ratio}", flush=True)
     finally:
         server.cleanup()
 
