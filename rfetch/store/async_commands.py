@@ -13,7 +13,8 @@ import redis.asyncio
 from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
-from rfetch.store.commands import Commands, push_written, queue_full
+from rfetch.store.commands import Commands
+from rfetch.store.push_args import push_written, queue_full
 from rfetch.store.replies import Outgoing
 from rfetch.store.scripts import read_script
 
@@ -37,7 +38,7 @@ class AsyncCommands:
     ) -> list[bool]:
         """``push.lua`` for ``jobs``, all or none (see :meth:`Commands.push`): the KEYS and
         ARGV are :meth:`Commands.push_call`'s, the reply read by
-        :func:`rfetch.store.commands.push_written`; this only awaits the call.
+        :func:`rfetch.store.push_args.push_written`; this only awaits the call.
 
         Returns:
             Per job, whether it was written (False: its unique lock was held).

@@ -21,10 +21,10 @@ from redis.commands.core import Script
 from redis.exceptions import ResponseError
 from redis.typing import EncodableT
 
-from rfetch.errors import QueueFull
 from rfetch.payload import Routing
 from rfetch.store.caps import cap_keys
 from rfetch.store.keys import Keys
+from rfetch.store.push_args import gate_keys, push_call, push_written, queue_full
 from rfetch.store.replies import (
     DueReply,
     Fetched,
@@ -63,21 +63,6 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def queue_full(exc: ResponseError) -> Exception:
-    """:class:`rfetch.errors.QueueFull` for ``push.lua``'s QUEUEFULL reply, else ``exc``."""
-    text = str(exc)
-    return QueueFull(text.removeprefix("QUEUEFULL ")) if text.startswith("QUEUEFULL") else exc
-
-
-def push_written(refused: Sequence[int | bytes | str], count: int) -> list[bool]:
-    """Per job of a ``push.lua`` call of ``count`` jobs, whether it was written, from the
-    script's reply: the 1-based positions of the jobs whose unique lock was held."""
-    written = [True] * count
-    for position in refused:
-        written[int(position) - 1] = False
-    return written
-
-
 class Commands:
     """Every Lua script, registered on one Redis client, behind one method each.
 
@@ -98,14 +83,7 @@ class Commands:
     ) -> list[str]:
         """The seven keys of ``queue``'s gate, in ``lib/gate.lua``'s G order, then the
         waiting list of ``ordering_key`` and the lock of ``unique`` when given."""
-        k = self.keys
-        out = [k.queue(queue), k.queues, k.key_holders(queue), k.key_leases(queue)]
-        out += [k.fair_ring(queue), k.fair_wake(queue), k.fair_queues]
-        if ordering_key is not None:
-            out.append(k.key_list(queue, ordering_key))
-        if unique is not None:
-            out.append(k.unique(unique))
-        return out
+        return gate_keys(self.keys, queue, ordering_key, unique)
 
     # -- worker: fetch, acknowledge, settle, push back -----------------------------------
 
@@ -430,71 +408,9 @@ class Commands:
     def push_call(
         self, jobs: Sequence[Outgoing], max_sizes: Mapping[str, int] | None = None
     ) -> tuple[list[str], list[str | int]]:
-        """``push.lua``'s KEYS and ARGV for ``jobs`` (see :meth:`push`), for this client and
-        for the asyncio one (:class:`rfetch.store.async_commands.AsyncCommands`): runs of
-        plain jobs to run now as one record each (one LPUSH per run), every other job as
-        its own record; first, one size check per queue of ``max_sizes`` (queue name ->
-        max_queue_size) that gets jobs to run now."""
-        keys = [self.keys.schedule]
-        blocks: dict[str, int] = {}
-        incoming: dict[str, int] = {}
-        for job in jobs:
-            if job.queue not in blocks:
-                blocks[job.queue] = len(blocks) + 1
-                keys += self.gate_keys(job.queue)
-            if job.at is None:
-                incoming[job.queue] = incoming.get(job.queue, 0) + 1
-        args: list[str | int] = [len(blocks), *blocks, 0]
-        records = 0
-        for queue, count in incoming.items():
-            size = (max_sizes or {}).get(queue)
-            if size is not None:
-                args += ["m", blocks[queue], size, count]
-                records += 1
-        cap_index: dict[str, int] = {}
-        run: list[str] = []  # the open run of plain jobs to run now, all of run_queue
-        run_queue = ""
-        for job in jobs:
-            routing = job.routing
-            if routing is None and job.at is None:
-                if run and run_queue != job.queue:
-                    args += ["p", blocks[run_queue], len(run), *run]
-                    records += 1
-                    run = []
-                run_queue = job.queue
-                run.append(job.text)
-                continue
-            if run:
-                args += ["p", blocks[run_queue], len(run), *run]
-                records += 1
-                run = []
-            records += 1
-            at = "" if job.at is None else repr(job.at)
-            if routing is None:
-                args += ["s", blocks[job.queue], job.text, at]
-                continue
-            key_index = lock_index = 0
-            if routing.ordering_key is not None:
-                keys.append(self.keys.key_list(job.queue, routing.ordering_key))
-                key_index = len(keys)
-            if routing.unique is not None:
-                keys.append(self.keys.unique(routing.unique))
-                lock_index = len(keys)
-            args += ["g", blocks[job.queue], job.text, at, routing.jid, key_index]
-            args += [routing.ordering_key or "", lock_index, job.window_ms, routing.tenant or ""]
-            if routing.capped and job.at is None:
-                if job.queue not in cap_index:
-                    cap_index[job.queue] = len(keys) + 1
-                    keys += cap_keys(self.keys, job.queue)
-                args += [cap_index[job.queue], routing.concurrency_key or ""]
-                args.append(routing.concurrency_limit or 1)
-            else:
-                args += [0, "", 0]
-        if run:
-            args += ["p", blocks[run_queue], len(run), *run]
-            records += 1
-        args[len(blocks) + 1] = records
-        return keys, args
+        """``push.lua``'s KEYS and ARGV for ``jobs`` (see :func:`rfetch.store.push_args.
+        push_call`), for this client and the asyncio one."""
+        return push_call(self.keys, jobs, max_sizes)
 
     # -- admin API -----------------------------------------------------------------------
 
