@@ -203,3 +203,13 @@ def test_clearing_a_queue_deletes_its_waiting_capped_jobs(worker: Worker, r: red
     assert_clean(r)
     push(worker, "k", "after", limit=1)
     assert worker.drain() == 1
+
+
+def test_a_pushed_back_job_keeps_its_keys_limit(worker: Worker, r: redis.Redis) -> None:
+    push(worker, "k", "only", limit=3)
+    unit = worker.take()
+    assert unit.requeue()  # the key's last job: its slot and its limit must not be lost
+    assert r.hget("rfetch:cap-limits:q", "k") == b"3"
+    for i in range(3):
+        push(worker, "k", f"more{i}", limit=3)
+    assert len(take_all(worker)) == 3

@@ -137,10 +137,11 @@ end
 
 -- Put a fetched capped job back (push-back at TERM/quiet/paused queue, orphan recovery):
 -- its slot is given back and it goes to the head of its key's list, so it is the key's next
--- job to be fetched.
+-- job to be fetched; the key keeps its limit.
 local function cap_push_back(C, k, payload)
+  local limit = cap_limit_of(C, k)  -- read first: the release of a key's last job drops it
   cap_release(C, k, payload)
-  cap_enter(C, k, nil, payload, true)
+  cap_enter(C, k, limit, payload, true)
 end
 
 -- What each step may write, for lib/guard.lua's check before a script's first write.
