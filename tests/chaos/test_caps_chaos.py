@@ -149,3 +149,45 @@ def test_a_killed_holders_slot_comes_back_with_orphan_recovery_not_before(
     for jid in held:
         runs[jid][0] = (runs[jid][0][0], runs[jid][1][0])
     assert most_at_once(runs, held + rest, time.time()) == 2
+
+
+def test_expired_jobs_never_run_and_caps_compose_with_tenants_and_pausing(
+    own_redis: RedisServer, tmp_path: Path
+) -> None:
+    """One real worker on a paused queue holding plain, tenant, capped and expiring jobs:
+    nothing runs while paused; once unpaused every job runs once except the expired ones,
+    which never run and are counted, and the capped key never has more than 2 at once."""
+    from rfetch.api import Api
+
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    config = Config(redis_url=own_redis.url)
+    client = Client(config)
+    api = Api(config)
+    api.queue("default").pause()
+    capped = [client.push("chaos_jobs.Work", [100, "c", i],
+                          {"concurrency_key": "k", "concurrency_limit": 2}) for i in range(8)]
+    tenants = [client.push("chaos_jobs.Work", [10, "t", i], {"tenant": f"t{i % 3}"})
+               for i in range(6)]
+    plain = [client.push("chaos_jobs.Work", [10, "p", i]) for i in range(4)]
+    expired = [client.push("chaos_jobs.Work", [10, "x", i], {"expires_in": 1})
+               for i in range(5)]
+    proc = worker(own_redis.url, evidence)
+    try:
+        proc.identity(redis.Redis.from_url(own_redis.url))
+        time.sleep(2.0)  # past the expiry, and time for a wrong fetch from a paused queue
+        assert read_runs(evidence) == {}
+        api.queue("default").unpause()
+        ran = capped + tenants + plain
+        wait(lambda: all(read_runs(evidence).get(j) and read_runs(evidence)[j][-1][1]
+                         for j in ran), 60, "every job that had not expired")
+        wait(lambda: api.expired_count() == 5, 30, "the expired jobs counted")
+    finally:
+        proc.signal(signal.SIGTERM)
+        proc.wait(60)
+    runs = read_runs(evidence)
+    assert not any(j in runs for j in expired)  # never ran
+    assert all(len(runs[j]) == 1 for j in ran)
+    assert most_at_once(runs, [j for j in capped if j], time.time()) == 2
+    assert api.expired_by_queue() == {"default": 5}
+    assert api.concurrency_keys() == []  # every slot given back, nothing waiting
