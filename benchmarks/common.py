@@ -48,12 +48,12 @@ class PrivateRedis:
     commands it sends on it so they can be taken out of INFO commandstats.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, extra_args: tuple[str, ...] = ()) -> None:
         self.port = free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="rfetch-bench-"))
         self.proc = subprocess.Popen(
             [redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.dir)],
+             "--appendonly", "no", "--dir", str(self.dir), *extra_args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         self.url = f"redis://127.0.0.1:{self.port}/0"

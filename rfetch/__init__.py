@@ -23,6 +23,8 @@ from rfetch.errors import (
     InvalidJob,
     JobCancelled,
     JobTimeout,
+    LimiterKeyError,
+    OverLimit,
     PayloadTooLarge,
     QueueFull,
     RfetchError,
@@ -31,6 +33,7 @@ from rfetch.errors import (
 )
 from rfetch.job import Job
 from rfetch.job_function import JobFunction, job
+from rfetch.limiter import Limiter
 from rfetch.periodic import is_leader
 from rfetch.version import __version__
 
@@ -47,6 +50,9 @@ __all__ = [
     "JobCancelled",
     "JobFunction",
     "JobTimeout",
+    "Limiter",
+    "LimiterKeyError",
+    "OverLimit",
     "PayloadTooLarge",
     "QueueFull",
     "QueueSpec",

@@ -80,6 +80,10 @@ class Arity:
                 parameter without a default (no push can ever fill it).
         """
         count = len(args)
+        if not self.required_keywords and count >= self.minimum and (
+            self.maximum is None or count <= self.maximum
+        ):
+            return  # the common case, once per job of a bulk push: nothing formatted
         where = f"{job_name}.perform{self.signature}"
         if self.required_keywords:
             raise ArgsMismatch(

@@ -15,7 +15,9 @@ The middleware receive the sync client's ``redis`` (Sidekiq passes its connectio
 one chain serves both clients; a middleware that calls Redis blocks the loop while it does.
 
 An asyncio Redis client belongs to the event loop that uses it, so one is made per loop
-(a test suite that runs each test in its own loop gets a fresh one each time).
+(a test suite that runs each test in its own loop gets a fresh one each time), and per
+shard: with ``Config.shards`` each job goes to its queue's shard (:mod:`rfetch.shards`),
+through that shard's push buffer when the shard cannot be reached, as with the sync client.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from rfetch.client import Client
 from rfetch.delivery import AsyncSender
 from rfetch.errors import BufferFull, QueueFull
 from rfetch.push_buffer import BufferedJob
+from rfetch.shards import positions_by_shard, shard_config
 from rfetch.store.async_commands import AsyncCommands
 from rfetch.store.connection import REDIS_DOWN, connect_async
 
@@ -46,9 +49,9 @@ class AsyncClient:
     def __init__(self, client: Client) -> None:
         self.client = client
         self.config = client.config
-        self._senders: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncSender] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._senders: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[int, AsyncSender]
+        ] = weakref.WeakKeyDictionary()
 
     async def push(
         self,
@@ -108,27 +111,44 @@ class AsyncClient:
             return await self._send_or_buffer(jobs)
         awrite = getattr(sink, "awrite", None)
         if awrite is not None:  # a sink with an asyncio form (inline mode awaits jobs)
-            result: list[bool] | None = await awrite(jobs, self.client.delivery.write)
+            result: list[bool] | None = await awrite(jobs, self.client.deliver)
             return result
-        return sink.write(jobs, self.client.delivery.write)
+        return sink.write(jobs, self.client.deliver)
 
     async def _send_or_buffer(self, jobs: Sequence[BufferedJob]) -> list[bool] | None:
-        """Write to Redis, or buffer when it cannot be reached (:meth:`Delivery.write`'s
+        """Write each job to its shard (the only one without shards), or buffer it when
+        that shard cannot be reached; a buffered group counts as written, as in
+        :meth:`rfetch.Client.deliver`."""
+        if len(self.client.deliveries) == 1:
+            return await self._send_to(0, jobs)
+        written = [True] * len(jobs)
+        groups = positions_by_shard(self.config, [job.queue for job in jobs])
+        for shard, positions in groups.items():
+            outcome = await self._send_to(shard, [jobs[i] for i in positions])
+            if outcome is not None:
+                for position, ok in zip(positions, outcome, strict=True):
+                    written[position] = ok
+        return written
+
+    async def _send_to(self, shard: int, jobs: Sequence[BufferedJob]) -> list[bool] | None:
+        """Write to one shard, or buffer when it cannot be reached (:meth:`Delivery.write`'s
         rules: never ahead of a buffered job)."""
-        delivery = self.client.delivery
+        delivery = self.client.deliveries[shard]
         if delivery.holding:
             return await asyncio.to_thread(delivery.write, jobs)
         try:
-            return await self._sender().send(jobs, self.config.max_queue_size)
+            return await self._sender(shard).send(jobs, self.config.max_queue_size)
         except REDIS_DOWN as exc:
             await asyncio.to_thread(delivery.keep, jobs, exc)
             return None
 
-    def _sender(self) -> AsyncSender:
+    def _sender(self, shard: int) -> AsyncSender:
         loop = asyncio.get_running_loop()
-        sender = self._senders.get(loop)
+        senders = self._senders.setdefault(loop, {})
+        sender = senders.get(shard)
         if sender is None:
-            commands = self.client.delivery.commands
-            sender = AsyncSender(AsyncCommands(connect_async(self.config), commands))
-            self._senders[loop] = sender
+            config = shard_config(self.config, shard) if self.config.shards else self.config
+            commands = self.client.deliveries[shard].commands
+            sender = AsyncSender(AsyncCommands(connect_async(config), commands))
+            senders[shard] = sender
         return sender

@@ -86,6 +86,11 @@ class Config:
             ``min_replicas_timeout`` stays in the reliable-push buffer (docs/operations.md,
             "Sentinel").
         min_replicas_timeout: seconds a push waits for ``min_replicas`` replicas.
+        min_replicas_acks: also wait for ``min_replicas`` replicas after each
+            acknowledgement, before the thread takes its next job, so that a failover
+            undoes at most one acknowledgement per thread (a duplicate run, never a loss);
+            acknowledgements are then not batched with the fetches
+            (:mod:`rfetch.worker.ack_replicas`). Needs ``min_replicas``.
         shards: Redis URLs of the shards; when given, each queue lives on one of them and
             ``redis_url`` is not used (:mod:`rfetch.shards`). Environment:
             ``RFETCH_SHARDS``, URLs separated by spaces.
@@ -179,6 +184,7 @@ class Config:
     sentinel_password: str | None = None
     min_replicas: int = 0
     min_replicas_timeout: float = 1.0
+    min_replicas_acks: bool = False
     cluster: bool = False
     shards: Sequence[str] = ()
     shard_map: Mapping[str, int] = field(default_factory=dict)
@@ -282,6 +288,8 @@ class Config:
             min_replicas=self.min_replicas, min_replicas_timeout=self.min_replicas_timeout,
             shards=self.shards, shard_map=self.shard_map, processes=self.processes,
         )
+        if self.min_replicas_acks and self.min_replicas < 1:
+            raise ConfigError("min_replicas_acks needs min_replicas of 1 or more")
 
     def _validate_limits(self) -> None:
         for queue, size in self.max_queue_size.items():
@@ -374,6 +382,7 @@ _SCALAR_FIELDS: dict[str, str] = {
     "sentinel_password": "str",
     "min_replicas": "int",
     "min_replicas_timeout": "float",
+    "min_replicas_acks": "bool",
     "cluster": "bool",
     "namespace": "str",
     "concurrency": "int",

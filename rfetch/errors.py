@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 
 class RfetchError(Exception):
     """Base class of rfetch's own errors."""
@@ -113,3 +116,47 @@ class QueueFull(RfetchError):
 class RedisUnavailable(RfetchError):
     """Redis could not be reached where rfetch checks it once at start: no sentinel of a
     ``redis+sentinel://`` URL answered (a clear error instead of a hang)."""
+
+
+class OverLimit(RfetchError):
+    """A limiter (``rfetch.Limiter``) had no capacity within its ``wait_timeout``
+    (Sidekiq Enterprise's ``Sidekiq::Limiter::OverLimit``).
+
+    Raised by ``within_limit()``. Raised out of a job's ``perform``, the worker does not
+    count it as a failure: it reschedules the job with the limiter's backoff, counting the
+    reschedules in the payload's ``overrated`` field, up to the limiter's ``reschedule``
+    maximum, after which it is a normal failure (docs/flow-control.md).
+
+    Attributes:
+        name: the limiter's name.
+        kind: its kind (``window``, ``bucket``, ``leaky``, ``points``, ``concurrent``).
+        waited: seconds ``within_limit`` waited before giving up.
+        reschedule: how many times a job may be rescheduled for this limiter.
+        backoff: the delay before reschedule number ``n`` (0-based), in seconds, given
+            ``n`` and the job's payload; None for the default (Sidekiq Enterprise's
+            ``300 * n + rand(300) + 1``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        name: str,
+        kind: str,
+        waited: float,
+        reschedule: int,
+        backoff: Callable[[int, dict[str, Any]], float] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.name = name
+        self.kind = kind
+        self.waited = waited
+        self.reschedule = reschedule
+        self.backoff = backoff
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.name, self.kind, self.waited, self.reschedule))
+
+
+class LimiterKeyError(RfetchError):
+    """A limiter's Redis key (or the registry set of limiter names) exists with another
+    type: the message names the key; nothing was written."""

@@ -1,10 +1,10 @@
 """Keeping a long-lived thread alive through any exception.
 
 Every background thread of rfetch (heartbeat, scheduled poller, orphan recovery, pause
-watcher, fetcher, push-buffer delivery, log writer) runs a loop that must outlive every
-error: a connection error, a reply error (``OOM`` when Redis reaches ``maxmemory``,
-``WRONGTYPE``, ``READONLY`` after a failover) or a bug. A :class:`ThreadGuard` is the one
-policy they share:
+watcher, fetcher, timekeeper, leader election, push-buffer delivery, log writer) runs a loop
+that must outlive every error: a connection error, a reply error (``OOM`` when Redis
+reaches ``maxmemory``, ``WRONGTYPE``, ``READONLY`` after a failover) or a bug. A
+:class:`ThreadGuard` is the one policy they share:
 
 * each kind of failure is logged once per streak of failures (the first one with its
   traceback when it is not a Redis error), and reported to the error handlers once;

@@ -95,6 +95,12 @@ class JobSetter(Generic[P]):
         (UnrunnableJobWarning) when the job's name starts with ``__main__.``."""
         if options.get("coalesce") is not True:
             self.job_class.check_args(args)
+        self._warn_if_main(stacklevel=5)
+        return args
+
+    def _warn_if_main(self, stacklevel: int) -> None:
+        """Warn (UnrunnableJobWarning) when the job's name starts with ``__main__.``;
+        ``stacklevel`` points the warning at the application's push call."""
         name = self.job_class.job_name()
         if name.startswith("__main__."):
             warnings.warn(
@@ -103,9 +109,8 @@ class JobSetter(Generic[P]):
                 "define the job in a module the script imports, or give the class a name "
                 f"(name = {name.split('.', 1)[1]!r})",
                 UnrunnableJobWarning,
-                stacklevel=4,
+                stacklevel=stacklevel,
             )
-        return args
 
     def _push_args(
         self, args: Sequence[Any], kwargs: Mapping[str, Any]
@@ -195,9 +200,13 @@ class JobSetter(Generic[P]):
         """
         arg_lists = list(args_list)
         options = self._options()
-        for args in arg_lists:
-            if isinstance(args, (list, tuple)):  # push_bulk names any other item itself
-                self._checked(list(args), options)
+        if arg_lists:
+            self._warn_if_main(stacklevel=4)  # once per bulk push, not once per job
+        if options.get("coalesce") is not True:
+            check = self.job_class.check_args
+            for args in arg_lists:
+                if isinstance(args, (list, tuple)):  # push_bulk names any other item itself
+                    check(args)
         return self.job_class.job_name(), arg_lists, options
 
     def _options_for(self) -> Callable[[Sequence[Any]], dict[str, Any]] | None:

@@ -121,6 +121,7 @@ class ApiCollector(Collector):
 
         yield from _class_counters(totals)
         yield from _periodic_metrics(api)
+        yield from _limiter_metrics(api)
         yield from flow_metrics(api)
         window = f"over the last {self.window_minutes} minute(s)"
         quantiles = GaugeMetricFamily(
@@ -173,6 +174,45 @@ def _class_counters(totals: list[ClassMetrics]) -> Iterator[Metric]:
     yield processed
     yield failed
     yield duration
+
+
+def _limiter_metrics(api: Api) -> Iterator[Metric]:
+    """Per limiter (``rfetch.Limiter``, label ``limiter``; kind in ``rfetch_limiter_limit``):
+    grants, grants that waited and their total wait, calls over the limit, reclaimed locks,
+    the limit and the current use. Counters restart when a limiter's hash expires or is
+    reset."""
+    label = ["limiter"]
+    counters = {
+        "calls": CounterMetricFamily("rfetch_limiter_calls", "Calls granted per limiter.",
+                                     labels=label),
+        "waited": CounterMetricFamily(
+            "rfetch_limiter_waits", "Granted calls that waited for capacity first.",
+            labels=label),
+        "wait_seconds": CounterMetricFamily(
+            "rfetch_limiter_wait_seconds", "Seconds granted calls waited, in total.",
+            labels=label),
+        "overlimit": CounterMetricFamily(
+            "rfetch_limiter_overlimit",
+            "Calls that found no capacity within wait_timeout (rfetch.OverLimit raised).",
+            labels=label),
+        "reclaimed": CounterMetricFamily(
+            "rfetch_limiter_reclaimed",
+            "Concurrent locks taken back from holders that stopped renewing them.",
+            labels=label),
+    }
+    limit = GaugeMetricFamily("rfetch_limiter_limit", "A limiter's limit (per its period).",
+                              labels=["limiter", "kind"])
+    in_use = GaugeMetricFamily(
+        "rfetch_limiter_in_use",
+        "Current use: calls in the window, units in the bucket, or locks held.", labels=label)
+    for info in api.limiters():
+        for field, family in counters.items():
+            family.add_metric([info.name], getattr(info, field))
+        limit.add_metric([info.name, info.kind], info.limit)
+        in_use.add_metric([info.name], info.in_use)
+    yield from counters.values()
+    yield limit
+    yield in_use
 
 
 def _periodic_metrics(api: Api) -> Iterator[Metric]:

@@ -7,6 +7,12 @@ means something on the connection that wrote. The push side therefore uses a poo
 connection and counts its (re)connections: a ``WAIT`` that ran after a reconnect proves
 nothing about the earlier write.
 
+Where the server has it (Redis 7.2 and later) and ``appendonly`` is on, the wait is
+``WAITAOF 0 numreplicas timeout`` instead: the replicas have not only received the write but
+written it to their append-only file, so it also survives a replica that restarts. Which
+command a connection uses is decided once per connection (:func:`probe_wait`), from the
+server's version and ``INFO persistence``.
+
 None of Sidekiq, Celery or RQ waits for replicas; BullMQ documents the same loss window.
 """
 
@@ -29,6 +35,65 @@ class Replicated(enum.Enum):
     """Same connection, too few replicas within the timeout: ask again later."""
     UNKNOWN = "unknown"
     """The connection changed since the write: the write may be lost; push it again."""
+
+
+class WaitCommand(enum.Enum):
+    """How a connection waits for its replicas."""
+
+    WAIT = "WAIT"
+    """``WAIT numreplicas timeout``: the replicas received the writes."""
+    WAITAOF = "WAITAOF"
+    """``WAITAOF 0 numreplicas timeout``: the replicas wrote them to their AOF (Redis 7.2+)."""
+
+
+WAITAOF_SINCE = (7, 2)
+"""The first Redis version with ``WAITAOF``."""
+
+
+def server_version(text: str) -> tuple[int, int]:
+    """``"7.2.4"`` -> ``(7, 2)``; anything unreadable -> ``(0, 0)`` (treated as old)."""
+    parts = text.split(".")
+    try:
+        return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    except ValueError:
+        return 0, 0
+
+
+def choose_wait(version: str, aof_enabled: bool) -> WaitCommand:
+    """``WAITAOF`` when the server has it (``version`` 7.2 or later, as ``INFO server``
+    ``redis_version`` says) and its append-only file is on, else ``WAIT``.
+
+    ``WAITAOF`` is useless without an AOF on the master: its replicas then usually have none
+    either, and the command would time out however healthy they are.
+    """
+    if aof_enabled and server_version(version) >= WAITAOF_SINCE:
+        return WaitCommand.WAITAOF
+    return WaitCommand.WAIT
+
+
+def probe_wait(redis: Redis) -> WaitCommand:
+    """Ask the server which wait command to use (two ``INFO`` calls, once per connection).
+
+    Raises:
+        redis.ConnectionError, redis.TimeoutError: Redis unreachable.
+    """
+    version = str(redis.info("server").get("redis_version", ""))
+    aof = str(redis.info("persistence").get("aof_enabled", "0")) == "1"
+    return choose_wait(version, aof)
+
+
+def wait_replicas(redis: Redis, command: WaitCommand, replicas: int, timeout_ms: int) -> int:
+    """Run ``command`` on ``redis`` and return how many replicas acknowledged.
+
+    Raises:
+        redis.ConnectionError, redis.TimeoutError: Redis unreachable.
+    """
+    if command is WaitCommand.WAITAOF:
+        reply = redis.execute_command(  # type: ignore[no-untyped-call]
+            "WAITAOF", 0, replicas, timeout_ms
+        )
+        return int(reply[1])
+    return int(redis.wait(replicas, timeout_ms))
 
 
 class NotReplicated(Exception):
@@ -59,6 +124,9 @@ class ReplicaWait:
         self.replicas = config.min_replicas
         self.timeout_ms = max(1, int(config.min_replicas_timeout * 1000))
         self.generation = 0
+        self.command = WaitCommand.WAIT
+        self.probed = -1
+        """The connection generation :attr:`command` was probed on."""
         self.redis: Redis = connect(config, max_connections=1, on_connect=self.connected)
 
     def connected(self) -> None:
@@ -71,7 +139,10 @@ class ReplicaWait:
         Raises:
             redis.ConnectionError, redis.TimeoutError: Redis unreachable.
         """
-        acknowledged = self.redis.wait(self.replicas, self.timeout_ms)
+        if self.probed != self.generation:
+            self.command = probe_wait(self.redis)
+            self.probed = self.generation
+        acknowledged = wait_replicas(self.redis, self.command, self.replicas, self.timeout_ms)
         if self.generation != generation:
             return Replicated.UNKNOWN
         return Replicated.YES if acknowledged >= self.replicas else Replicated.NOT_YET

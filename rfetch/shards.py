@@ -19,7 +19,7 @@ once per shard:
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from rfetch.config import Config
 
@@ -49,4 +49,13 @@ def queues_by_shard(config: Config, names: Iterable[str]) -> dict[int, list[str]
     groups: dict[int, list[str]] = {}
     for name in names:
         groups.setdefault(shard_of(config, name), []).append(name)
+    return groups
+
+
+def positions_by_shard(config: Config, queues: Sequence[str]) -> dict[int, list[int]]:
+    """Positions in ``queues`` (the queues of jobs about to be pushed) grouped by shard
+    index, each group in order: how the sync and asyncio clients split a bulk push."""
+    groups: dict[int, list[int]] = {}
+    for position, queue in enumerate(queues):
+        groups.setdefault(shard_of(config, queue), []).append(position)
     return groups

@@ -39,6 +39,15 @@ from .groups import (
     list_tenants,
     set_tenant_weight,
 )
+from .limits import (
+    LimiterInfo,
+    LimiterNotFound,
+    LockInfo,
+    list_limiters,
+    read_limiter,
+    release_lock,
+    reset_limiter,
+)
 from .periodic import (
     LeaderInfo,
     PeriodicInfo,
@@ -267,6 +276,27 @@ class Api:
         """
         return run_now(self.ctx, name)
 
+    def limiters(self) -> list[LimiterInfo]:
+        """Every limiter (``rfetch.Limiter``) with its kind, limit, current use, held locks
+        and counters (see :mod:`rfetch.api.limits`, docs/flow-control.md)."""
+        return list_limiters(self.ctx)
+
+    def limiter(self, name: str) -> LimiterInfo:
+        """One limiter.
+
+        Raises:
+            LimiterNotFound: no such limiter in Redis (never called, or expired).
+        """
+        return read_limiter(self.ctx, name)
+
+    def reset_limiter(self, name: str) -> bool:
+        """Delete a limiter's state, locks and counters; True if it existed."""
+        return reset_limiter(self.ctx, name)
+
+    def release_limiter_lock(self, name: str, token: str) -> bool:
+        """Drop one lock of a concurrent limiter; True if it was held."""
+        return release_lock(self.ctx, name, token)
+
     def job_set(self, name: str) -> JobSet:
         """``scheduled``/``schedule``, ``retry``/``retries`` or ``dead``/``morgue``.
 
@@ -362,7 +392,10 @@ __all__ = [
     "JobRecord",
     "JobSet",
     "LeaderInfo",
+    "LimiterInfo",
+    "LimiterNotFound",
     "Location",
+    "LockInfo",
     "OrderingKeyInfo",
     "Page",
     "PeriodicInfo",

@@ -52,7 +52,8 @@ def web(
 
     Needs the web extra (pip install 'rfetch[web]'). Set RFETCH_WEB_USER and
     RFETCH_WEB_PASSWORD to require HTTP basic auth for every page, action and /metrics.
-    Every action is a POST with a CSRF token. Stop with INT or TERM.
+    Every action is a POST with a CSRF token. With RFETCH_SHARDS, one merged view of every
+    shard (each row names its shard). Stop with INT or TERM.
     """
     try:
         from rfetch.web import BasicAuth, create_app
@@ -87,9 +88,12 @@ def web(
     auth = "basic auth" if app.basic_auth is not None else "no auth"
     mode = "read-only" if read_only else "read-write"
 
+    source = (f"{len(config.shards)} shards" if config.shards
+              else safe_url(config.redis_url))
+
     def ready(urls: str) -> None:
         click.echo(f"rfetch web {__version__} ({mode}, {auth}) on {urls}{app.prefix}/ "
-                   f"for {safe_url(config.redis_url)}",
+                   f"for {source}",
                    err=True)
 
     try:

@@ -122,6 +122,13 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
 @click.option("--job-timeout-grace", type=click.FloatRange(min=0), default=None,
               metavar="SECONDS", help="How long a job may overrun its limit (or a cancel) "
               "before it is recorded as failed and its process retires. [default: 5]")
+@click.option("--min-replicas", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Replicas that must have what this worker pushes (periodic jobs) and, "
+              "with --min-replicas-acks, its acknowledgements (Config.min_replicas). "
+              "[default: 0]")
+@click.option("--min-replicas-acks/--no-min-replicas-acks", default=None,
+              help="Also wait for --min-replicas replicas after each acknowledgement, so "
+              "a failover re-runs at most one finished job per thread. [default: off]")
 def worker(
     queues: tuple[str, ...],
     concurrency: int | None,
@@ -146,6 +153,8 @@ def worker(
     max_jobs: int | None,
     job_timeout: float | None,
     job_timeout_grace: float | None,
+    min_replicas: int | None,
+    min_replicas_acks: bool | None,
 ) -> None:
     """Run a worker process, or a swarm of them (--processes).
 
@@ -187,6 +196,8 @@ def worker(
             max_jobs=max_jobs,
             job_timeout=job_timeout,
             job_timeout_grace=job_timeout_grace,
+            min_replicas=min_replicas,
+            min_replicas_acks=min_replicas_acks,
         )
         # A bad Sentinel setting is an error now, not a back-off loop in every thread.
         for one in [shard_config(config, i) for i in range(len(config.shards))] or [config]:

@@ -7,7 +7,7 @@ from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.periodic.jobs import PeriodicJobBuilder
 from rfetch.periodic.lease import LeaderLease
-from rfetch.periodic.service import PeriodicService, Reporter
+from rfetch.periodic.service import PeriodicService, Reporter, leader_guard
 from rfetch.periodic.store import PeriodicStore
 from rfetch.periodic.ticker import Ticker
 from rfetch.store.commands import Commands
@@ -37,4 +37,4 @@ def leader_service(
         redis = commands.redis
         builder = PeriodicJobBuilder(config, Client(config, redis), redis)
         ticker = Ticker(list(config.periodic), store, builder, config.leader_ttl)
-    return PeriodicService(lease, ticker, report)
+    return PeriodicService(lease, ticker, leader_guard(report, commands.redis))

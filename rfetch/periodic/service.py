@@ -1,10 +1,11 @@
 """The leader thread of a worker process: takes part in the election and, while this
 process leads, runs the ticker.
 
-It survives every exception: a Redis outage is logged once and retried with backoff (the
-lease's local view runs out by itself), anything else is logged and reported to the error
-handlers. Quiet and TERM call :meth:`PeriodicService.step_down`, which gives the lease up at
-once.
+It survives every exception through the shared :class:`~rfetch.guard.ThreadGuard`, like
+every other long-lived thread: each kind of failure (a Redis outage, a reply error, a bug) is
+logged and reported once per streak and retried with a back-off, while the lease's local view
+runs out by itself. Quiet and TERM call :meth:`PeriodicService.step_down`, which gives the
+lease up at once.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from redis import Redis
+
+from rfetch.guard import ThreadGuard
 from rfetch.periodic.lease import ELECTED, FOLLOWER, LeaderLease
 from rfetch.periodic.ticker import LeadershipLost, Ticker
-from rfetch.store.connection import REDIS_DOWN
 
 log = logging.getLogger("rfetch.periodic")
 
@@ -25,7 +28,7 @@ TICK_SLACK = 0.005
 reached it."""
 
 BACKOFF_START, BACKOFF_MAX = 0.5, 5.0
-"""Seconds between attempts while Redis is unreachable (doubling)."""
+"""Seconds between attempts after a failure (doubling), for :func:`leader_guard`."""
 
 Reporter = Callable[[BaseException, dict[str, Any]], None]
 
@@ -38,39 +41,28 @@ class PeriodicService:
         ticker: pushes the schedules' ticks; None when the worker registers no schedule
             (the process still takes part, for :func:`rfetch.is_leader`, and leaves the
             schedules stored in Redis alone).
-        report: calls the error handlers.
+        guard: the failure policy of the loop (:func:`leader_guard`).
     """
 
-    def __init__(self, lease: LeaderLease, ticker: Ticker | None, report: Reporter) -> None:
+    def __init__(self, lease: LeaderLease, ticker: Ticker | None, guard: ThreadGuard) -> None:
         self.lease = lease
         self.ticker = ticker
-        self.report = report
-        self._failing = False
-        self._delay = BACKOFF_START
+        self.guard = guard
 
     def run(self, stop: threading.Event) -> None:
         """Run until ``stop`` is set or :meth:`step_down` is called."""
         while not stop.is_set() and not self.lease.stopped:
             try:
-                self._pause(self.step(), stop)
-                if self._failing:
-                    log.info("leader election: Redis reachable again")
-                    self._failing = False
-                self._delay = BACKOFF_START
+                wait = self.step()
             except LeadershipLost as exc:
                 log.warning("leadership lost: %s", exc)
                 self._forget()
-            except REDIS_DOWN as exc:
-                if not self._failing:
-                    log.error("leader election: Redis unreachable: %s", exc)
-                    self._failing = True
-                stop.wait(self._delay)
-                self._delay = min(self._delay * 2, BACKOFF_MAX)
-            except Exception as exc:
-                log.exception("leader election failed")
-                self.report(exc, {"context": "periodic"})
-                stop.wait(self._delay)
-                self._delay = min(self._delay * 2, BACKOFF_MAX)
+                continue
+            except Exception as exc:  # any failure: the thread goes on (ThreadGuard)
+                stop.wait(self.guard.failed(exc))
+                continue
+            self.guard.succeeded()
+            self._pause(wait, stop)
 
     def step(self) -> float:
         """Claim if due, push due ticks if leading; returns seconds to wait.
@@ -126,3 +118,16 @@ class PeriodicService:
     def _reset_ticker(self) -> None:
         if self.ticker is not None:
             self.ticker.reset()
+
+
+def leader_guard(report: Reporter | None, redis: Redis | None = None) -> ThreadGuard:
+    """The failure policy of the leader thread: the shared :class:`ThreadGuard`, named
+    ``leader election``, backing off from :data:`BACKOFF_START` to :data:`BACKOFF_MAX`
+    seconds.
+
+    Args:
+        report: calls the error handlers (once per kind of failure per streak); None for
+            none.
+        redis: the client whose idle connections are dropped on a ``READONLY`` reply.
+    """
+    return ThreadGuard("leader election", log, report, redis, BACKOFF_START, BACKOFF_MAX)

@@ -96,13 +96,16 @@ def connect_async(config: Config) -> redis.asyncio.Redis:
     loop that first uses it.
 
     Raises:
-        ConfigError: a Sentinel URL, cluster mode, shards or ``min_replicas``, which the
-            asyncio client does not support yet (use the threaded client).
+        ConfigError: a Sentinel URL, cluster mode or ``min_replicas``, which the asyncio
+            client does not support yet (use the threaded client); a Config with shards
+            (give one shard's, :func:`rfetch.shards.shard_config`).
     """
-    if is_sentinel_url(config.redis_url) or config.cluster or config.shards or config.min_replicas:
+    if config.shards:
+        raise ConfigError("connect_async connects to one Redis: give one shard's Config")
+    if is_sentinel_url(config.redis_url) or config.cluster or config.min_replicas:
         raise ConfigError(
-            "the asyncio client does not support Sentinel, cluster mode, shards or "
-            "min_replicas yet: push with the threaded rfetch.Client"
+            "the asyncio client does not support Sentinel, cluster mode or min_replicas "
+            "yet: push with the threaded rfetch.Client"
         )
     return redis.asyncio.Redis.from_url(
         config.redis_url,

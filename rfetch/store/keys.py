@@ -105,6 +105,14 @@ class Keys:
         return self._k("rfetch:pause")
 
     @property
+    def ack_mark_channel(self) -> str:
+        """Pub/sub channel of the ``PUBLISH`` a worker sends after its acknowledgements when
+        ``Config.min_replicas_acks`` is on: nobody listens; the message only moves the
+        waiting connection's replication offset past the acknowledgements, so that its
+        ``WAIT`` covers them (:mod:`rfetch.worker.ack_replicas`)."""
+        return self._k("rfetch:ack-mark")
+
+    @property
     def identities(self) -> str:
         """rfetch's own hash: identity -> JSON list of its queues, for every process that may
         own private lists. Unlike ``processes``, Sidekiq's ProcessSet cleanup never removes
@@ -266,3 +274,16 @@ class Keys:
         """Marker of one pushed tick of a periodic schedule (value: the jid), kept for the
         catch-up window plus a margin."""
         return self._k(f"rfetch:periodic-tick:{name}:{tick}")
+
+    def limiter(self, name: str) -> str:
+        """Hash of one limiter (``rfetch.Limiter``): its definition (``kind``, ``limit``,
+        ``period`` ms), its state (the window's ``w`` / ``n``, the rate kinds' ``tat``, the
+        concurrent kind's ``l:<token>`` locks) and its counters; expires after the
+        limiter's ``ttl`` without a call."""
+        return self._k(f"rfetch:limiter:{name}")
+
+    @property
+    def limiters(self) -> str:
+        """Set of limiter names, added by every limiter call: how the web UI, the CLI and
+        the API find them (a name whose hash expired is removed when they read it)."""
+        return self._k("rfetch:limiters")

@@ -61,3 +61,18 @@ class Scripts:
     def load(cls, redis: Redis) -> Scripts:
         """Register every script on ``redis`` (no round trip until first use)."""
         return cls(**{f.name: redis.register_script(read_script(f.name)) for f in fields(cls)})
+
+
+@dataclass(frozen=True)
+class LimiterScripts:
+    """The limiter scripts (``lua/limiter_*.lua``), registered on one Redis client. Only
+    :class:`rfetch.store.limiter_commands.LimiterCommands` calls them."""
+
+    limiter_window: Script
+    limiter_rate: Script
+    limiter_concurrent: Script
+
+    @classmethod
+    def load(cls, redis: Redis) -> LimiterScripts:
+        """Register every limiter script on ``redis`` (no round trip until first use)."""
+        return cls(**{f.name: redis.register_script(read_script(f.name)) for f in fields(cls)})

@@ -18,6 +18,7 @@ from __future__ import annotations
 from redis import Redis
 
 from rfetch.api import Api
+from rfetch.api.shards import ShardedApi
 from rfetch.config import Config
 
 from .application import WebApp, normalize_prefix
@@ -42,7 +43,8 @@ def create_app(
 
     Args:
         config: Redis URL and namespace (default: ``Config.from_env()``, i.e. ``REDIS_URL``
-            and ``RFETCH_NAMESPACE``).
+            and ``RFETCH_NAMESPACE``). With ``shards`` (``RFETCH_SHARDS``), the UI reads
+            every shard and merges them (:class:`rfetch.api.shards.ShardedApi`).
         api: an existing :class:`rfetch.api.Api` (then ``config`` and ``redis`` are not
             used).
         redis: an existing client to read through (with ``config`` for the namespace).
@@ -64,8 +66,14 @@ def create_app(
         ValueError: only one of ``RFETCH_WEB_USER`` / ``RFETCH_WEB_PASSWORD`` is set, or a
             bad ``metrics_window``.
     """
+    shards = None
     if api is None:
-        api = Api(config or Config.from_env(), redis=redis)
+        config = config or Config.from_env()
+        if config.shards and redis is None:
+            shards = ShardedApi(config)
+            api = shards.shard(0)
+        else:
+            api = Api(config, redis=redis)
     if basic_auth is True:
         credentials = BasicAuth.from_env()
     elif basic_auth is False:
@@ -78,6 +86,7 @@ def create_app(
         raise ValueError("metrics_window must be between 1 and 120 minutes")
     return WebApp(
         api,
+        shards=shards,
         read_only=read_only,
         auth=auth,
         basic_auth=credentials,

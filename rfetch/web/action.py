@@ -15,6 +15,7 @@ from werkzeug.wrappers import Request, Response
 
 if TYPE_CHECKING:
     from rfetch.api import Api
+    from rfetch.api.shards import ShardState
 
     from .application import WebApp
 
@@ -40,6 +41,8 @@ class Ctx:
         csrf: this client's CSRF token; ``new_csrf`` when it is set by this response.
         flash: the message of the previous action, as ``(kind, text)``.
         endpoint: the name of the matched route.
+        shard: with shards, the index of the shard this request's page or action is on,
+            once :attr:`api` or :meth:`queue_api` chose it (None on a merged page).
     """
 
     app: WebApp
@@ -49,11 +52,54 @@ class Ctx:
     new_csrf: bool
     flash: tuple[str, str] | None
     endpoint: str = ""
+    shard: int | None = None
+    _states: list[ShardState] | None = None
 
     @property
     def api(self) -> Api:
-        """The admin API."""
-        return self.app.api
+        """The admin API; with shards, the API of the shard named by the request's
+        ``shard`` value (query or form), else of the first shard.
+
+        Raises:
+            BadRequest: a ``shard`` that is not the index of a shard.
+        """
+        return self._shard_api(0)
+
+    def queue_api(self, queue: str) -> Api:
+        """The API of the shard that holds ``queue``: the request's ``shard`` value, else
+        the queue's own shard (``shard_map`` or the hash of its name)."""
+        shards = self.app.shards
+        return self._shard_api(0 if shards is None else shards.shard_of(queue))
+
+    def _shard_api(self, default: int) -> Api:
+        shards = self.app.shards
+        if shards is None:
+            return self.app.api
+        raw = (self.request.values.get("shard") or "").strip()
+        index = default
+        if raw:
+            if not raw.isdigit() or int(raw) >= len(shards.apis):
+                raise BadRequest(f"no shard {raw!r}: shards are 0 to {len(shards.apis) - 1}")
+            index = int(raw)
+        self.shard = index
+        return shards.shard(index)
+
+    @property
+    def sharded(self) -> bool:
+        """Whether the UI reads several shards (``Config.shards``)."""
+        return self.app.shards is not None
+
+    def shard_states(self) -> list[ShardState]:
+        """Which shards answer, asked once per request (empty without shards)."""
+        if self.app.shards is None:
+            return []
+        if self._states is None:
+            self._states = self.app.shards.states()
+        return self._states
+
+    def up(self) -> list[int]:
+        """Indexes of the shards that answer: the ones a merged page reads."""
+        return [state.index for state in self.shard_states() if state.up]
 
     def url_for(self, endpoint: str, **values: Any) -> str:
         """The URL of a route (with ``SCRIPT_NAME``); extra values become the query."""

@@ -3,8 +3,10 @@ limits, dispatch to the views, rendering and the answers to errors (Sidekiq's
 ``web/application.rb`` and ``web/action.rb``).
 
 Every figure and every action goes through :class:`rfetch.api.Api`; the views
-(:mod:`rfetch.web.views`) read requests, call the API and render its answers. See
-``docs/web.md``.
+(:mod:`rfetch.web.views`) read requests, call the API and render its answers. With shards
+(``Config.shards``) the dashboard, queues, busy, set and explain pages merge every shard that
+answers (:class:`rfetch.api.shards.ShardedApi`), naming each row's shard, and every action
+goes to the shard its form names. See ``docs/web.md``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from werkzeug.exceptions import HTTPException, NotFound
 from werkzeug.wrappers import Request, Response
 
 from rfetch.api import Api
+from rfetch.api.shards import ShardedApi
 from rfetch.formatting import safe_url
 from rfetch.version import __version__
 
@@ -93,12 +96,15 @@ class WebApp:
         title: shown in the header and the page titles.
         open_warning: show a banner on every page saying that anyone who can reach the UI
             can use it (``rfetch web`` sets it when bound beyond localhost without auth).
+        shards: with ``Config.shards``, the merged view of every shard (``api`` is then
+            the first shard's).
     """
 
     def __init__(
         self,
         api: Api,
         *,
+        shards: ShardedApi | None = None,
         read_only: bool = False,
         auth: AuthHook | None = None,
         basic_auth: BasicAuth | None = None,
@@ -109,6 +115,7 @@ class WebApp:
         open_warning: bool = False,
     ) -> None:
         self.api = api
+        self.shards = shards
         self.read_only = read_only
         self.auth = auth
         self.basic_auth = basic_auth
@@ -117,7 +124,8 @@ class WebApp:
         self.metrics_window = metrics_window
         self.title = title
         self.open_warning = open_warning
-        self.metrics_registry: Any = None
+        self.metrics_registries: dict[int, Any] = {}
+        """The ``/metrics`` registry of each shard (0 without shards), built at first use."""
         self.url_map = url_map()
         self.env = Environment(
             loader=PackageLoader("rfetch.web", "templates"),
@@ -175,11 +183,11 @@ class WebApp:
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
             log.warning("Redis error while serving %s: %s", request.path, exc)
             response = self._unavailable(ctx, f"Cannot read Redis at "
-                                              f"{safe_url(self.api.config.redis_url)}: {exc}")
+                                              f"{self._redis_name(ctx)}: {exc}")
         except RedisError as exc:
             # A reply error (wrong key type, OOM, READONLY...): Redis answered, so say so.
             log.warning("Redis refused a command while serving %s: %s", request.path, exc)
-            response = self._unavailable(ctx, f"Redis at {safe_url(self.api.config.redis_url)}"
+            response = self._unavailable(ctx, f"Redis at {self._redis_name(ctx)}"
                                               f" refused the request: {exc}")
         if ctx.new_csrf and response.mimetype == "text/html":
             response.set_cookie(
@@ -232,8 +240,16 @@ class WebApp:
 
     def render(self, ctx: Ctx, template: str, status: int = 200, *, summary: bool = True,
                **values: Any) -> Response:
-        """Render a page; ``summary`` adds the stats bar (one cheap round trip pair)."""
+        """Render a page; ``summary`` adds the stats bar (one cheap round trip pair; with
+        shards, summed over the shards that answer)."""
         page = self.env.get_template(template)
+        states = ctx.shard_states()
+        if not summary:
+            totals = None
+        elif self.shards is not None:
+            totals = self.shards.stats(ctx.up())
+        else:
+            totals = self.api.stats()
         context: dict[str, Any] = dict(
             url_for=ctx.url_for,
             static=lambda name: self.static_url(ctx, name),
@@ -246,15 +262,27 @@ class WebApp:
             flash=ctx.flash,
             title=self.title,
             version=__version__,
-            redis_url=safe_url(self.api.config.redis_url),
+            redis_url=self._redis_name(ctx),
             namespace=self.api.config.namespace,
             now=time.time(),
-            summary=self.api.stats() if summary else None,
+            summary=totals,
+            sharded=self.shards is not None,
+            shard_states=states,
+            shards_down=[state for state in states if not state.up],
+            current_shard=ctx.shard,
             poll_interval=self.poll_interval,
             action_labels=ACTION_LABELS,
         )
         context.update(values)
         return Response(page.render(context), status=status, mimetype="text/html")
+
+    def _redis_name(self, ctx: Ctx) -> str:
+        """The Redis a page reads: its URL, or with shards the shard's (or how many)."""
+        if self.shards is None:
+            return safe_url(self.api.config.redis_url)
+        if ctx.shard is not None:
+            return f"shard {ctx.shard}: {safe_url(self.shards.config.shards[ctx.shard])}"
+        return f"{len(self.shards.apis)} shards"
 
     def static_url(self, ctx: Ctx, name: str) -> str:
         """URL of a static file, with a digest of its content so browsers may cache it."""

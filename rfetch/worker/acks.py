@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from rfetch.worker.unit import UnitOfWork
 
@@ -23,9 +24,16 @@ class DeferredAcks:
 
     Until :meth:`deferring` turns it on (the fetcher runs), and after :meth:`close` (quiet),
     a job is acknowledged at once (:meth:`UnitOfWork.acknowledge`).
+
+    Args:
+        after: called after each acknowledgement, on the processor thread, before it takes
+            its next job (``Config.min_replicas_acks``:
+            :meth:`rfetch.worker.ack_replicas.AckReplicas.after_ack`). When given,
+            acknowledgements are never deferred: each is sent at once and waited for.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, after: Callable[[], object] | None = None) -> None:
+        self._after = after
         self._lock = threading.Lock()
         self._pending: list[UnitOfWork] = []
         self._since = 0.0
@@ -41,12 +49,14 @@ class DeferredAcks:
                 self._pending.append(unit)
                 return  # the fetcher sends it within ACK_MAX_DELAY; no wake-up per job
         unit.acknowledge()
+        if self._after is not None:
+            self._after()
 
     def deferring(self, on: bool) -> list[UnitOfWork]:
         """Defer from now on (``on``, ignored once closed), or stop deferring and return
         the jobs still pending, which the caller acknowledges."""
         with self._lock:
-            self._deferring = on and not self._closed
+            self._deferring = on and not self._closed and self._after is None
             return [] if self._deferring else self._take()
 
     def close(self) -> None:

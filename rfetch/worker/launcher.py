@@ -42,6 +42,7 @@ from rfetch.store.connection import connect
 from rfetch.store.keys import Keys
 from rfetch.swarm.channel import EXIT_RETIRED, StatusWriter, Supervision
 from rfetch.version import __version__
+from rfetch.worker.ack_replicas import AckReplicas
 from rfetch.worker.acks import DeferredAcks
 from rfetch.worker.expiry import Expiry
 from rfetch.worker.fetch import ReliableFetch
@@ -117,7 +118,9 @@ class Launcher:
         self.fetch = ReliableFetch(config, self.commands, self.identity)
         self.stats = Stats(self.keys)
         self.work = WorkState()
-        self.acks = DeferredAcks()
+        self.acks = DeferredAcks(
+            after=AckReplicas(config).after_ack if config.min_replicas_acks else None
+        )
         self.job_retry = JobRetry(config, self.keys)
         self.processor = Processor(
             config,

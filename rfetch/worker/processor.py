@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from rfetch.config import Config
-from rfetch.errors import InvalidJob, JobCancelled, UnknownJob
+from rfetch.errors import InvalidJob, JobCancelled, OverLimit, UnknownJob
 from rfetch.job import Job
 from rfetch.limits import JobControl, timeout_of
 from rfetch.log_context import JobContext
@@ -306,6 +306,8 @@ class Processor:
         if not execution.owned():
             return  # the timekeeper recorded it (hard time limit or cancel)
         unit, job = execution.unit, execution.job
+        if isinstance(exc, OverLimit) and self._overlimit(execution, exc):
+            return
         name, jid = job["class"], job["jid"]
         elapsed = execution.elapsed_ms()
         log.warning(
@@ -326,6 +328,18 @@ class Processor:
             self.job_retry.cancel(unit, job, exc, control is not None and control.cancel_to_dead)
             return
         self.job_retry.fail(unit, job, execution.instance, exc)
+
+    def _overlimit(self, execution: JobRun, exc: OverLimit) -> bool:
+        """Reschedule a job over a limiter's limit: processed, not failed, no error
+        handler (Sidekiq Enterprise's middleware swallows the error the same way); False
+        when it reached its maximum and fails normally."""
+        unit, job = execution.unit, execution.job
+        if self.job_retry.overlimit(unit, job, exc) == "exhausted":
+            return False
+        if execution.followers:  # back behind the holder, as for a retry
+            unit.fetch.requeue([f for f, _ in execution.followers])
+        self.stats.record(job["class"], False, execution.elapsed_ms())
+        return True
 
     def _finished(self, execution: JobRun) -> None:
         if not execution.owned():

@@ -22,10 +22,11 @@ import zlib
 from typing import Any
 
 from rfetch.config import Config
-from rfetch.errors import InvalidJob
+from rfetch.errors import InvalidJob, OverLimit
 from rfetch.job import Job
 from rfetch.payload import Payload, dumps, loads
 from rfetch.store.keys import Keys
+from rfetch.worker import overlimit
 from rfetch.worker.unit import UnitOfWork
 
 log = logging.getLogger("rfetch.retry")
@@ -236,6 +237,17 @@ class JobRetry:
             )
             return "retry" if written else "lost-ownership"
         return self.kill(unit, job, exc, instance)
+
+    def overlimit(self, unit: UnitOfWork, job: Payload, exc: OverLimit) -> str:
+        """A job over a limiter's limit (``rfetch.OverLimit`` out of ``perform``):
+        rescheduled with the limiter's backoff, not a failure (``retry_count`` unchanged),
+        until its ``reschedule`` maximum (see :mod:`rfetch.worker.overlimit`).
+
+        Returns:
+            ``"rescheduled"``, ``"lost-ownership"``, or ``"exhausted"``: nothing was
+            written and the caller records a normal failure with :meth:`fail`.
+        """
+        return overlimit.reschedule(unit, job, exc, self.keys, self.rng)
 
     def rfetch_failed(self, unit: UnitOfWork, exc: BaseException) -> str:
         """rfetch itself failed on this job (recording its failure raised, Redis refused a

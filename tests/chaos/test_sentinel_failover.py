@@ -12,7 +12,9 @@ duplicates are counted from the jobs' own evidence, written outside Redis
   the kill: asynchronous replication loses what the replica had not received
   (docs/guarantees.md, "Sentinel failover");
 - either way, duplicates are at most the jobs in flight at the failover: what the workers
-  held (concurrency + prefetch each) and one push batch written but not confirmed.
+  held (concurrency + prefetch each) and one push batch written but not confirmed;
+- with ``min_replicas_acks`` as well, the workers wait for the replica after each
+  acknowledgement: still 0 lost, and the duplicates within the same bound.
 """
 
 from __future__ import annotations
@@ -37,11 +39,16 @@ JOBS = 20_000
 BATCH = 200
 WORKERS = 2
 CONCURRENCY = 5
+ACK_WAIT_ENV = {"RFETCH_MIN_REPLICAS": "1", "RFETCH_MIN_REPLICAS_ACKS": "true",
+                "RFETCH_MIN_REPLICAS_TIMEOUT": "0.5"}
 
 
-@pytest.mark.parametrize("min_replicas", [1, 0])
+@pytest.mark.parametrize(
+    ("min_replicas", "acks"), [(1, False), (0, False), (1, True)],
+    ids=["min_replicas=1", "min_replicas=0", "min_replicas=1+acks"],
+)
 def test_sentinel_failover_mid_run(
-    min_replicas: int, tmp_path: Path, say: Callable[[str], None]
+    min_replicas: int, acks: bool, tmp_path: Path, say: Callable[[str], None]
 ) -> None:
     cluster = SentinelSet()
     cluster.start()
@@ -50,7 +57,9 @@ def test_sentinel_failover_mid_run(
     log_dir.mkdir()
     fleet = Fleet(
         cluster.url, log_dir, evidence_dir,
-        ["-c", str(CONCURRENCY), "-t", "5"], {"RFETCH_NETWORK_TIMEOUT": "1"},
+        ["-c", str(CONCURRENCY), "-t", "5"],
+        {"RFETCH_NETWORK_TIMEOUT": "1", **ACK_WAIT_ENV} if acks
+        else {"RFETCH_NETWORK_TIMEOUT": "1"},
     )
     admin = Sentinel(  # type: ignore[no-untyped-call]
         [("127.0.0.1", s.port) for s in cluster.sentinels], socket_timeout=2
@@ -84,7 +93,7 @@ def test_sentinel_failover_mid_run(
         late = {jid for when, jids in pushed if when >= failover["killed"] - 1.0
                 for jid in jids if when <= failover["killed"]}
         bound = WORKERS * 2 * CONCURRENCY + BATCH
-        say(f"min_replicas={min_replicas}: failover in {failover['promoted']:.1f} s, "
+        say(f"min_replicas={min_replicas}, acks={acks}: failover in {failover['promoted']:.1f} s, "
             f"{len(lost)} lost, {evidence.duplicates()} duplicates (bound {bound}), "
             f"{len(late)} jobs pushed in the last second before the kill")
         assert all(proc.proc.poll() is None for proc in fleet.live), fleet.logs()

@@ -45,6 +45,7 @@ def test_every_page_loads_in_the_browser(page: Any, r: redis.Redis, shots: Path)
                            ("Retries", "Retries"), ("Scheduled", "Scheduled"),
                            ("Dead", "Dead"), ("Job classes", "Job classes"),
                            ("Find a job", "Find a job"), ("Keys & tenants", "Keys & tenants"),
+                           ("Limits", "Limits"),
                            ("Dashboard", "Dashboard")):
         page.click(f"nav.nav >> text={label}")
         assert page.locator("h1").first.inner_text().startswith(heading)

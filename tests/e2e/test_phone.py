@@ -10,7 +10,7 @@ import redis
 
 PHONE = {"width": 375, "height": 740}
 NAV = ["Dashboard", "Busy", "Queues", "Retries", "Scheduled", "Dead", "Job classes",
-       "Keys & tenants", "Find a job"]
+       "Keys & tenants", "Limits", "Find a job"]
 
 
 def test_nav_is_usable_at_phone_width(page: Any, r: redis.Redis, shots: Path) -> None:

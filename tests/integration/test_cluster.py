@@ -141,3 +141,27 @@ def test_web_ui_pages_on_a_cluster(cluster: ClusterSet) -> None:
     pages = [rule for rule, _, method, _ in ROUTES if method == "GET" and "<" not in rule]
     pages += ["/queues/web", "/explain?jid=" + "0" * 24]
     assert {page: web.get(page).status_code for page in pages} == dict.fromkeys(pages, 200)
+
+
+def test_limiters_on_a_cluster(cluster: ClusterSet) -> None:
+    """Each limiter kind runs its script on the namespace's slot of a Redis Cluster, and the
+    API lists them."""
+    client = rfetch.Client(cluster_config(cluster))
+    kinds = [
+        rfetch.Limiter.window("c-window", 2, per=60, wait_timeout=0, client=client),
+        rfetch.Limiter.bucket("c-bucket", 2, per=60, wait_timeout=0, client=client),
+        rfetch.Limiter.leaky("c-leaky", 2, per=60, burst=2, wait_timeout=0, client=client),
+        rfetch.Limiter.points("c-points", 2, per=60, wait_timeout=0, client=client),
+        rfetch.Limiter.concurrent("c-conc", 2, lock_timeout=30, wait_timeout=0, client=client),
+    ]
+    for limiter in kinds:
+        held = [limiter.acquire(), limiter.acquire()]
+        with pytest.raises(rfetch.OverLimit), limiter.within_limit():
+            pass
+        for grant in held:
+            limiter.release(grant)
+    infos = {i.name: i for i in Api(cluster_config(cluster)).limiters()}
+    assert set(infos) == {"c-window", "c-bucket", "c-leaky", "c-points", "c-conc"}
+    assert all(i.overlimit == 1 and i.calls == 2 for i in infos.values())
+    master = cluster.node_of(f"{NAMESPACE}:rfetch:limiters").client()
+    assert master.exists(f"{NAMESPACE}:rfetch:limiter:c-conc")

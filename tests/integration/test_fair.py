@@ -150,7 +150,8 @@ def test_one_job_of_b_starts_within_a_round_after_5000_of_a(
     redis_server: RedisServer, r: redis.Redis, tmp_path: Path
 ) -> None:
     """The starvation case: B's job starts within (active tenants x concurrency) job starts
-    after it is pushed, counted from the start times the jobs recorded."""
+    after it is pushed, plus the jobs already fetched when it was pushed, counted from the
+    start times the jobs recorded (A's backlog is 5,000)."""
     evidence = tmp_path / "evidence"
     evidence.mkdir()
     client = Client(Config(redis_url=redis_server.url), r)
@@ -185,7 +186,9 @@ def test_one_job_of_b_starts_within_a_round_after_5000_of_a(
     b_start = next(t for t, j in starts if j == b_jid)
     before_b = [j for t, j in starts if pushed_at <= t < b_start]
     assert len(starts) < 5001  # B did not wait for A's backlog
-    assert len(before_b) <= 2 * concurrency, f"{len(before_b)} starts before B's job"
+    # One round is (active tenants x concurrency) = 2 x 4 fetches; the jobs fetched just
+    # before the push but started after it (at most one per thread) also count here.
+    assert len(before_b) <= 3 * concurrency, f"{len(before_b)} starts before B's job"
 
 
 def test_an_idle_look_sees_the_first_tenant_job_of_a_queue_not_yet_fair(

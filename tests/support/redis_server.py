@@ -44,7 +44,9 @@ class RedisServer:
         appendonly: bool = False,
         port: int | None = None,
         extra_args: tuple[str, ...] = (),
+        binary: str | None = None,
     ) -> None:
+        self.binary = binary
         self.port = port or free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="rfetch-redis-"))
         self.appendonly = appendonly
@@ -57,7 +59,7 @@ class RedisServer:
 
     def start(self) -> None:
         args = [
-            redis_binary(),
+            self.binary or redis_binary(),
             "--port", str(self.port),
             "--bind", "127.0.0.1",
             "--dir", str(self.dir),

@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 
 
-def _sidekiq_available() -> bool:
-    """Whether ``ruby`` can require Sidekiq and its API."""
+def _sidekiq_available(extra: str = "") -> bool:
+    """Whether ``ruby`` can require Sidekiq and its API (and ``extra``, a gem)."""
     if shutil.which("ruby") is None:
         return False
+    script = 'require "sidekiq"; require "sidekiq/api"' + (f'; require "{extra}"' if extra else "")
     try:
         found = subprocess.run(
-            ["ruby", "-e", 'require "sidekiq"; require "sidekiq/api"'],
+            ["ruby", "-e", script],
             capture_output=True,
             timeout=30,
         )
@@ -29,6 +30,12 @@ def _sidekiq_available() -> bool:
 
 needs_ruby = pytest.mark.skipif(
     not _sidekiq_available(), reason="needs ruby and the sidekiq gem (Debian's ruby-sidekiq)"
+)
+
+
+needs_ruby_namespace = pytest.mark.skipif(
+    not _sidekiq_available("redis-namespace"),
+    reason="needs ruby, the sidekiq gem and redis-namespace (Debian's ruby-redis-namespace)",
 )
 
 

@@ -3,17 +3,20 @@ exception, and that stepping down ends it. Fakes stand for Redis."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from redis.exceptions import ConnectionError
 
+from rfetch.guard import ThreadGuard
 from rfetch.periodic.lease import ELECTED, FOLLOWER, RENEWED, LeaderLease
 from rfetch.periodic.schedule import PeriodicRegistry, Schedule
-from rfetch.periodic.service import PeriodicService
+from rfetch.periodic.service import PeriodicService, leader_guard
 from rfetch.periodic.ticker import BuiltJob, SyncEntry, Ticker
 from rfetch.store.replies import LeaderClaim as Claim
 
@@ -84,10 +87,13 @@ def build(schedule: Schedule, tick: int) -> BuiltJob:
     return BuiltJob("j", "default", b"{}")
 
 
-def service(commands: Commands, reports: list[Any]) -> PeriodicService:
+def service(
+    commands: Commands, reports: list[Any], guard: ThreadGuard | None = None
+) -> PeriodicService:
     lease = LeaderLease(commands, "me", 15.0, wall=lambda: commands.now)
     ticker = Ticker(schedules(), commands, build, 15.0)
-    return PeriodicService(lease, ticker, lambda exc, ctx: reports.append((exc, ctx)))
+    report = lambda exc, ctx: reports.append((exc, ctx))  # noqa: E731
+    return PeriodicService(lease, ticker, guard or leader_guard(report))
 
 
 def test_the_leader_syncs_and_pushes_the_due_ticks() -> None:
@@ -125,7 +131,36 @@ def test_the_loop_survives_redis_errors_and_other_exceptions() -> None:
     assert not thread.is_alive()
     assert commands.pushed  # it went on after both failures
     assert [type(exc) for exc, _ in reports] == [RuntimeError]  # Redis errors are only logged
-    assert reports[0][1] == {"context": "periodic"}
+    assert reports[0][1] == {"context": "leader election"}
+
+
+def test_a_repeated_failure_is_logged_and_reported_once_per_streak(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bug = [RuntimeError("bug") for _ in range(5)]
+    commands = Commands(fail_next=[*bug])
+    reports: list[Any] = []
+    guard = ThreadGuard(
+        "leader election", logging.getLogger("rfetch.periodic"),
+        lambda exc, ctx: reports.append(exc), first=0.01, cap=0.02,
+    )
+    svc = service(commands, reports, guard)
+    stop = threading.Event()
+    thread = threading.Thread(target=svc.run, args=(stop,), daemon=True)
+    with caplog.at_level(logging.INFO, logger="rfetch.periodic"):
+        thread.start()
+        for _ in range(200):
+            if commands.pushed:
+                break
+            time.sleep(0.05)
+        stop.set()
+        svc.step_down()
+        thread.join(5)
+    assert commands.pushed and not commands.fail_next  # all five failed, then it went on
+    assert reports == [bug[0]]  # one report for the streak, not five
+    failed = [r for r in caplog.records if "leader election failed" in r.getMessage()]
+    recovered = [r for r in caplog.records if "recovered after 5 failure" in r.getMessage()]
+    assert len(failed) == 1 and len(recovered) == 1
 
 
 def test_step_down_resigns_and_ends_the_loop() -> None:

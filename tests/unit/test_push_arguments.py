@@ -166,9 +166,18 @@ def test_a_job_defined_in_main_is_pushed_with_a_warning(
     Named = type(
         "Named", (rfetch.Job,), {"perform": perform, "__module__": "__main__", "name": "Named"}
     )
-    with pytest.warns(rfetch.UnrunnableJobWarning, match=r"'__main__\.Script'.*name = 'Script'"):
+    with pytest.warns(
+        rfetch.UnrunnableJobWarning, match=r"'__main__\.Script'.*name = 'Script'"
+    ) as single:
         Script.set(client=client).perform_async(1)
     assert pushed == ["__main__.Script"]  # still pushed: a warning, not an error
+    monkeypatch.setattr(client, "push_bulk", lambda name, *rest, **kw: pushed.append(name))
+    with pytest.warns(rfetch.UnrunnableJobWarning) as bulk:
+        Script.set(client=client).perform_bulk([[1], [2], [3]])
+    assert pushed == ["__main__.Script"] * 2
+    assert len(bulk) == 1  # once per bulk push, not once per job
+    # Both point at the application's push call.
+    assert [w.filename for w in [*single, *bulk]] == [__file__, __file__]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Named.set(client=client).perform_async(1)

@@ -1,24 +1,37 @@
-"""The busy page: worker processes, their running jobs, and quiet / stop."""
+"""The busy page: worker processes, their running jobs, and quiet / stop.
+
+With shards, the processes of every shard that answers, each with its shard (a worker of
+several shards heartbeats on each), and quiet / stop go to every shard that knows the
+identity.
+"""
 
 from __future__ import annotations
 
 from werkzeug.wrappers import Response
 
-from rfetch.api import ProcessNotFound
+from rfetch.api import Api, ProcessInfo, ProcessNotFound
 
 from ..action import BadRequest, Ctx, Redirect
+
+
+def _processes(ctx: Ctx, include_dead: bool) -> list[tuple[str | None, ProcessInfo]]:
+    shards = ctx.app.shards
+    if shards is None:
+        return [(None, p) for p in ctx.api.processes.all(include_dead=include_dead)]
+    found: list[tuple[str | None, ProcessInfo]] = []
+    found.extend(shards.processes(ctx.up(), include_dead=include_dead))
+    return found
 
 
 def busy(ctx: Ctx) -> Response:
     """``GET /busy``: processes (``all=1``: with dead ones) and running jobs, oldest first."""
     include_dead = ctx.request.args.get("all") == "1"
-    processes = ctx.api.processes.all(include_dead=include_dead)
+    rows = _processes(ctx, include_dead)
     running = sorted(
-        (job for p in processes for job in p.running),
-        key=lambda j: (j.run_at or 0, j.identity, j.thread_id),
+        ((shard, job) for shard, p in rows for job in p.running),
+        key=lambda row: (row[1].run_at or 0, row[1].identity, row[1].thread_id),
     )
-    return ctx.render("busy.html", processes=processes, running=running,
-                      include_dead=include_dead)
+    return ctx.render("busy.html", rows=rows, running=running, include_dead=include_dead)
 
 
 def busy_action(ctx: Ctx) -> Response:
@@ -28,17 +41,26 @@ def busy_action(ctx: Ctx) -> Response:
     if action not in ("quiet", "stop"):
         raise BadRequest(f"unknown action {action!r}")
     if form.get("all") == "1":
-        identities = [p.identity for p in ctx.api.processes.all()]
+        identities = list(dict.fromkeys(p.identity for _, p in _processes(ctx, False)))
     else:
         identities = form.getlist("identity")
     back = ctx.back(ctx.url_for("busy"))
     if not identities:
         raise Redirect(back, "No process selected.", "warn")
+    shards = ctx.app.shards
+    apis: list[Api] = (
+        [ctx.api] if shards is None else [shards.shard(i) for i in ctx.up()]
+    )
     unknown: list[str] = []
     for identity in identities:
-        try:
-            getattr(ctx.api.processes, action)(identity)
-        except ProcessNotFound:
+        reached = 0
+        for api in apis:
+            try:
+                getattr(api.processes, action)(identity)
+                reached += 1
+            except ProcessNotFound:
+                pass
+        if not reached:
             unknown.append(identity)
     done = len(identities) - len(unknown)
     verb = "go quiet" if action == "quiet" else "stop"

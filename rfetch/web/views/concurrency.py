@@ -1,11 +1,13 @@
-"""The concurrency page (``/limits/concurrency``): every concurrency key of the fetch caps
-with its limit, running jobs (holding a slot) and waiting jobs (in Redis, not fetched)."""
+"""The concurrency page (``/limits/concurrency``, a tab of the Limits page): every
+concurrency key of the fetch caps with its limit, running jobs (holding a slot) and waiting
+jobs (in Redis, not fetched)."""
 
 from __future__ import annotations
 
 from werkzeug.wrappers import Response
 
 from ..action import Ctx
+from .limits import TABS
 
 
 def concurrency(ctx: Ctx) -> Response:
@@ -17,4 +19,5 @@ def concurrency(ctx: Ctx) -> Response:
     return ctx.render(
         "concurrency.html", rows=rows, queue=queue,
         running=sum(k.running for k in rows), waiting=sum(k.waiting for k in rows),
+        tabs=TABS, tab="concurrency",
     )

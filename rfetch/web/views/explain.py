@@ -1,8 +1,14 @@
-"""The "find a job" page: where a jid is and why it is not running (``api.explain``)."""
+"""The "find a job" page: where a jid is and why it is not running (``api.explain``).
+
+With shards, the jid is looked up on every shard that answers, and each shard that holds it
+gives its own answer, named.
+"""
 
 from __future__ import annotations
 
 from werkzeug.wrappers import Response
+
+from rfetch.api import Explanation
 
 from ..action import Ctx
 
@@ -13,5 +19,13 @@ SET_SLUGS = {"scheduled": "scheduled", "retry": "retries", "dead": "dead"}
 def explain(ctx: Ctx) -> Response:
     """``GET /explain?jid=...``."""
     jid = (ctx.request.args.get("jid") or "").strip()
-    answer = ctx.api.explain(jid) if jid else None
-    return ctx.render("explain.html", jid=jid, answer=answer, set_slugs=SET_SLUGS)
+    answers: list[tuple[str | None, Explanation]] = []
+    shards = ctx.app.shards
+    if jid and shards is None:
+        answers.append((None, ctx.api.explain(jid)))
+    elif jid and shards is not None:
+        up = ctx.up()
+        answers.extend(shards.locate(jid, up))
+        if not answers and up:  # not found anywhere: the first live shard says so
+            answers.append((None, shards.shard(up[0]).explain(jid)))
+    return ctx.render("explain.html", jid=jid, answers=answers, set_slugs=SET_SLUGS)

@@ -1,4 +1,9 @@
-"""The queues page and one queue's jobs: pause, unpause, clear, delete jobs."""
+"""The queues page and one queue's jobs: pause, unpause, clear, delete jobs.
+
+With shards, the queues page lists the queues of every shard that answers, each with its
+shard; one queue's page and its actions are on the shard given by ``?shard=`` (the form's
+``shard``), else on the queue's own shard (``shard_map`` or the hash of its name).
+"""
 
 from __future__ import annotations
 
@@ -12,15 +17,25 @@ from .results import outcome
 
 
 def queues(ctx: Ctx) -> Response:
-    """``GET /queues``: every queue with size, latency and paused flag."""
-    return ctx.render("queues.html", queues=ctx.api.queues(), expired=ctx.api.expired_by_queue())
+    """``GET /queues``: every queue with size, latency, paused flag and jobs dropped as
+    expired (with shards, of every shard that answers, with its shard)."""
+    shards = ctx.app.shards
+    if shards is None:
+        return ctx.render("queues.html", queues=ctx.api.queues(),
+                          expired=ctx.api.expired_by_queue())
+    up = ctx.up()
+    expired: dict[str, int] = {}
+    for index in up:
+        for name, count in shards.shard(index).expired_by_queue().items():
+            expired[name] = expired.get(name, 0) + count
+    return ctx.render("queues.html", queues=shards.queues(up), expired=expired)
 
 
 def queue(ctx: Ctx, name: str) -> Response:
     """``GET /queues/<name>``: a page of the queue's jobs, next first (or ``newest``),
     filtered by ``class`` / ``grep``."""
     args = ctx.request.args
-    found = ctx.api.queue(name)
+    found = ctx.queue_api(name).queue(name)
     limit = choice(args.get("limit"), PAGE_SIZES, 25)
     offset = offset_arg(args.get("offset"))
     newest = args.get("order") == "newest"
@@ -40,7 +55,7 @@ def queue_action(ctx: Ctx, name: str) -> Response:
     """``POST /queues/<name>``: ``pause``, ``unpause``, ``clear``, ``delete`` (selected
     jids or ``single``) or ``delete_matching`` (a class or search text)."""
     form = ctx.request.form
-    found = ctx.api.queue(name)
+    found = ctx.queue_api(name).queue(name)
     action = form.get("action") or ("delete" if form.get("single") else "")
     back = ctx.back(ctx.url_for("queue", name=name))
     if action == "pause":

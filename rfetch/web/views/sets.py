@@ -1,4 +1,9 @@
-"""The retry, scheduled and dead sets: a page of jobs, one job, and the actions on them."""
+"""The retry, scheduled and dead sets: a page of jobs, one job, and the actions on them.
+
+With shards, the set page merges every shard that answers (:mod:`rfetch.api.shard_sets`)
+and names each row's shard; a row's key is then ``<shard>:<entry key>``, so its action goes
+to its shard. One job's page and its actions are on the shard given by ``?shard=``.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,8 @@ from dataclasses import dataclass
 
 from werkzeug.wrappers import Response
 
-from rfetch.api import DEFAULT_MAX_SCAN, JobRecord, JobSet
+from rfetch.api import DEFAULT_MAX_SCAN, ActionResult, JobRecord, JobSet
+from rfetch.api.shard_sets import add_results, merged_page
 
 from ..action import BadRequest, Ctx, Redirect
 from ..formatting import digest, parse_entry_key
@@ -50,7 +56,6 @@ def set_page(ctx: Ctx, kind: str) -> Response:
     """``GET /<kind>``: a page of the set, by time or retry count, filtered."""
     args = ctx.request.args
     info = SET_KINDS[kind]
-    job_set = ctx.api.job_set(kind)
     limit = choice(args.get("limit"), PAGE_SIZES, 25)
     offset = offset_arg(args.get("offset"))
     sort = "retry_count" if args.get("sort") == "retry_count" else "time"
@@ -58,13 +63,24 @@ def set_page(ctx: Ctx, kind: str) -> Response:
     order = args.get("order") if args.get("order") in ("asc", "desc") else default_order
     reverse = order == "desc" if sort == "time" else order == "asc"
     wanted = job_filter(args)
-    page = job_set.page(offset, limit, sort=sort, reverse=reverse, job_filter=wanted,
-                        max_scan=DEFAULT_MAX_SCAN)
+    shards = ctx.app.shards
+    if shards is None:
+        job_set = ctx.api.job_set(kind)
+        page = job_set.page(offset, limit, sort=sort, reverse=reverse, job_filter=wanted,
+                            max_scan=DEFAULT_MAX_SCAN)
+        job_shards: list[str] = []
+        size = page.total if wanted.empty else job_set.size()
+    else:
+        names = shards.names()
+        sets = [(names[i], shards.shard(i).job_set(kind)) for i in ctx.up()]
+        page, job_shards = merged_page(sets, offset, limit, sort=sort, reverse=reverse,
+                                       job_filter=wanted, max_scan=DEFAULT_MAX_SCAN)
+        size = page.total if wanted.empty else sum(one.size() for _, one in sets)
     return ctx.render(
         "set.html", kind=info, page=page, limit=limit, page_sizes=PAGE_SIZES,
         sort=sort, order=order, job_filter=wanted, filtered=not wanted.empty,
-        actions=info.actions, action_labels=info.labels,
-        size=page.total if wanted.empty else job_set.size(),
+        actions=info.actions, action_labels=info.labels, job_shards=job_shards,
+        size=size,
         pager=pager(page, limit, exact=wanted.empty or sort == "retry_count",
                     numbered=wanted.empty),
         query=query(args, "offset"),
@@ -75,7 +91,6 @@ def set_action(ctx: Ctx, kind: str) -> Response:
     """``POST /<kind>``: an action on the selected entries (``key``), on one (``single`` =
     ``action:key``), or on every entry matching the filter (``scope=matching``)."""
     form = ctx.request.form
-    job_set = ctx.api.job_set(kind)
     back = ctx.back(ctx.url_for("set_page", kind=kind))
     single = form.get("single", "")
     if single:
@@ -85,16 +100,48 @@ def set_action(ctx: Ctx, kind: str) -> Response:
         action = form.get("action", "")
         keys = form.getlist("key")
     if action not in SET_KINDS[kind].actions:
-        raise BadRequest(f"the {job_set.name} set offers no action {action!r}")
+        raise BadRequest(f"the {SET_KINDS[kind].title.lower()} set offers no action "
+                         f"{action!r}")
+    shards = ctx.app.shards
+    job_sets: dict[int | None, JobSet] = (
+        {None: ctx.api.job_set(kind)} if shards is None
+        else {i: shards.shard(i).job_set(kind) for i in ctx.up()}
+    )
     if form.get("scope") == "matching" and not single:
-        result = job_set.apply_matching(action, job_filter(form), max_scan=None)
-        raise Redirect(back, *outcome(result))
+        results = [one.apply_matching(action, job_filter(form), max_scan=None)
+                   for one in job_sets.values()]
+        raise Redirect(back, *outcome(add_results(action, results)))
     if not keys:
         raise Redirect(back, "No job selected.", "warn")
-    records, gone = _resolve(job_set, keys)
-    result = job_set.apply(action, records)
-    result.missing.extend(gone)
-    raise Redirect(back, *outcome(result))
+    results = []
+    for shard, shard_keys in _by_shard(keys, sharded=shards is not None).items():
+        job_set = job_sets.get(shard)
+        if job_set is None:  # its shard is down (or gone): nothing done there
+            results.append(ActionResult(action, missing=shard_keys))
+            continue
+        records, gone = _resolve(job_set, shard_keys)
+        result = job_set.apply(action, records)
+        result.missing.extend(gone)
+        results.append(result)
+    raise Redirect(back, *outcome(add_results(action, results)))
+
+
+def _by_shard(keys: list[str], sharded: bool) -> dict[int | None, list[str]]:
+    """Entry keys grouped by shard: ``<shard>:<entry key>`` with shards, else all under
+    None.
+
+    Raises:
+        BadRequest: with shards, a key without its shard.
+    """
+    if not sharded:
+        return {None: keys}
+    groups: dict[int | None, list[str]] = {}
+    for key in keys:
+        shard, sep, entry = key.partition(":")
+        if not sep or not shard.isdigit():
+            raise BadRequest(f"job key {key!r} does not name its shard")
+        groups.setdefault(int(shard), []).append(entry)
+    return groups
 
 
 def set_job(ctx: Ctx, kind: str, key: str) -> Response:

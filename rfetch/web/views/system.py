@@ -13,23 +13,29 @@ from ..action import Ctx
 
 
 def stats_json(ctx: Ctx) -> Response:
-    """``GET /stats.json``: the totals, and the server's time (epoch seconds)."""
-    stats = ctx.api.stats()
+    """``GET /stats.json``: the totals (with shards, summed over those that answer), and the
+    server's time (epoch seconds)."""
+    shards = ctx.app.shards
+    stats = shards.stats(ctx.up()) if shards is not None else ctx.api.stats()
     body = {**stats.to_dict(), "time": time.time()}
     body.pop("queues", None)
     return Response(json.dumps(body), mimetype="application/json")
 
 
 def metrics(ctx: Ctx) -> Response:
-    """``GET /metrics``: the Prometheus exposition, read from Redis on each scrape."""
+    """``GET /metrics``: the Prometheus exposition, read from Redis on each scrape. With
+    shards, one shard's (``/metrics?shard=N``, default 0): scrape each shard as a target of
+    its own, so every series keeps Prometheus' ``instance`` label apart."""
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
     from rfetch.metrics import api_registry
 
     app = ctx.app
-    if app.metrics_registry is None:
-        app.metrics_registry = api_registry(app.api, app.metrics_window)
-    body = generate_latest(app.metrics_registry)
+    api = ctx.api
+    index = ctx.shard or 0
+    if index not in app.metrics_registries:
+        app.metrics_registries[index] = api_registry(api, app.metrics_window)
+    body = generate_latest(app.metrics_registries[index])
     return Response(body, mimetype=None, content_type=CONTENT_TYPE_LATEST)
 
 
