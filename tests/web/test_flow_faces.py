@@ -69,6 +69,8 @@ def test_web_concurrency_page_and_explain_page(worker: Worker, client: Client) -
     assert 'data-key="t42"' in page and "full" in page
     assert "t42" in text(client.get("/limits/concurrency?queue=q"))
     assert "No concurrency key" in text(client.get("/limits/concurrency?queue=other"))
+    assert 'href="/limits/concurrency"' in text(client.get("/limits"))  # a tab of Limits
+    assert 'class="active" aria-current="page">Concurrency keys' in page
     assert "waits: 3 of 3 running for t42" in text(client.get(f"/explain?jid={last}"))
 
 
