@@ -69,3 +69,26 @@ def test_max_queue_size_from_the_environment_and_its_checks() -> None:
         Config.from_env({"RFETCH_MAX_QUEUE_SIZE": "mail"})
     with pytest.raises(ConfigError, match="max_queue_size of queue 'mail'"):
         Config(max_queue_size={"mail": 0})
+
+
+def test_class_level_and_decorator_options_travel_in_the_payload() -> None:
+    import rfetch
+
+    class Sync(rfetch.Job):
+        concurrency_key = "erp"
+        concurrency_limit = 20
+        expires_in = 30.0
+
+        def perform(self, account: int) -> None: ...
+
+    @rfetch.job(concurrency_key="mail", concurrency_limit=2)
+    def send(to: str) -> None: ...
+
+    client = Client(Config())
+    options = Sync.default_options()
+    payload = client.build(Sync.job_name(), [1], options, None, now=10.0)
+    assert (payload["concurrency_key"], payload["concurrency_limit"]) == ("erp", 20)
+    assert payload["expires_at"] == 40.0
+    overridden = client.build("x", [1], {**options, "concurrency_limit": 5}, None, now=10.0)
+    assert overridden["concurrency_limit"] == 5
+    assert send.job_class.default_options()["concurrency_key"] == "mail"
