@@ -47,8 +47,9 @@
 -- A fair queue alternates one job from its tenant ring and one from its public queue while
 -- both have work; a capped queue adds to each turn the jobs of the key at the head of its
 -- ready ring of concurrency keys, up to the key's free slots (lib/cap.lua: O(1) per job, a
--- key at its limit is not in the ring, so its waiting jobs are never fetched). A releasing acknowledgement gives its slot back first,
--- so the key's next job may be fetched by this very call. Ring step (O(1)): the tenant at the ring's head (right end) gives its
+-- key at its limit is not in the ring, so its waiting jobs are never fetched). An
+-- acknowledgement gives its slot back first, so the key's next job may be fetched by this
+-- very call. Ring step (O(1)): the tenant at the ring's head (right end) gives its
 -- oldest job; its credits for this turn start at its weight (default 1) and drop by one; a
 -- tenant whose list is empty leaves the ring, one out of credits goes to the tail. Invariant
 -- kept by every script: a tenant is in the ring iff its list is non-empty.
