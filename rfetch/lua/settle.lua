@@ -12,13 +12,13 @@
 -- ARGV[4]: for the dead set, trim entries scored below this (now - 180 days); "" for none.
 -- ARGV[5]: for the dead set, the most entries to keep (10,000); "" for no cap.
 -- ARGV[6..10] (with KEYS[3..] only): outcome, queue <q>, ordering key ("" for none), jid,
---          unique digest ("" for none).
--- ARGV[11] (optional): concurrency key ("" for none); then KEYS after the job's keys hold
---          the six cap keys of <q> (lib/cap.lua's C), and the job's slot is given back
---          whatever the outcome (a retry meets the cap again when it is due). Outcome "retry": the job keeps its key blocked
+--          unique digest ("" for none). Outcome "retry": the job keeps its key blocked
 --          (strict order survives retries; its lease is dropped, it is visible in the retry
 --          set); "skip": the key is released now (the class's skip policy); "dead": the key
 --          is released and the unique lock dropped (dead set, or discarded).
+-- ARGV[11] (optional): concurrency key ("" for none); then KEYS after the job's keys hold
+--          the six cap keys of <q> (lib/cap.lua's C), and the job's slot is given back
+--          whatever the outcome (a retry meets the cap again when it is due).
 --
 -- The write and the acknowledgement are one atomic step, and happen only if the job is still
 -- in the private list: a job that was pushed back by shutdown or recovery meanwhile is not
