@@ -18,6 +18,7 @@ from typing import Any
 from rfetch.formatting import relative, utc_time
 from rfetch.store.cluster import node_client
 
+from .concurrency import cap_lines
 from .context import Context, queue_names_of
 from .groups import gate_lines
 from .processes import ProcessInfo, ProcessSet
@@ -41,6 +42,7 @@ class Location:
     Attributes:
         state: ``running``, ``held`` (in a private list, not running), ``queued`` (also
             in a tenant's list), ``waiting_key`` (behind its ordering key's holder),
+            ``waiting_cap`` (for a slot of its concurrency key: fetch caps),
             ``scheduled``, ``retry`` or ``dead``.
         text: one line saying where it is and why it is not running.
         job: the entry found.
@@ -172,6 +174,11 @@ def explain(
                 queue=named if isinstance(named, str) else None,
                 position=record.position,
             )
+        )
+    for text, record in cap_lines(ctx, jid, max_scan):
+        result.locations.append(
+            Location(state="waiting_cap", text=text, job=record,
+                     queue=record.queue, position=record.position)
         )
     if not result.locations:
         _scan_unknown_private_lists(ctx, result, processes, known, jid, max_scan)

@@ -4,14 +4,15 @@ and the admin commands, which see and steer jobs through :mod:`rfetch.api`.
 Modules: :mod:`.app` (the group), :mod:`.worker` (boots a worker: the only module that
 imports the worker's side), :mod:`.web`, :mod:`.enqueue`, the admin commands by what they
 act on (:mod:`.queues`, :mod:`.sets`, :mod:`.processes`, :mod:`.groups`,
-:mod:`.periodic`, :mod:`.limits`, :mod:`.diagnose`, :mod:`.cancel`), their shared options
-(:mod:`.options`) and their table output (:mod:`.output`).
+:mod:`.concurrency`, :mod:`.periodic`, :mod:`.limits`, :mod:`.diagnose`, :mod:`.cancel`), their
+shared options (:mod:`.options`) and their table output (:mod:`.output`).
 """
 
 from __future__ import annotations
 
 from . import (
     cancel,
+    concurrency,
     diagnose,
     enqueue,
     groups,
@@ -29,5 +30,6 @@ __all__ = ["main"]
 
 # Importing a command module registers its commands on ``main``.
 _COMMANDS = (
-    cancel, diagnose, enqueue, groups, limits, periodic, processes, queues, sets, web, worker
+    cancel, concurrency, diagnose, enqueue, groups, limits, periodic, processes, queues, sets,
+    web, worker,
 )

@@ -8,21 +8,33 @@
 --          only named for acknowledgements).
 -- ARGV[4]: F, the number of fair pairs (queues that have had tenant jobs); 0 for none.
 -- ARGV[5 .. 4+F]: the pair index (1-based) of each fair pair.
+-- Then C, the number of capped pairs (queues with fetch caps), and C records of two
+--          values: pair index, 1 to fetch from its ready ring (a capped queue among those
+--          fetched) or 0 (only named for acknowledgements that give a slot back).
 -- Then A, the number of plain acknowledgements, and A records of two values:
 --          pair index, exact payload to LREM from that pair's private list.
--- Then B, the number of acknowledgements that release an ordering key or a unique lock,
---          and B records of six values: pair index, exact payload, queue name <q>, jid,
---          ordering key ("" for none), unique digest ("" for none).
+-- Then S, the number of acknowledgements that only give a fetch cap's slot back, and S
+--          records of three values: pair index (among the capped pairs), exact payload,
+--          concurrency key.
+-- Then B, the number of acknowledgements that release an ordering key, a unique lock or a
+--          fetch cap's slot, and B records of seven values: pair index, exact payload,
+--          queue name <q>, jid, ordering key ("" for none), unique digest ("" for none),
+--          concurrency key ("" for none).
 -- KEYS[2i-1], KEYS[2i] (i = 1..N): public queue "queue:<q>" and this process's private
 --          list "queue:sq|<identity>|<q>".
 -- Then, for each fair pair (in ARGV's order), three keys: the tenant ring "rfetch:fair:<q>",
 --          the credits hash "rfetch:fair-credits:<q>", the weights hash
 --          "rfetch:fair-weights:<q>".
--- Then, for each releasing acknowledgement (in ARGV's order): the seven gate keys of its
---          queue (lib/gate.lua's G), its key's waiting list "rfetch:key:<q>:<k>" if it has
---          an ordering key, its unique lock "rfetch:unique:<digest>" if it has one.
+-- Then, for each capped pair (in ARGV's order), the six cap keys of its queue (lib/cap.lua's
+--          C).
+-- Then, for each releasing acknowledgement with an ordering key or a unique lock (in ARGV's
+--          order): the seven gate keys of its queue (lib/gate.lua's G), its key's waiting
+--          list "rfetch:key:<q>:<k>" if it has an ordering key, its unique lock
+--          "rfetch:unique:<digest>" if it has one. One with a concurrency key uses the cap
+--          keys of its pair (its queue is among the capped pairs).
 -- Derived keys: a tenant's list "<ring key>|<tenant>", the tenant being read from the ring
---          (lib/gate.lua).
+--          (lib/gate.lua); a concurrency key's waiting list "<cap ring key>|<key>", the key
+--          being read from the cap ring (lib/cap.lua).
 --
 -- Acknowledgements first (LREM count 1 of the exact bytes); a releasing one that this LREM
 -- removed also releases its key (its next job goes out, and may be fetched by this very
@@ -33,7 +45,11 @@
 -- LEFT, as super_fetch), taking queues in the order given until ARGV[1] jobs are moved.
 -- Atomic: a job is always in exactly one list.
 -- A fair queue alternates one job from its tenant ring and one from its public queue while
--- both have work. Ring step (O(1)): the tenant at the ring's head (right end) gives its
+-- both have work; a capped queue adds to each turn the jobs of the key at the head of its
+-- ready ring of concurrency keys, up to the key's free slots (lib/cap.lua: O(1) per job, a
+-- key at its limit is not in the ring, so its waiting jobs are never fetched). An
+-- acknowledgement gives its slot back first, so the key's next job may be fetched by this
+-- very call. Ring step (O(1)): the tenant at the ring's head (right end) gives its
 -- oldest job; its credits for this turn start at its weight (default 1) and drop by one; a
 -- tenant whose list is empty leaves the ring, one out of credits goes to the tail. Invariant
 -- kept by every script: a tenant is in the ring iff its list is non-empty.
@@ -45,6 +61,7 @@
 -- jobs moved, oldest first, and the queues skipped for their type.
 -- #include guard
 -- #include gate
+-- #include cap
 local limit = tonumber(ARGV[1])
 local n_pairs = tonumber(ARGV[2])
 local pairs_to_fetch = tonumber(ARGV[3])
@@ -54,25 +71,55 @@ for f = 1, fair_count do
   fair[tonumber(ARGV[4 + f])] = 2 * n_pairs + 3 * (f - 1)
 end
 local a = 5 + fair_count
+local cap_count_n = tonumber(ARGV[a])
+local capped, cap_fetch = {}, {}
+for c = 1, cap_count_n do
+  local p = tonumber(ARGV[a + 2 * c - 1])
+  capped[p] = cap_keys(2 * n_pairs + 3 * fair_count + 6 * (c - 1) + 1, '')
+  cap_fetch[p] = ARGV[a + 2 * c] == '1'
+end
+a = a + 2 * cap_count_n + 1
 for r = 1, tonumber(ARGV[a]) do
   local at = a + 2 * r - 1
   redis.call('LREM', KEYS[2 * tonumber(ARGV[at])], 1, ARGV[at + 1])
 end
 a = a + 2 * tonumber(ARGV[a]) + 1
-local ki = 2 * n_pairs + 3 * fair_count + 1
+local cap_releasable = {}  -- pair -> whether its cap keys have their types (checked once)
 for r = 1, tonumber(ARGV[a]) do
-  local at = a + 6 * r - 5
-  local G = gate_keys(ki, ARGV[at + 2])
+  local at = a + 3 * r - 2
+  local p, raw = tonumber(ARGV[at]), ARGV[at + 1]
+  local C = capped[p]
+  if cap_releasable[p] == nil then
+    local w = wants_new()
+    cap_release_wants(w, C)
+    cap_releasable[p] = #w.keys == 0 or misfit(w) == nil
+  end
+  if redis.call('LREM', KEYS[2 * p], 1, raw) == 1 and cap_releasable[p] then
+    cap_release(C, ARGV[at + 2], raw)
+  end
+end
+a = a + 3 * tonumber(ARGV[a]) + 1
+local ki = 2 * n_pairs + 3 * fair_count + 6 * cap_count_n + 1
+for r = 1, tonumber(ARGV[a]) do
+  local at = a + 7 * r - 6
+  local p, raw = tonumber(ARGV[at]), ARGV[at + 1]
   local jid, k, unique = ARGV[at + 3], opt(ARGV[at + 4]), opt(ARGV[at + 5])
-  local klist, lock
-  klist, lock, ki = job_keys(ki + 7, k, unique)
+  local G, klist, lock, C = nil, nil, nil, nil
+  if k or unique then
+    G = gate_keys(ki, ARGV[at + 2])
+    klist, lock, ki = job_keys(ki + 7, k, unique)
+  end
+  local ck = opt(ARGV[at + 6])
+  if ck then C = capped[p] end
   local w = wants_new()
   if k then gate_release_wants(w, G, klist) end
   if lock then unique_release_wants(w, lock) end
-  local releasable = misfit(w) == nil
-  if redis.call('LREM', KEYS[2 * tonumber(ARGV[at])], 1, ARGV[at + 1]) == 1 and releasable then
+  if C then cap_release_wants(w, C) end
+  local releasable = #w.keys == 0 or misfit(w) == nil
+  if redis.call('LREM', KEYS[2 * p], 1, raw) == 1 and releasable then
     if k then gate_release(G, k, klist, jid) end
     if lock then unique_release(lock, jid) end
+    if C then cap_release(C, ck, raw) end
   end
 end
 local jobs, broken = {}, {}
@@ -114,9 +161,19 @@ for p = 1, pairs_to_fetch do
   if moved >= limit or refused then break end
   looked_at = p
   local base = fair[p]
+  local C = cap_fetch[p] and capped[p] or nil
   local plain_done = false
   while moved < limit do
     local took = false
+    if C then
+      for _, job in ipairs(cap_step(C, KEYS[2 * p], limit - moved)) do
+        moved = moved + 1
+        jobs[#jobs + 1] = p
+        jobs[#jobs + 1] = job
+        took = true
+      end
+      if moved >= limit then break end
+    end
     if base then
       local job = ring_step(base, KEYS[2 * p])
       if job then

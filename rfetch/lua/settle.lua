@@ -16,6 +16,9 @@
 --          (strict order survives retries; its lease is dropped, it is visible in the retry
 --          set); "skip": the key is released now (the class's skip policy); "dead": the key
 --          is released and the unique lock dropped (dead set, or discarded).
+-- ARGV[11] (optional): concurrency key ("" for none); then KEYS after the job's keys hold
+--          the six cap keys of <q> (lib/cap.lua's C), and the job's slot is given back
+--          whatever the outcome (a retry meets the cap again when it is due).
 --
 -- The write and the acknowledgement are one atomic step, and happen only if the job is still
 -- in the private list: a job that was pushed back by shutdown or recovery meanwhile is not
@@ -25,14 +28,20 @@
 -- Returns 1 if written, 0 if the job was no longer ours.
 -- #include guard
 -- #include gate
+-- #include cap
 local w = wants_new()
 want(w, KEYS[1], 'list')
 want(w, KEYS[2], 'zset')
-local G, k, jid, klist, lock, outcome = nil, nil, nil, nil, nil, nil
+local G, k, jid, klist, lock, outcome, C = nil, nil, nil, nil, nil, nil, nil
 if ARGV[6] then
   outcome, k, jid = ARGV[6], opt(ARGV[8]), ARGV[9]
   G = gate_keys(3, ARGV[7])
-  klist, lock = job_keys(10, k, opt(ARGV[10]))
+  local ci
+  klist, lock, ci = job_keys(10, k, opt(ARGV[10]))
+  if opt(ARGV[11]) then
+    C = cap_keys(ci, ARGV[7])
+    cap_release_wants(w, C)
+  end
   if k then
     if outcome == 'retry' then want(w, G.leases, 'zset') else gate_release_wants(w, G, klist) end
   end
@@ -64,5 +73,6 @@ if G then
     end
   end
   if outcome == 'dead' and lock then unique_release(lock, jid) end
+  if C then cap_release(C, ARGV[11], ARGV[1]) end
 end
 return 1

@@ -20,6 +20,7 @@ from rfetch.logs import JobLog
 from rfetch.middleware import run_server_chain, run_server_chain_async
 from rfetch.payload import Payload, Routing, loads
 from rfetch.stats import Stats
+from rfetch.worker.expiry import Expiry
 from rfetch.worker.registry import Registry
 from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.retry import JobRetry
@@ -102,6 +103,8 @@ class Processor:
             time limits or cancellations, as in tests that run the processor alone).
         job_context: where the running job is marked for the application's log records
             (the one the log handler filters with; default: a context of its own).
+        expiry: drops a job past its ``expires_at`` before it runs (expiring jobs; None:
+            no check, as in tests that run the processor alone).
     """
 
     def __init__(
@@ -114,8 +117,10 @@ class Processor:
         ack: Callable[[UnitOfWork], object] = UnitOfWork.acknowledge,
         work: WorkState | None = None,
         job_context: JobContext | None = None,
+        expiry: Expiry | None = None,
     ) -> None:
         self.config = config
+        self.expiry = expiry
         self.work = work
         self.registry = registry
         self.job_retry = job_retry
@@ -171,6 +176,8 @@ class Processor:
         except InvalidJob as exc:
             self._bury(unit, exc)
             return
+        if self.expiry is not None and self.expiry.dropped(unit, job):
+            return
         routing = unit.routing
         followers = self._take_followers(unit) if routing and routing.coalesced else []
         execution = self._start(unit, job, followers)
@@ -202,6 +209,13 @@ class Processor:
             job = loads(unit.raw)
         except InvalidJob as exc:
             await loop.run_in_executor(None, self._bury, unit, exc)
+            return
+        expiry = self.expiry
+        if (
+            expiry is not None
+            and "expires_at" in job
+            and await loop.run_in_executor(None, expiry.dropped, unit, job)
+        ):
             return
         routing = unit.routing
         followers: list[tuple[UnitOfWork, Payload]] = []
