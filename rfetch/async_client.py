@@ -33,7 +33,7 @@ from redis.exceptions import RedisError
 from rfetch.batch.context import collecting
 from rfetch.client import Client
 from rfetch.delivery import AsyncSender
-from rfetch.errors import BufferFull
+from rfetch.errors import BufferFull, QueueFull
 from rfetch.push_buffer import BufferedJob
 from rfetch.shards import positions_by_shard, shard_config
 from rfetch.store.async_commands import AsyncCommands
@@ -101,7 +101,7 @@ class AsyncClient:
         for start, end in bulk.batches():
             try:
                 written = await self._write(bulk.jobs[start:end])
-            except (RedisError, BufferFull) as exc:
+            except (RedisError, BufferFull, QueueFull) as exc:
                 bulk.refused(start, exc)
                 raise
             bulk.wrote(start, end, written)
@@ -142,7 +142,7 @@ class AsyncClient:
         if delivery.holding:
             return await asyncio.to_thread(delivery.write, jobs)
         try:
-            return await self._sender(shard).send(jobs)
+            return await self._sender(shard).send(jobs, self.config.max_queue_size)
         except REDIS_DOWN as exc:
             await asyncio.to_thread(delivery.keep, jobs, exc)
             return None

@@ -22,7 +22,7 @@ from rfetch.batch.context import collecting
 from rfetch.bulk import BulkPush, check_batch_size
 from rfetch.config import Config
 from rfetch.delivery import Delivery
-from rfetch.errors import BufferFull, ConfigError
+from rfetch.errors import BufferFull, ConfigError, QueueFull
 from rfetch.middleware import run_client_chain
 from rfetch.options import check_options, unique_digest
 from rfetch.payload import Payload, check_args, dumps, new_jid, new_jids
@@ -152,6 +152,13 @@ class Client:
             payload["score"] = options["score"]
         if options.get("tenant") is not None:
             payload["tenant"] = options["tenant"]
+        if options.get("concurrency_key") is not None:
+            payload["concurrency_key"] = options["concurrency_key"]
+            payload["concurrency_limit"] = options["concurrency_limit"]
+        if options.get("expires_in") is not None:
+            # Sidekiq Pro's expiring jobs: counted from the run time, so a scheduled job
+            # has its whole window once due.
+            payload["expires_at"] = max(now, at or now) + float(options["expires_in"])
         if options.get("unique_for") is not None:
             payload["unique_key"] = unique_digest(
                 class_name, payload["queue"], args, options.get("unique_key")
@@ -253,7 +260,7 @@ class Client:
         for start, end in bulk.batches():
             try:
                 written = self._write(bulk.jobs[start:end])
-            except (RedisError, BufferFull) as exc:
+            except (RedisError, BufferFull, QueueFull) as exc:
                 bulk.refused(start, exc)
                 raise
             bulk.wrote(start, end, written)

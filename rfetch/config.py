@@ -151,6 +151,9 @@ class Config:
             restart of the pushing process; None keeps them in memory only.
         push_exit_timeout: seconds the client keeps trying to deliver buffered jobs at
             interpreter exit.
+        max_queue_size: queue name -> the most jobs its public list may hold: a push past
+            it raises :class:`rfetch.QueueFull` and writes nothing (backpressure;
+            docs/flow-control.md). Queues not named have no limit.
         cpu_affinity: where ``rfetch worker`` runs its threads (CPU affinity): ``"none"``, the
             default (the kernel's placement: best for I/O-bound jobs and for C code that
             releases the GIL), ``"auto"`` (one
@@ -218,6 +221,7 @@ class Config:
     push_buffer_size: int = 1000
     push_spool: str | None = None
     push_exit_timeout: float = 10.0
+    max_queue_size: Mapping[str, int] = field(default_factory=dict)
     cpu_affinity: str = "none"
     processes: int = 1
     max_memory: int | None = None
@@ -288,6 +292,12 @@ class Config:
             raise ConfigError("min_replicas_acks needs min_replicas of 1 or more")
 
     def _validate_limits(self) -> None:
+        for queue, size in self.max_queue_size.items():
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                raise ConfigError(
+                    f"max_queue_size of queue {queue!r} must be a whole number of jobs >= 1, "
+                    f"got {size!r}"
+                )
         if self.processes < 1:
             raise ConfigError(f"processes must be 1 or more, got {self.processes}")
         for name in ("max_memory", "max_jobs"):
@@ -342,6 +352,13 @@ class Config:
             values["shards"] = tuple(env["RFETCH_SHARDS"].split())
         if env.get("RFETCH_SHARD_MAP"):
             values["shard_map"] = parse_shard_map(env["RFETCH_SHARD_MAP"])
+        if env.get("RFETCH_MAX_QUEUE_SIZE"):
+            try:
+                values["max_queue_size"] = parse_shard_map(env["RFETCH_MAX_QUEUE_SIZE"])
+            except ConfigError:
+                raise ConfigError(
+                    "RFETCH_MAX_QUEUE_SIZE wants queue=size pairs, e.g. 'mail=10000,reports=500'"
+                ) from None
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 

@@ -22,7 +22,7 @@ import atexit
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from redis import Redis
 
@@ -126,7 +126,7 @@ class Delivery:
         with self._lock:
             try:
                 self._drain()
-                written = self._send(jobs)
+                written = self._send(jobs, self.config.max_queue_size)
                 if self.replica_wait is not None:
                     self.replica_wait.after_write()
                 return written
@@ -210,15 +210,20 @@ class Delivery:
                 pass
             log.info("%d buffered job(s) reached the replicas", count)
 
-    def _send(self, jobs: Sequence[BufferedJob]) -> list[bool]:
+    def _send(
+        self, jobs: Sequence[BufferedJob], max_sizes: Mapping[str, int] | None = None
+    ) -> list[bool]:
         """One ``push.lua`` call, all or none (Sidekiq's raw_push, made atomic): per job,
-        whether written (False: a unique job's lock was held).
+        whether written (False: a unique job's lock was held). ``max_sizes`` (queue ->
+        max_queue_size) is given for a new push, not for buffered jobs, which were
+        accepted when pushed and are never refused at delivery.
 
         Raises:
+            QueueFull: a queue of ``max_sizes`` would pass its size; nothing was written.
             redis.exceptions.ResponseError: a key on the jobs' way holds another type, or
                 Redis refuses writes; nothing was written.
         """
-        return self.commands.push(outgoing(jobs))
+        return self.commands.push(outgoing(jobs), max_sizes)
 
     def _start_retrier(self) -> None:
         if self._retrier is not None and self._retrier.is_alive():
@@ -313,12 +318,16 @@ class AsyncSender:
         self.commands = commands
         self.keys = commands.keys
 
-    async def send(self, jobs: Sequence[BufferedJob]) -> list[bool]:
+    async def send(
+        self, jobs: Sequence[BufferedJob], max_sizes: Mapping[str, int] | None = None
+    ) -> list[bool]:
         """Write ``jobs`` in one ``push.lua`` call, all or none; per job, whether written.
+        ``max_sizes``: queue -> max_queue_size (see :meth:`Delivery._send`).
 
         Raises:
+            QueueFull: a queue of ``max_sizes`` would pass its size; nothing was written.
             redis.exceptions.ResponseError: a key on the jobs' way holds another type, or
                 Redis refuses writes; nothing was written.
             redis.exceptions.ConnectionError / TimeoutError / OSError: Redis is unreachable.
         """
-        return await self.commands.push(outgoing(jobs))
+        return await self.commands.push(outgoing(jobs), max_sizes)

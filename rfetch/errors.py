@@ -106,6 +106,13 @@ JobTimeout.__module__ = "rfetch"
 JobCancelled.__module__ = "rfetch"
 
 
+class QueueFull(RfetchError):
+    """A push would take a queue past its ``max_queue_size`` (``Config.max_queue_size``):
+    nothing of the call was written (a bulk push: none of its batch). Backpressure: slow
+    the producer down, or raise the size. Jobs already in the push buffer, scheduled jobs
+    and retries are not refused (they were accepted before; see docs/flow-control.md)."""
+
+
 class RedisUnavailable(RfetchError):
     """Redis could not be reached where rfetch checks it once at start: no sentinel of a
     ``redis+sentinel://`` URL answered (a clear error instead of a hang)."""

@@ -52,6 +52,12 @@ class Job:
     score order (``score=``, default enqueue time); ``coalesce = "last"``: only the newest
     one's ``perform(*args)`` runs.
 
+    Flow control (docs/flow-control.md): ``concurrency_key`` with ``concurrency_limit``
+    (or ``set(concurrency_key="tenant:42", concurrency_limit=3)``) lets at most that many
+    jobs of the key be fetched and running at once across every worker, the others waiting
+    in Redis unfetched; ``expires_in`` (seconds; Sidekiq Pro's expiring jobs) drops a job
+    not started that long after its run time.
+
     ``perform`` may be ``async def``: the class is then an async job (``is_async``), awaited
     on the worker's event loop.
 
@@ -86,6 +92,9 @@ class Job:
     key_on_failure: ClassVar[Literal["block", "skip"]] = "block"
     timeout: ClassVar[float | None] = None
     store_result: ClassVar[int | None] = None
+    concurrency_key: ClassVar[str | None] = None
+    concurrency_limit: ClassVar[int | None] = None
+    expires_in: ClassVar[float | None] = None
     cron: ClassVar[str | None] = None
     cron_tz: ClassVar[str | None] = None
 
@@ -296,6 +305,7 @@ class Job:
         for option in (
             "dead", "backtrace", "retry_queue", "tags", "unique_for", "coalesce", "timeout",
             "store_result",
+            "concurrency_key", "concurrency_limit", "expires_in",
         ):
             value = getattr(cls, option)
             if value is not None:

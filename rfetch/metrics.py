@@ -31,6 +31,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 
+from rfetch.cap_metrics import flow_metrics
 from rfetch.errors import JobCancelled, JobTimeout
 from rfetch.stats import BUCKETS_MS
 
@@ -123,6 +124,7 @@ class ApiCollector(Collector):
         yield from _workflow_metrics(api)
         yield from _batch_metrics(api)
         yield from _limiter_metrics(api)
+        yield from flow_metrics(api)
         window = f"over the last {self.window_minutes} minute(s)"
         quantiles = GaugeMetricFamily(
             "rfetch_class_duration_quantile_seconds",

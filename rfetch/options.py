@@ -16,6 +16,7 @@ JOB_OPTIONS = frozenset(
         "queue", "retry", "dead", "backtrace", "retry_queue", "tags", "jid",
         "key", "unique_for", "unique_key", "tenant", "coalesce", "score", "timeout",
         "store_result", "after", "after_outcome", "on_dependency_death",
+        "concurrency_key", "concurrency_limit", "expires_in",
     }
 )
 """Options that travel in the payload (Sidekiq's names, and rfetch's ``key`` (ordering key,
@@ -44,6 +45,7 @@ def check_options(options: Mapping[str, Any]) -> None:
         raise ConfigError(f"retry must not be negative, got {retry}")
     _check_ordering_options(options)
     check_workflow_options(options)
+    _check_flow_options(options)
     timeout = options.get("timeout")
     if timeout is not None and (
         not isinstance(timeout, (int, float))
@@ -104,6 +106,37 @@ def _check_ordering_options(options: Mapping[str, Any]) -> None:
             raise ConfigError(f"unique_key must be a non-empty string, got {unique_key!r}")
         if unique_for is None:
             raise ConfigError("unique_key needs unique_for (the lock's window, in seconds)")
+
+
+def _check_flow_options(options: Mapping[str, Any]) -> None:
+    """The options of fetch caps and expiring jobs (docs/flow-control.md):
+    ``concurrency_key`` with ``concurrency_limit``, and ``expires_in``."""
+    key, limit = options.get("concurrency_key"), options.get("concurrency_limit")
+    if key is not None or limit is not None:
+        if not isinstance(key, str) or not key or "|" in key or len(key) > MAX_ORDERING_KEY:
+            raise ConfigError(
+                "concurrency_key must be a non-empty string without '|' of at most "
+                f"{MAX_ORDERING_KEY} characters (with concurrency_limit), got {key!r}"
+            )
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigError(
+                f"concurrency_limit must be a whole number >= 1 (with concurrency_key), "
+                f"got {limit!r}"
+            )
+        for other in ("key", "tenant"):
+            if options.get(other) is not None:
+                raise ConfigError(
+                    f"concurrency_key cannot be combined with {other}=: an ordering key is "
+                    "already a cap of 1 (in order), and capped jobs are served round robin "
+                    "by concurrency key (use the tenant as the concurrency key)"
+                )
+    expires_in = options.get("expires_in")
+    if expires_in is not None and (
+        isinstance(expires_in, bool)
+        or not isinstance(expires_in, (int, float))
+        or not 0 < expires_in < float("inf")
+    ):
+        raise ConfigError(f"expires_in must be a positive number of seconds, got {expires_in!r}")
 
 
 def unique_digest(class_name: str, queue: str, args: Sequence[Any], unique_key: str | None) -> str:

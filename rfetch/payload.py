@@ -160,19 +160,26 @@ def describe(raw: bytes | str) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-GATE_MARKERS = (b'"ordering_key"', b'"unique_key"', b'"tenant"')
+GATE_MARKERS = (b'"ordering_key"', b'"unique_key"', b'"tenant"', b'"concurrency_key"')
 """Text without which a payload has no routing field (``lib/gate.lua``'s ``gate_fields``
-looks for the same three before it decodes anything)."""
+looks for the first three before it decodes anything; the fourth is a fetch cap's key)."""
 
 
 def may_be_gated(raw: bytes | str) -> bool:
-    """Whether ``raw`` may carry an ordering key, a unique lock or a tenant: a plain text
-    search, so payloads without them cost no JSON parse."""
+    """Whether ``raw`` may carry an ordering key, a unique lock, a tenant or a fetch cap's
+    concurrency key (:data:`GATE_MARKERS`): a plain text search, so payloads without them
+    cost no JSON parse."""
     # Spelled out rather than any(...) over the markers: this runs once per job of a bulk
     # push, where the generator cost more than the searches.
     if isinstance(raw, bytes):
-        return b'"ordering_key"' in raw or b'"unique_key"' in raw or b'"tenant"' in raw
-    return '"ordering_key"' in raw or '"unique_key"' in raw or '"tenant"' in raw
+        return (
+            b'"ordering_key"' in raw or b'"unique_key"' in raw or b'"tenant"' in raw
+            or b'"concurrency_key"' in raw
+        )
+    return (
+        '"ordering_key"' in raw or '"unique_key"' in raw or '"tenant"' in raw
+        or '"concurrency_key"' in raw
+    )
 
 
 BATCH_MARKER = b'"bid"'
@@ -214,6 +221,9 @@ class Routing:
         bid: the batch the job belongs to (Sidekiq Pro batches), or None.
         store_result: seconds to keep the job's recorded outcome (``store_result``), or
             None: such a job's end is written by ``complete.lua`` with its record.
+        concurrency_key: the fetch cap's key (at most ``concurrency_limit`` jobs of the key
+            are fetched and unfinished at once), or None.
+        concurrency_limit: the cap's limit (a positive int), or None.
     """
 
     jid: str = ""
@@ -227,21 +237,34 @@ class Routing:
     unique_until: float | None = None
     store_result: int | None = None
     bid: str | None = None
+    concurrency_key: str | None = None
+    concurrency_limit: int | None = None
+
+    @property
+    def capped(self) -> bool:
+        """Whether the job is under a fetch cap (``lib/cap.lua``): a concurrency key with a
+        positive limit."""
+        return self.concurrency_key is not None and self.concurrency_limit is not None
 
     @property
     def gated(self) -> bool:
-        """Whether the job goes through the gate of ``lib/gate.lua`` when it is pushed,
-        pushed back or moved: it has an ordering key, a unique lock or a tenant."""
+        """Whether the job goes through the gate of ``lib/gate.lua`` (or ``lib/cap.lua``)
+        when it is pushed, pushed back or moved: it has an ordering key, a unique lock, a
+        tenant or a fetch cap."""
         return (
-            self.ordering_key is not None or self.unique is not None or self.tenant is not None
+            self.ordering_key is not None
+            or self.unique is not None
+            or self.tenant is not None
+            or self.capped
         )
 
     @property
     def locking(self) -> bool:
         """Whether taking the job out of its list must release something: its ordering key
         (the next job of the key goes out) or its unique lock. Such a job is acknowledged,
-        deleted or discarded by ``finish.lua``."""
-        return self.ordering_key is not None or self.unique is not None
+        deleted or discarded by ``finish.lua``. A capped job gives its slot back the same
+        way."""
+        return self.ordering_key is not None or self.unique is not None or self.capped
 
     @property
     def batched(self) -> bool:
@@ -271,6 +294,8 @@ class Routing:
             unique_until=epoch_seconds(until),
             store_result=_positive_int(payload.get("store_result")),
             bid=_text_field(payload, "bid"),
+            concurrency_key=_text_field(payload, "concurrency_key"),
+            concurrency_limit=_limit_field(payload.get("concurrency_limit")),
         )
 
     @classmethod
@@ -306,6 +331,14 @@ def _positive_int(value: Any) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
     return None
+
+
+def _limit_field(value: Any) -> int | None:
+    """A fetch cap's limit: a positive whole number (as ``lib/cap.lua`` reads it), else
+    None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return None
+    return int(value) if value >= 1 and value == int(value) else None
 
 
 def _batch_score(payload: Mapping[str, Any]) -> float:

@@ -29,6 +29,7 @@ from rfetch.store.connection import connect
 from rfetch.workflow.results import Record
 
 from .cancel import CancelResult, cancel
+from .concurrency import ConcurrencyKey, concurrency_keys
 from .context import Context, Found
 from .explain import Explanation, Location, explain
 from .groups import (
@@ -70,6 +71,7 @@ from .records import (
     JobFilter,
     JobRecord,
     Page,
+    to_text,
 )
 from .server import RedisInfo, read_redis_info
 from .sets import DeadSet, JobSet, RetrySet, ScheduledSet
@@ -213,6 +215,23 @@ class Api:
             ValueError: ``limit`` below 1.
         """
         return list_tenants(self.ctx, queue, limit)
+
+    def concurrency_keys(self, queue: str | None = None) -> list[ConcurrencyKey]:
+        """Fetch caps: every concurrency key with jobs running or waiting (limit, running,
+        waiting), of ``queue`` or of every capped queue (see
+        :func:`rfetch.api.concurrency.concurrency_keys`)."""
+        return concurrency_keys(self.ctx, queue)
+
+    def expired_count(self) -> int:
+        """Jobs dropped so far because they were not started within ``expires_in``
+        (``stat:expired``)."""
+        value = self.ctx.redis.get(self.keys.expired)
+        return int(value) if value is not None else 0
+
+    def expired_by_queue(self) -> dict[str, int]:
+        """Queue name -> its jobs dropped as expired (``rfetch:expired``)."""
+        found = self.ctx.redis.hgetall(self.keys.expired_queues)
+        return {to_text(q): int(n) for q, n in found.items()}
 
     def tenant_count(self, queue: str) -> int:
         """How many tenants :meth:`tenants` lists for ``queue`` without a limit."""
@@ -397,6 +416,7 @@ __all__ = [
     "CheckResult",
     "ClassCounts",
     "ClassMetrics",
+    "ConcurrencyKey",
     "Context",
     "DayStats",
     "DeadSet",

@@ -19,6 +19,7 @@ from rfetch.formatting import relative, utc_time
 from rfetch.store.cluster import node_client
 
 from .batches import batch_lines
+from .concurrency import cap_lines
 from .context import Context, queue_names_of
 from .groups import gate_lines
 from .processes import ProcessInfo, ProcessSet
@@ -43,6 +44,7 @@ class Location:
     Attributes:
         state: ``running``, ``held`` (in a private list, not running), ``queued`` (also
             in a tenant's list), ``waiting_key`` (behind its ordering key's holder),
+            ``waiting_cap`` (for a slot of its concurrency key: fetch caps),
             ``scheduled``, ``retry`` or ``dead``; ``batch``: a line about the job's batch.
         text: one line saying where it is and why it is not running.
         job: the entry found.
@@ -177,6 +179,11 @@ def explain(
         )
     for line in workflow_lines(ctx, jid, at):  # after=, store_result
         result.locations.append(Location(line[0], line[1], queue=line[2], at=line[3]))
+    for text, record in cap_lines(ctx, jid, max_scan):
+        result.locations.append(
+            Location(state="waiting_cap", text=text, job=record,
+                     queue=record.queue, position=record.position)
+        )
     if not result.locations:
         _scan_unknown_private_lists(ctx, result, processes, known, jid, max_scan)
     payloads = [loc.job.payload for loc in result.locations if loc.job and loc.job.payload]

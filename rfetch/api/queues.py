@@ -241,12 +241,17 @@ class Queue:
         The queue's ordering-key gate goes too: the key holders and the jobs
         waiting in the key lists are deleted, so no key stays blocked by a deleted job. A
         keyed job running meanwhile finishes without releasing anything; a keyed job in the
-        retry or scheduled set meets an empty gate when it comes back and runs."""
+        retry or scheduled set meets an empty gate when it comes back and runs. So do the
+        jobs waiting for a fetch cap's slot (their key lists, ready ring and limits); jobs
+        running meanwhile keep their slots until they finish."""
         keys = self.ctx.keys
-        lists = list(self.ctx.redis.scan_iter(match=keys.key_list_pattern(self.name), count=1000))
-        pipe = self.ctx.redis.pipeline(transaction=True)
+        redis = self.ctx.redis
+        lists = list(redis.scan_iter(match=keys.key_list_pattern(self.name), count=1000))
+        lists += redis.scan_iter(match=keys.cap_list_pattern(self.name), count=1000)
+        pipe = redis.pipeline(transaction=True)
         pipe.llen(self.key)
-        pipe.unlink(self.key, keys.key_holders(self.name), keys.key_leases(self.name), *lists)
+        pipe.unlink(self.key, keys.key_holders(self.name), keys.key_leases(self.name),
+                    keys.cap_ring(self.name), keys.cap_limits(self.name), *lists)
         pipe.srem(keys.queues, self.name)
         return int(pipe.execute()[0])
 

@@ -292,6 +292,7 @@ def check_queues(
     max_size: int | None = None,
     queue: str | None = None,
     now: float | None = None,
+    full_at: float = 0.8,
 ) -> CheckResult:
     """Compare queue latency and size with thresholds (for cron, Nagios, Kubernetes probes).
 
@@ -301,6 +302,8 @@ def check_queues(
         max_size: jobs a queue may hold; None: no check.
         queue: check this queue only (default: every queue in ``queues``).
         now: epoch seconds for the latency (default: this machine's clock).
+        full_at: fraction of a queue's ``max_queue_size`` (``Config.max_queue_size``,
+            backpressure) past which the check warns, before pushes get ``QueueFull``.
     """
     queues = list_queues(ctx, now)
     if queue is not None:
@@ -314,6 +317,14 @@ def check_queues(
         if max_latency is not None and q.latency > max_latency:
             problems.append(
                 f"queue {q.name} latency is {q.latency:.1f} s (max {max_latency:g} s)"
+            )
+    for q in queues:
+        cap = ctx.config.max_queue_size.get(q.name)
+        if cap is not None and q.size > full_at * cap:
+            problems.append(
+                f"queue {q.name} holds {q.size} of its max_queue_size {cap} "
+                f"({100 * q.size / cap:.0f}%, warning past {100 * full_at:.0f}%): pushes get "
+                "QueueFull at the max"
             )
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""

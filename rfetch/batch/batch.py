@@ -130,6 +130,7 @@ class Batch:
                 several shards.
             BatchError: Redis refused the write (a key of another type, out of memory,
                 READONLY); nothing was written.
+            QueueFull: a queue's ``max_queue_size`` would be passed; nothing was written.
             redis.exceptions.ConnectionError, TimeoutError: Redis is unreachable; nothing
                 was written, or everything (a batch is not kept in the reliable-push
                 buffer).
@@ -171,6 +172,7 @@ class Batch:
                 return commands.push(
                     self.bid, "add" if self._created else "new", self.ttl,
                     None if self._created else self.parent, self._fields, outgoing(jobs), jids,
+                    client.config.max_queue_size,
                 )
             except ResponseError as exc:
                 raise _batch_error(self.bid, exc) from exc

@@ -4,9 +4,9 @@ and the admin commands, which see and steer jobs through :mod:`rfetch.api`.
 Modules: :mod:`.app` (the group), :mod:`.worker` (boots a worker: the only module that
 imports the worker's side), :mod:`.web`, :mod:`.enqueue`, the admin commands by what they
 act on (:mod:`.queues`, :mod:`.sets`, :mod:`.processes`, :mod:`.groups`,
-:mod:`.periodic`, :mod:`.limits`, :mod:`.diagnose`, :mod:`.cancel`, :mod:`.workflows`,
-:mod:`.batches`), their shared options (:mod:`.options`) and their table output
-(:mod:`.output`).
+:mod:`.concurrency`, :mod:`.periodic`, :mod:`.limits`, :mod:`.diagnose`, :mod:`.cancel`,
+:mod:`.workflows`, :mod:`.batches`), their shared options (:mod:`.options`) and their
+table output (:mod:`.output`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 from . import (
     batches,
     cancel,
+    concurrency,
     diagnose,
     enqueue,
     groups,
@@ -32,6 +33,6 @@ __all__ = ["main"]
 
 # Importing a command module registers its commands on ``main``.
 _COMMANDS = (
-    batches, cancel, diagnose, enqueue, groups, limits, periodic, processes, queues, sets, web,
-    worker, workflows,
+    batches, cancel, concurrency, diagnose, enqueue, groups, limits, periodic, processes,
+    queues, sets, web, worker, workflows,
 )

@@ -26,33 +26,44 @@
 --          another keyed job waits its turn; a tenant job joins its tenant's list), mode
 --          "dead" and mode "delete" (remove only) release its key and its unique lock, so a
 --          key blocked by a failed job is unblocked by retrying or deleting it.
--- ARGV[12..14] (mode "dead", a batched job only; ARGV[7..11] and the gate keys are then
+-- ARGV[12], ARGV[13] (optional): the payload's concurrency key ("" for none) and its limit;
+--          with a key, the six cap keys of <gq> (lib/cap.lua's C) follow the job's keys in
+--          KEYS, and mode "queue" sends the job to its key's waiting list (a capped job in
+--          a sorted set holds no slot).
+-- ARGV[14..16] (mode "dead", a batched job only; ARGV[7..13] and the gate keys are then
 --          always passed): "dead", the jid, the failure's JSON {"error_class",
---          "error_message"}; KEYS[next]: its batch hash "b-<bid>", KEYS[next + 1]: the
---          namespace prefix P. A kill is the job's death in its batch (lib/batch.lua), in
---          this same call.
--- Derived keys: a tenant's list "<ring key>|<tenant>" (lib/gate.lua); the batch's other
---          keys, its parents', a callback's queue (lib/batch.lua).
+--          "error_message"}; after the job's keys and the cap keys, KEYS[next]: its batch
+--          hash "b-<bid>", KEYS[next + 1]: the namespace prefix P. A kill is the job's
+--          death in its batch (lib/batch.lua), in this same call.
+-- Derived keys: a tenant's list "<ring key>|<tenant>" (lib/gate.lua); a concurrency key's
+--          waiting list "<cap ring key>|<key>" (lib/cap.lua); the batch's other keys, its
+--          parents', a callback's queue (lib/batch.lua).
 -- Every key written, and the score and trimming numbers of mode "dead", are checked before
 -- the entry is removed (lib/guard.lua): one of another type changes nothing and is an error
 -- reply, so the job stays in the source set.
 -- Returns 1 if moved, 0 if the entry was no longer in the source set.
 -- #include guard
 -- #include gate
+-- #include cap
 -- #include workflow
 -- #include batch
 if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then
   return 0
 end
-local G, k, jid, t, klist, lock = nil, nil, nil, nil, nil, nil
+local G, k, jid, t, klist, lock, C, ck, climit = nil, nil, nil, nil, nil, nil, nil, nil, nil
 local next_key = 4
 if ARGV[7] then
   G = gate_keys(4, ARGV[7])
   k, jid, t = opt(ARGV[8]), opt(ARGV[9]), opt(ARGV[11])
   if not jid then k = nil end
   klist, lock, next_key = job_keys(11, opt(ARGV[8]), opt(ARGV[10]))
+  ck, climit = opt(ARGV[12]), tonumber(ARGV[13] or '')
+  if ck and climit and climit >= 1 then
+    C = cap_keys(next_key, ARGV[7])
+    next_key = next_key + 6
+  end
 end
-local bhash = ARGV[1] == 'dead' and opt(ARGV[12]) and KEYS[next_key]
+local bhash = ARGV[1] == 'dead' and opt(ARGV[14]) and KEYS[next_key]
 local w = wants_new()
 want(w, KEYS[1], 'zset')
 if ARGV[1] ~= 'queue' and jid then
@@ -60,7 +71,9 @@ if ARGV[1] ~= 'queue' and jid then
   if lock then unique_release_wants(w, lock) end
 end
 if ARGV[1] == 'queue' then
-  if k then
+  if C then
+    cap_enter_wants(w, C, ck)
+  elseif k then
     gate_dispatch_wants(w, G, klist, t)
   elseif t then
     gate_out_wants(w, G, t)
@@ -86,7 +99,10 @@ if ARGV[1] == 'delete' then
   return 1
 end
 if ARGV[1] == 'queue' then
-  if k then
+  if C then
+    cap_enter(C, ck, math.floor(climit), ARGV[3], false)
+    redis.call('SADD', KEYS[3], ARGV[4])
+  elseif k then
     gate_dispatch(G, k, klist, jid, ARGV[3], t)
   elseif t then
     fair_send(G, t, ARGV[3])
@@ -102,6 +118,6 @@ else
   if ARGV[6] ~= '' then
     redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[6]) + 1))
   end
-  if bhash then batch_event(KEYS[next_key + 1], bhash, ARGV[13], 'dead', ARGV[14]) end
+  if bhash then batch_event(KEYS[next_key + 1], bhash, ARGV[15], 'dead', ARGV[16]) end
 end
 return 1

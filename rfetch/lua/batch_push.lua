@@ -33,6 +33,7 @@
 -- Returns push.lua's reply: the positions of the jobs not written (unique lock held).
 -- #include guard
 -- #include gate
+-- #include cap
 -- #include push
 -- #include workflow
 -- #include batch

@@ -16,6 +16,8 @@
 -- nor advances jobs. Each moved payload gets a fresh top-level "enqueued_at" (float epoch
 -- seconds) by editing the JSON text in place, so every other byte, including large integers
 -- and float arguments, is kept exactly as the producer wrote it.
+-- A capped job (a "concurrency_key" string and a "concurrency_limit" number) joins its
+-- key's waiting list (lib/cap.lua: cap_keys_of derives the cap keys the same way).
 -- A job with an ordering key meets the key gate (lib/gate.lua) instead of a plain LPUSH:
 -- the retry of a key's holder goes out again, any other keyed job waits its turn; a tenant
 -- job joins its tenant's list.
@@ -27,6 +29,7 @@
 -- each job left in the set.
 -- #include guard
 -- #include gate
+-- #include cap
 
 local t = redis.call('TIME')
 local now = t[1] .. '.' .. string.format('%06d', tonumber(t[2]))
@@ -82,8 +85,16 @@ local function move(job)
     if type(t) ~= 'string' or t == '' then t = nil end
     local G = gate_keys_of(P, q)
     local keyed = type(k) == 'string' and k ~= '' and type(decoded['jid']) == 'string'
+    local ck, climit = decoded['concurrency_key'], tonumber(decoded['concurrency_limit'])
+    local C = nil
+    if type(ck) == 'string' and ck ~= '' and climit and climit >= 1 then
+      C = cap_keys_of(P, q)
+      keyed = false
+    end
     local klist = nil
-    if keyed then
+    if C then
+      cap_enter_wants(w, C, ck)
+    elseif keyed then
       klist = P .. 'rfetch:key:' .. q .. ':' .. k
       gate_dispatch_wants(w, G, klist, t)
     else
@@ -104,7 +115,10 @@ local function move(job)
       local brace = string.find(job, '{', 1, true)
       out = string.sub(job, 1, brace) .. '"enqueued_at":' .. now .. ',' .. string.sub(job, brace + 1)
     end
-    if keyed then
+    if C then
+      cap_enter(C, ck, math.floor(climit), out, false)
+      redis.call('SADD', KEYS[2], q)
+    elseif keyed then
       gate_dispatch(G, k, klist, decoded['jid'], out, t)
     elseif t then
       fair_send(G, t, out)

@@ -8,12 +8,18 @@
 --          only named for acknowledgements).
 -- ARGV[4]: F, the number of fair pairs (queues that have had tenant jobs); 0 for none.
 -- ARGV[5 .. 4+F]: the pair index (1-based) of each fair pair.
+-- Then C, the number of capped pairs (queues with fetch caps), and C records of two
+--          values: pair index, 1 to fetch from its ready ring (a capped queue among those
+--          fetched) or 0 (only named for acknowledgements that give a slot back).
 -- Then A, the number of plain acknowledgements, and A records of two values:
 --          pair index, exact payload to LREM from that pair's private list.
--- Then B, the number of acknowledgements that release an ordering key or a unique lock,
---          and B records of seven values: pair index, exact payload, queue name <q>, jid,
---          ordering key ("" for none), unique digest ("" for none), "1" if the job is
---          batched ("" for none).
+-- Then S, the number of acknowledgements that only give a fetch cap's slot back (not
+--          batched), and S records of three values: pair index (among the capped pairs),
+--          exact payload, concurrency key.
+-- Then B, the number of acknowledgements that release an ordering key, a unique lock or a
+--          fetch cap's slot, and B records of eight values: pair index, exact payload,
+--          queue name <q>, jid, ordering key ("" for none), unique digest ("" for none),
+--          concurrency key ("" for none), "1" if the job is batched ("" for none).
 -- Then C, the number of acknowledgements of batched jobs that release nothing, and C
 --          records of three values: pair index, exact payload, jid.
 -- KEYS[2i-1], KEYS[2i] (i = 1..N): public queue "queue:<q>" and this process's private
@@ -21,15 +27,20 @@
 -- Then, for each fair pair (in ARGV's order), three keys: the tenant ring "rfetch:fair:<q>",
 --          the credits hash "rfetch:fair-credits:<q>", the weights hash
 --          "rfetch:fair-weights:<q>".
--- Then, for each releasing acknowledgement (in ARGV's order): the seven gate keys of its
---          queue (lib/gate.lua's G), its key's waiting list "rfetch:key:<q>:<k>" if it has
---          an ordering key, its unique lock "rfetch:unique:<digest>" if it has one, its
---          batch hash "b-<bid>" if it is batched.
+-- Then, for each capped pair (in ARGV's order), the six cap keys of its queue (lib/cap.lua's
+--          C).
+-- Then, for each releasing acknowledgement (in ARGV's order): if it has an ordering key or
+--          a unique lock, the seven gate keys of its queue (lib/gate.lua's G), its key's
+--          waiting list "rfetch:key:<q>:<k>" if it has an ordering key, its unique lock
+--          "rfetch:unique:<digest>" if it has one; then its batch hash "b-<bid>" if it is
+--          batched. One with a concurrency key uses the cap keys of its pair (its queue is
+--          among the capped pairs).
 -- Then, for each batched acknowledgement of C (in ARGV's order), its batch hash "b-<bid>".
 -- Last, when any acknowledgement is batched: the namespace prefix P (lib/batch.lua).
 -- Derived keys: a tenant's list "<ring key>|<tenant>", the tenant being read from the ring
---          (lib/gate.lua); a batch's other keys, its parents' and a callback's queue
---          (lib/batch.lua).
+--          (lib/gate.lua); a concurrency key's waiting list "<cap ring key>|<key>", the key
+--          being read from the cap ring (lib/cap.lua); a batch's other keys, its parents'
+--          and a callback's queue (lib/batch.lua).
 --
 -- Acknowledgements first (LREM count 1 of the exact bytes); a releasing one that this LREM
 -- removed also releases its key (its next job goes out, and may be fetched by this very
@@ -42,7 +53,11 @@
 -- LEFT, as super_fetch), taking queues in the order given until ARGV[1] jobs are moved.
 -- Atomic: a job is always in exactly one list.
 -- A fair queue alternates one job from its tenant ring and one from its public queue while
--- both have work. Ring step (O(1)): the tenant at the ring's head (right end) gives its
+-- both have work; a capped queue adds to each turn the jobs of the key at the head of its
+-- ready ring of concurrency keys, up to the key's free slots (lib/cap.lua: O(1) per job, a
+-- key at its limit is not in the ring, so its waiting jobs are never fetched). An
+-- acknowledgement gives its slot back first, so the key's next job may be fetched by this
+-- very call. Ring step (O(1)): the tenant at the ring's head (right end) gives its
 -- oldest job; its credits for this turn start at its weight (default 1) and drop by one; a
 -- tenant whose list is empty leaves the ring, one out of credits goes to the tail. Invariant
 -- kept by every script: a tenant is in the ring iff its list is non-empty.
@@ -54,6 +69,7 @@
 -- jobs moved, oldest first, and the queues skipped for their type.
 -- #include guard
 -- #include gate
+-- #include cap
 -- #include workflow
 -- #include batch
 local limit = tonumber(ARGV[1])
@@ -65,33 +81,63 @@ for f = 1, fair_count do
   fair[tonumber(ARGV[4 + f])] = 2 * n_pairs + 3 * (f - 1)
 end
 local a = 5 + fair_count
+local cap_count_n = tonumber(ARGV[a])
+local capped, cap_fetch = {}, {}
+for c = 1, cap_count_n do
+  local p = tonumber(ARGV[a + 2 * c - 1])
+  capped[p] = cap_keys(2 * n_pairs + 3 * fair_count + 6 * (c - 1) + 1, '')
+  cap_fetch[p] = ARGV[a + 2 * c] == '1'
+end
+a = a + 2 * cap_count_n + 1
 for r = 1, tonumber(ARGV[a]) do
   local at = a + 2 * r - 1
   redis.call('LREM', KEYS[2 * tonumber(ARGV[at])], 1, ARGV[at + 1])
 end
 a = a + 2 * tonumber(ARGV[a]) + 1
-local ki = 2 * n_pairs + 3 * fair_count + 1
+local cap_releasable = {}  -- pair -> whether its cap keys have their types (checked once)
+for r = 1, tonumber(ARGV[a]) do
+  local at = a + 3 * r - 2
+  local p, raw = tonumber(ARGV[at]), ARGV[at + 1]
+  local C = capped[p]
+  if cap_releasable[p] == nil then
+    local w = wants_new()
+    cap_release_wants(w, C)
+    cap_releasable[p] = #w.keys == 0 or misfit(w) == nil
+  end
+  if redis.call('LREM', KEYS[2 * p], 1, raw) == 1 and cap_releasable[p] then
+    cap_release(C, ARGV[at + 2], raw)
+  end
+end
+a = a + 3 * tonumber(ARGV[a]) + 1
+local ki = 2 * n_pairs + 3 * fair_count + 6 * cap_count_n + 1
 local P = KEYS[#KEYS]  -- the prefix, when an acknowledgement is batched
 for r = 1, tonumber(ARGV[a]) do
-  local at = a + 7 * r - 6
-  local G = gate_keys(ki, ARGV[at + 2])
+  local at = a + 8 * r - 7
+  local p, raw = tonumber(ARGV[at]), ARGV[at + 1]
   local jid, k, unique = ARGV[at + 3], opt(ARGV[at + 4]), opt(ARGV[at + 5])
-  local klist, lock, bhash
-  klist, lock, ki = job_keys(ki + 7, k, unique)
-  if opt(ARGV[at + 6]) then bhash = KEYS[ki]; ki = ki + 1 end
+  local G, klist, lock, C, bhash = nil, nil, nil, nil, nil
+  if k or unique then
+    G = gate_keys(ki, ARGV[at + 2])
+    klist, lock, ki = job_keys(ki + 7, k, unique)
+  end
+  if opt(ARGV[at + 7]) then bhash = KEYS[ki]; ki = ki + 1 end
+  local ck = opt(ARGV[at + 6])
+  if ck then C = capped[p] end
   local w = wants_new()
   if k then gate_release_wants(w, G, klist) end
   if lock then unique_release_wants(w, lock) end
-  local releasable = misfit(w) == nil
-  if redis.call('LREM', KEYS[2 * tonumber(ARGV[at])], 1, ARGV[at + 1]) == 1 then
+  if C then cap_release_wants(w, C) end
+  local releasable = #w.keys == 0 or misfit(w) == nil
+  if redis.call('LREM', KEYS[2 * p], 1, raw) == 1 then
     if releasable then
       if k then gate_release(G, k, klist, jid) end
       if lock then unique_release(lock, jid) end
+      if C then cap_release(C, ck, raw) end
     end
     if bhash then batch_event(P, bhash, jid, 'ok', '') end
   end
 end
-a = a + 7 * tonumber(ARGV[a]) + 1
+a = a + 8 * tonumber(ARGV[a]) + 1
 for r = 1, tonumber(ARGV[a]) do
   local at = a + 3 * r - 2
   if redis.call('LREM', KEYS[2 * tonumber(ARGV[at])], 1, ARGV[at + 1]) == 1 then
@@ -138,9 +184,19 @@ for p = 1, pairs_to_fetch do
   if moved >= limit or refused then break end
   looked_at = p
   local base = fair[p]
+  local C = cap_fetch[p] and capped[p] or nil
   local plain_done = false
   while moved < limit do
     local took = false
+    if C then
+      for _, job in ipairs(cap_step(C, KEYS[2 * p], limit - moved)) do
+        moved = moved + 1
+        jobs[#jobs + 1] = p
+        jobs[#jobs + 1] = job
+        took = true
+      end
+      if moved >= limit then break end
+    end
     if base then
       local job = ring_step(base, KEYS[2 * p])
       if job then

@@ -17,9 +17,19 @@
 --          "g", block, payload, run time ("" for now), jid, index in KEYS of its key's
 --          waiting list (0 for none), its ordering key ("" for none), index in KEYS of its
 --          unique lock (0 for none), the lock's window in milliseconds, its tenant ("" for
---          none: else the job goes to its tenant's list, a fair queue): a job through the
---          gate.
--- Derived keys: a tenant's list "<ring key>|<tenant>" (lib/gate.lua).
+--          none: else the job goes to its tenant's list, a fair queue), index in KEYS of
+--          the first of the six cap keys of its queue (lib/cap.lua's C; 0 for none), its
+--          concurrency key ("" for none) and that key's limit: a job through the gate (a
+--          capped job to run now waits in its key's list until fetched by the cap ring);
+--          "m", block, the queue's max_queue_size, the number of jobs of this call to run
+--          now in that queue: a backpressure check (see below).
+-- Derived keys: a tenant's list "<ring key>|<tenant>" (lib/gate.lua); a concurrency key's
+--          waiting list "<cap ring key>|<key>" (lib/cap.lua).
+--
+-- Backpressure (max_queue_size): when a queue's public list holds so many jobs that this
+-- call's jobs to run now would take it past its max, the whole call writes nothing and is an
+-- error reply starting "QUEUEFULL" (rfetch.QueueFull); a scheduled job is not counted (it is
+-- not in the queue).
 --
 -- All or none: every key that may be written, every run time and every window is checked
 -- before the first write (lib/guard.lua), so a key of another type or a bad number changes
@@ -33,5 +43,6 @@
 -- unique lock was held; every other job was written.
 -- #include guard
 -- #include gate
+-- #include cap
 -- #include push
 return push_jobs(0, 0, nil)

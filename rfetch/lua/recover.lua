@@ -16,7 +16,12 @@
 -- ARGV[6]: its ordering key ("" for none): it then goes back by the gate's push-back rule
 --          (lib/gate.lua) instead of a plain RPUSH.
 -- ARGV[7]: its tenant ("" for none): it then goes back to the head of its tenant's list.
--- Derived keys: a tenant's list "<ring key>|<tenant>" (lib/gate.lua).
+-- ARGV[8] (optional): its concurrency key ("" for none): its slot is given back (this is
+--          when a SIGKILLed holder's slot comes back) and it goes to the head of its key's
+--          waiting list; the six cap keys of <q> (lib/cap.lua's C) then follow in KEYS
+--          (from KEYS[10], or KEYS[11] after a key's waiting list).
+-- Derived keys: a tenant's list "<ring key>|<tenant>" (lib/gate.lua); a concurrency key's
+--          waiting list "<cap ring key>|<key>" (lib/cap.lua).
 --
 -- Returns "poison" (nothing changed: the caller moves the job to the dead set with
 -- settle.lua, atomically), "gone" (no longer in the private list), or "requeued" (removed
@@ -26,6 +31,7 @@
 -- integer, changes nothing and is an error reply, so the job stays in the private list.
 -- #include guard
 -- #include gate
+-- #include cap
 local raw_count = redis.call('GET', KEYS[2])
 local count = 0
 if raw_count then
@@ -40,15 +46,23 @@ if count + 1 >= tonumber(ARGV[3]) then
 end
 local G = gate_keys(3, ARGV[2])
 local k, jid, t = opt(ARGV[6]), opt(ARGV[5]), opt(ARGV[7])
+local ck, C = opt(ARGV[8]), nil
+if ck then C = cap_keys(k and 11 or 10, ARGV[2]) end
 local w = wants_new()
 want(w, KEYS[1], 'list')
-gate_push_back_wants(w, G, k, KEYS[10], jid, t)
+if C then
+  cap_push_back_wants(w, C, ck)
+else
+  gate_push_back_wants(w, G, k, KEYS[10], jid, t)
+end
 local bad = misfit(w)
 if bad then return redis.error_reply(bad) end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 'gone'
 end
-if not gate_push_back(G, ARGV[1], k, KEYS[10], jid, t) then
+if C then
+  cap_push_back(C, ck, ARGV[1])
+elseif not gate_push_back(G, ARGV[1], k, KEYS[10], jid, t) then
   redis.call('RPUSH', G.queue, ARGV[1])
   redis.call('SADD', G.queues, ARGV[2])
 end

@@ -17,9 +17,13 @@
 --          set); "skip": the key is released now (the class's skip policy); "dead": the key
 --          is released and the unique lock dropped (dead set, or discarded).
 --          A batched job that has neither passes ARGV[6..10] as "".
--- Then, for a batched job only (lib/batch.lua): KEYS[next]: its batch hash "b-<bid>",
---          KEYS[next + 1]: the namespace prefix P; ARGV[11]: "fail" (retry set) or "dead",
---          ARGV[12]: jid, ARGV[13]: the failure's JSON {"error_class", "error_message"}.
+-- ARGV[11] (optional): concurrency key ("" for none); then KEYS after the job's keys hold
+--          the six cap keys of <q> (lib/cap.lua's C), and the job's slot is given back
+--          whatever the outcome (a retry meets the cap again when it is due).
+-- Then, for a batched job only (lib/batch.lua; ARGV[11] is then always given): after the
+--          job's keys and the cap keys, KEYS[next]: its batch hash "b-<bid>", KEYS[next + 1]:
+--          the namespace prefix P; ARGV[12]: "fail" (retry set) or "dead", ARGV[13]: jid,
+--          ARGV[14]: the failure's JSON {"error_class", "error_message"}.
 -- Derived keys: the batch's other keys and its parents' (lib/batch.lua), a callback's queue.
 --
 -- The write and the acknowledgement are one atomic step, and happen only if the job is still
@@ -32,23 +36,29 @@
 -- Returns 1 if written, 0 if the job was no longer ours.
 -- #include guard
 -- #include gate
+-- #include cap
 -- #include workflow
 -- #include batch
 local w = wants_new()
 want(w, KEYS[1], 'list')
 want(w, KEYS[2], 'zset')
-local G, k, jid, klist, lock, outcome = nil, nil, nil, nil, nil, nil
+local G, k, jid, klist, lock, outcome, C = nil, nil, nil, nil, nil, nil, nil
 local next_key = 3
 if opt(ARGV[6]) then
   outcome, k, jid = ARGV[6], opt(ARGV[8]), ARGV[9]
   G = gate_keys(3, ARGV[7])
   klist, lock, next_key = job_keys(10, k, opt(ARGV[10]))
+  if opt(ARGV[11]) then
+    C = cap_keys(next_key, ARGV[7])
+    cap_release_wants(w, C)
+    next_key = next_key + 6
+  end
   if k then
     if outcome == 'retry' then want(w, G.leases, 'zset') else gate_release_wants(w, G, klist) end
   end
   if outcome == 'dead' and lock then unique_release_wants(w, lock) end
 end
-local bhash = opt(ARGV[11]) and KEYS[next_key]
+local bhash = opt(ARGV[12]) and KEYS[next_key]
 local bad = misfit(w)
 if bad then return redis.error_reply(bad) end
 if not finite(ARGV[2]) or (ARGV[4] ~= '' and not finite(ARGV[4]))
@@ -75,6 +85,7 @@ if G then
     end
   end
   if outcome == 'dead' and lock then unique_release(lock, jid) end
+  if C then cap_release(C, ARGV[11], ARGV[1]) end
 end
-if bhash then batch_event(KEYS[next_key + 1], bhash, ARGV[12], ARGV[11], ARGV[13]) end
+if bhash then batch_event(KEYS[next_key + 1], bhash, ARGV[13], ARGV[12], ARGV[14]) end
 return 1

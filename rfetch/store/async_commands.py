@@ -7,12 +7,14 @@ retries run in its threads), so only ``push.lua`` is here. Its KEYS and ARGV are
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import redis.asyncio
 from redis.commands.core import AsyncScript
+from redis.exceptions import ResponseError
 
-from rfetch.store.commands import Commands, push_written
+from rfetch.store.commands import Commands
+from rfetch.store.push_args import push_written, queue_full
 from rfetch.store.replies import Outgoing
 from rfetch.store.scripts import read_script
 
@@ -31,20 +33,26 @@ class AsyncCommands:
         self.keys = commands.keys
         self._push: AsyncScript = redis.register_script(read_script("push"))
 
-    async def push(self, jobs: Sequence[Outgoing]) -> list[bool]:
+    async def push(
+        self, jobs: Sequence[Outgoing], max_sizes: Mapping[str, int] | None = None
+    ) -> list[bool]:
         """``push.lua`` for ``jobs``, all or none (see :meth:`Commands.push`): the KEYS and
         ARGV are :meth:`Commands.push_call`'s, the reply read by
-        :func:`rfetch.store.commands.push_written`; this only awaits the call.
+        :func:`rfetch.store.push_args.push_written`; this only awaits the call.
 
         Returns:
             Per job, whether it was written (False: its unique lock was held).
 
         Raises:
+            QueueFull: a queue of ``max_sizes`` would pass its size; nothing was written.
             redis.exceptions.ResponseError: a key on the jobs' way holds another type, or
                 Redis refuses writes (out of memory, READONLY); nothing was written.
             redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable (the
                 call either wrote every job or none).
         """
-        keys, args = self.commands.push_call(jobs)
-        refused = await self._push(keys=keys, args=args)
+        keys, args = self.commands.push_call(jobs, max_sizes)
+        try:
+            refused = await self._push(keys=keys, args=args)
+        except ResponseError as exc:
+            raise queue_full(exc) from None
         return push_written(refused, len(jobs))

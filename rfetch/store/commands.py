@@ -18,10 +18,13 @@ from redis import Redis
 from redis.client import Pipeline
 from redis.cluster import ClusterPipeline
 from redis.commands.core import Script
+from redis.exceptions import ResponseError
 from redis.typing import EncodableT
 
 from rfetch.payload import Routing
+from rfetch.store.caps import cap_keys
 from rfetch.store.keys import Keys
+from rfetch.store.push_args import gate_keys, push_call, push_written, queue_full
 from rfetch.store.replies import (
     DueReply,
     Fetched,
@@ -60,15 +63,6 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def push_written(refused: Sequence[int | bytes | str], count: int) -> list[bool]:
-    """Per job of a ``push.lua`` call of ``count`` jobs, whether it was written, from the
-    script's reply: the 1-based positions of the jobs whose unique lock was held."""
-    written = [True] * count
-    for position in refused:
-        written[int(position) - 1] = False
-    return written
-
-
 class Commands:
     """Every Lua script, registered on one Redis client, behind one method each.
 
@@ -89,14 +83,7 @@ class Commands:
     ) -> list[str]:
         """The seven keys of ``queue``'s gate, in ``lib/gate.lua``'s G order, then the
         waiting list of ``ordering_key`` and the lock of ``unique`` when given."""
-        k = self.keys
-        out = [k.queue(queue), k.queues, k.key_holders(queue), k.key_leases(queue)]
-        out += [k.fair_ring(queue), k.fair_wake(queue), k.fair_queues]
-        if ordering_key is not None:
-            out.append(k.key_list(queue, ordering_key))
-        if unique is not None:
-            out.append(k.unique(unique))
-        return out
+        return gate_keys(self.keys, queue, ordering_key, unique)
 
     # -- worker: fetch, acknowledge, settle, push back -----------------------------------
 
@@ -109,6 +96,7 @@ class Commands:
         limit: int,
         fair: Sequence[str],
         acks: Sequence[Fetched],
+        capped: Sequence[str] = (),
     ) -> FetchReply:
         """``fetch.lua``: acknowledge ``acks``, then move up to ``limit`` jobs from the
         first ``fetch_count`` queues of ``names`` into their private lists.
@@ -120,7 +108,9 @@ class Commands:
             limit: the most jobs to move (0: only acknowledge).
             fair: names among the first ``fetch_count`` that are fetched fairly (tenants).
             acks: finished jobs, each in ``private[job.queue]``; one whose routing holds a
-                key or a unique lock also releases them.
+                key, a unique lock or a fetch cap's slot also releases them.
+            capped: names among the first ``fetch_count`` that have had capped jobs: their
+                ready ring of concurrency keys is fetched from too (fetch caps).
 
         Raises:
             KeyError: an acknowledgement's queue is not named.
@@ -135,17 +125,29 @@ class Commands:
         for name in fair:
             k = self.keys
             keys += [k.fair_ring(name), k.fair_credits(name), k.fair_weights(name)]
+        cap_names = list(capped)
+        cap_names += [u.queue for u in acks if u.routing is not None and u.routing.capped]
+        cap_pairs = dict.fromkeys(index[name] for name in cap_names)
+        for pair in cap_pairs:
+            keys += cap_keys(self.keys, names[pair - 1])
         plain: list[bytes | str | int] = []
+        slots: list[bytes | str | int] = []
         releasing: list[bytes | str | int] = []
         batched: list[bytes | str | int] = []
         batch_keys: list[str] = []
         for unit in acks:
             routing = unit.routing
-            if routing is not None and routing.locking:
+            if routing is not None and routing.capped and not (
+                routing.ordering_key or routing.unique or routing.bid
+            ):
+                slots += [index[unit.queue], unit.raw, routing.concurrency_key or ""]
+            elif routing is not None and routing.locking:
                 key, unique = routing.ordering_key, routing.unique
                 releasing += [index[unit.queue], unit.raw, unit.queue, routing.jid]
-                releasing += [key or "", unique or "", "1" if routing.bid else ""]
-                keys += self.gate_keys(unit.queue, key, unique)
+                releasing += [key or "", unique or "", routing.concurrency_key or ""]
+                releasing.append("1" if routing.bid else "")
+                if key is not None or unique is not None:
+                    keys += self.gate_keys(unit.queue, key, unique)
                 if routing.bid:
                     keys.append(self.keys.batch(routing.bid))
             elif routing is not None and routing.bid:
@@ -158,9 +160,15 @@ class Commands:
             keys += [*batch_keys, self.keys.prefix]
         args: list[bytes | str | int] = [limit, len(names), fetch_count, len(fair_pairs)]
         args += fair_pairs
+        args.append(len(cap_pairs))
+        fetched = {index[name] for name in capped}
+        for pair in cap_pairs:
+            args += [pair, 1 if pair in fetched else 0]
         args.append(len(plain) // 2)
         args += plain
-        args.append(len(releasing) // 7)
+        args.append(len(slots) // 3)
+        args += slots
+        args.append(len(releasing) // 8)
         args += releasing
         args.append(len(batched) // 3)
         args += batched
@@ -200,6 +208,9 @@ class Commands:
         args: list[bytes | str] = [
             raw, queue, routing.ordering_key or "", routing.jid, routing.unique or ""
         ]
+        if routing.capped:
+            keys += cap_keys(self.keys, queue)
+        args.append(routing.concurrency_key or "")
         if batch is not None and routing.bid:
             keys += [self.keys.batch(routing.bid), self.keys.prefix]
             args += [batch, failure]
@@ -252,10 +263,15 @@ class Commands:
             keys += self.gate_keys(queue, routing.ordering_key, routing.unique)
             args += [outcome, queue, routing.ordering_key or "", routing.jid]
             args.append(routing.unique or "")
+            if routing.capped:
+                keys += cap_keys(self.keys, queue)
+                args.append(routing.concurrency_key or "")
         if routing is not None and routing.bid and zset in (self.keys.retry, self.keys.dead):
             # a failure or a death in its batch (an over-limit reschedule is neither)
             if not routing.locking:
                 args += ["", "", "", "", ""]
+            if not routing.capped:
+                args.append("")
             keys += [self.keys.batch(routing.bid), self.keys.prefix]
             args += ["dead" if zset == self.keys.dead else "fail", routing.jid, failure]
         return bool(self.scripts.settle(keys=keys, args=args, client=self.redis))
@@ -276,15 +292,20 @@ class Commands:
         """
         keys = [private_key, *self.gate_keys(queue)]
         args: list[bytes | str | int] = [queue, len(jobs)]
+        cap_index = 0
         for raw, routing in jobs:
             if routing is None:
-                args += [raw, "", "", "", 0]
+                args += [raw, "", "", "", 0, "", 0]
                 continue
             list_index = 0
             if routing.ordering_key is not None:
                 keys.append(self.keys.key_list(queue, routing.ordering_key))
                 list_index = len(keys)
+            if routing.capped and not cap_index:
+                cap_index = len(keys) + 1
+                keys += cap_keys(self.keys, queue)
             args += [raw, routing.jid, routing.ordering_key or "", routing.tenant or "", list_index]
+            args += [routing.concurrency_key or "", cap_index if routing.capped else 0]
         pushed, left = self.scripts.requeue(keys=keys, args=args, client=self.redis)
         return RequeueReply(
             int(pushed),
@@ -345,6 +366,9 @@ class Commands:
         """
         key = routing.ordering_key if routing is not None else None
         keys = [private_key, self.keys.recoveries(jid), *self.gate_keys(queue, key)]
+        capped = routing is not None and routing.capped
+        if capped:
+            keys += cap_keys(self.keys, queue)
         args: list[bytes | str | int] = [
             raw,
             queue,
@@ -354,6 +378,8 @@ class Commands:
             key or "",
             (routing.tenant or "") if routing is not None else "",
         ]
+        if routing is not None and capped:
+            args.append(routing.concurrency_key or "")
         return _text(self.scripts.recover(keys=keys, args=args, client=self.redis))
 
     def rescue(self, queue: str, ordering_key: str, jid: str, grace: float) -> bool:
@@ -383,71 +409,39 @@ class Commands:
         )
         return DueReply(int(moved), [_text(m) for m in left])
 
-    def push(self, jobs: Sequence[Outgoing]) -> list[bool]:
+    def push(
+        self, jobs: Sequence[Outgoing], max_sizes: Mapping[str, int] | None = None
+    ) -> list[bool]:
         """``push.lua``: write ``jobs`` in push order, all or none: plain jobs to their
         queue or the scheduled set, jobs with an ordering key, a unique lock or a tenant
         through the gate.
+
+        Args:
+            max_sizes: queue name -> max_queue_size, checked for the jobs to run now.
 
         Returns:
             Per job, whether it was written (False: its unique lock was held).
 
         Raises:
+            QueueFull: a queue of ``max_sizes`` would pass its size; nothing was written.
             redis.exceptions.ResponseError: a key on the jobs' way holds another type, or
                 Redis refuses writes (out of memory, READONLY); nothing was written.
             redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable (the
                 call either wrote every job or none).
         """
-        keys, args = self.push_call(jobs)
-        return push_written(self.scripts.push(keys=keys, args=args, client=self.redis), len(jobs))
+        keys, args = self.push_call(jobs, max_sizes)
+        try:
+            reply = self.scripts.push(keys=keys, args=args, client=self.redis)
+        except ResponseError as exc:
+            raise queue_full(exc) from None
+        return push_written(reply, len(jobs))
 
-    def push_call(self, jobs: Sequence[Outgoing]) -> tuple[list[str], list[str | int]]:
-        """``push.lua``'s KEYS and ARGV for ``jobs`` (see :meth:`push`), for this client and
-        for the asyncio one (:class:`rfetch.store.async_commands.AsyncCommands`): runs of
-        plain jobs to run now as one record each (one LPUSH per run), every other job as
-        its own record."""
-        keys = [self.keys.schedule]
-        blocks: dict[str, int] = {}
-        for job in jobs:
-            if job.queue not in blocks:
-                blocks[job.queue] = len(blocks) + 1
-                keys += self.gate_keys(job.queue)
-        args: list[str | int] = [len(blocks), *blocks, 0]
-        records = 0
-        run: list[str] = []  # the open run of plain jobs to run now, all of run_queue
-        run_queue = ""
-        for job in jobs:
-            routing = job.routing
-            if routing is None and job.at is None:
-                if run and run_queue != job.queue:
-                    args += ["p", blocks[run_queue], len(run), *run]
-                    records += 1
-                    run = []
-                run_queue = job.queue
-                run.append(job.text)
-                continue
-            if run:
-                args += ["p", blocks[run_queue], len(run), *run]
-                records += 1
-                run = []
-            records += 1
-            at = "" if job.at is None else repr(job.at)
-            if routing is None:
-                args += ["s", blocks[job.queue], job.text, at]
-                continue
-            key_index = lock_index = 0
-            if routing.ordering_key is not None:
-                keys.append(self.keys.key_list(job.queue, routing.ordering_key))
-                key_index = len(keys)
-            if routing.unique is not None:
-                keys.append(self.keys.unique(routing.unique))
-                lock_index = len(keys)
-            args += ["g", blocks[job.queue], job.text, at, routing.jid, key_index]
-            args += [routing.ordering_key or "", lock_index, job.window_ms, routing.tenant or ""]
-        if run:
-            args += ["p", blocks[run_queue], len(run), *run]
-            records += 1
-        args[len(blocks) + 1] = records
-        return keys, args
+    def push_call(
+        self, jobs: Sequence[Outgoing], max_sizes: Mapping[str, int] | None = None
+    ) -> tuple[list[str], list[str | int]]:
+        """``push.lua``'s KEYS and ARGV for ``jobs`` (see :func:`rfetch.store.push_args.
+        push_call`), for this client and the asyncio one."""
+        return push_call(self.keys, jobs, max_sizes)
 
     # -- admin API -----------------------------------------------------------------------
 
@@ -516,10 +510,15 @@ class Commands:
             tenant = routing.tenant if gate_queue else None
             keys += self.gate_keys(gate_queue, key, routing.unique)
             args += [gate_queue, key or "", routing.jid, routing.unique or "", tenant or ""]
+            if routing.capped and gate_queue:
+                keys += cap_keys(self.keys, gate_queue)
+                args += [routing.concurrency_key or "", str(routing.concurrency_limit)]
         if mode == "dead" and routing is not None and routing.bid:  # a death in its batch
             if not routing.gated:
                 keys += self.gate_keys(routing.queue)
                 args += [routing.queue, "", routing.jid, "", ""]
+            if not (routing.gated and routing.capped and routing.queue):
+                args += ["", ""]
             keys += [k.batch(routing.bid), k.prefix]
             args += ["dead", routing.jid, failure]
         queue_script(self.scripts.api_move, pipe, keys=keys, args=args)

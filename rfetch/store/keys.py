@@ -190,6 +190,48 @@ class Keys:
         """Set of the queues that have had tenant jobs (workers fetch them fairly)."""
         return self._k("rfetch:fair-queues")
 
+    def cap_ring(self, queue: str) -> str:
+        """List: the ready ring of ``queue``'s concurrency keys (fetch caps): keys with
+        waiting jobs and a free slot, each once; the head is the right end."""
+        return self._k(f"rfetch:cap:{queue}")
+
+    def cap_list(self, queue: str, key: str) -> str:
+        """List: the waiting jobs of one concurrency key, newest left: the ring key, ``|``
+        and the key (scripts derive it from the ring key they are given)."""
+        return self._k(f"rfetch:cap:{queue}|{key}")
+
+    def cap_list_pattern(self, queue: str) -> str:
+        """SCAN pattern matching every concurrency key's waiting list of ``queue``."""
+        escaped = "".join(f"\\{c}" if c in "*?[]\\" else c for c in queue)
+        return self._k(f"rfetch:cap:{escaped}|*")
+
+    def cap_held(self, queue: str) -> str:
+        """Hash: concurrency key -> jobs of the key holding a slot (fetched, not finished)."""
+        return self._k(f"rfetch:cap-held:{queue}")
+
+    def cap_slots(self, queue: str) -> str:
+        """Hash: jid -> concurrency key, for every job holding a slot of ``queue``."""
+        return self._k(f"rfetch:cap-slots:{queue}")
+
+    def cap_limits(self, queue: str) -> str:
+        """Hash: concurrency key -> its limit (the latest pushed)."""
+        return self._k(f"rfetch:cap-limits:{queue}")
+
+    @property
+    def cap_queues(self) -> str:
+        """Set of the queues that have had capped jobs (workers fetch their ready ring)."""
+        return self._k("rfetch:cap-queues")
+
+    @property
+    def expired(self) -> str:
+        """Counter of jobs dropped because they were not started before ``expires_in``."""
+        return self._k("stat:expired")
+
+    @property
+    def expired_queues(self) -> str:
+        """Hash: queue name -> jobs of the queue dropped as expired (``expires_in``)."""
+        return self._k("rfetch:expired")
+
     def unique(self, digest: str) -> str:
         """Unique-job lock: value = jid of the job holding it, expires after ``unique_for``."""
         return self._k(f"rfetch:unique:{digest}")

@@ -65,6 +65,9 @@ class ReliableFetch:
         """Queues whose key holds another Redis type than a list: name -> type."""
         self.fair: frozenset[str] = frozenset()
         """This process's queues that have had tenant jobs: fetched fairly."""
+        self.capped: frozenset[str] = frozenset()
+        """This process's queues that have had capped jobs: their ready ring of concurrency
+        keys is fetched from too (fetch caps)."""
         self._fair_checked = float("-inf")
 
     def unit(self, queue: str, raw: bytes, private_key: str | None = None) -> UnitOfWork:
@@ -78,7 +81,8 @@ class ReliableFetch:
         """Which of this process's queues are fair (in ``rfetch:fair-queues``), looked up
         at most every ``every`` seconds (one SMISMEMBER; ``FAIR_REFRESH`` while fetching,
         ``FAIR_REFRESH_IDLE`` while idle), so a queue's first tenant job is fetched fairly
-        within that time.
+        within that time. The same look (one more SMISMEMBER in the same round trip) sets
+        :attr:`capped` from ``rfetch:cap-queues``.
 
         Raises:
             redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
@@ -88,8 +92,12 @@ class ReliableFetch:
             return self.fair
         self._fair_checked = now
         names = list(self._private)
-        flags = self.redis.smismember(self.keys.fair_queues, names)
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.smismember(self.keys.fair_queues, names)
+        pipe.smismember(self.keys.cap_queues, names)
+        flags, caps = pipe.execute()
         self.fair = frozenset(n for n, f in zip(names, flags, strict=True) if f)
+        self.capped = frozenset(n for n, f in zip(names, caps, strict=True) if f)
         return self.fair
 
     def private_key(self, queue: str) -> str:
@@ -138,6 +146,7 @@ class ReliableFetch:
             limit,
             [name for name in names[:fetch_count] if name in fair],
             sent,
+            [name for name in names[:fetch_count] if name in self.capped],
         )
         units = [self.unit(names[i], raw, own[names[i]]) for i, raw in reply.jobs]
         self._note_broken(
@@ -182,7 +191,7 @@ class ReliableFetch:
             time.sleep(self.config.block_timeout)
             return []
         first = names[0]
-        if first in self.refresh_fair(every=FAIR_REFRESH_IDLE):
+        if first in self.refresh_fair(every=FAIR_REFRESH_IDLE) or first in self.capped:
             # Tenant jobs are not in the public queue: wait for a tenant to join the ring,
             # then fetch (which also looks at the public queue) once either way.
             self.redis.blpop([self.keys.fair_wake(first)], self.config.block_timeout)
@@ -207,6 +216,7 @@ class ReliableFetch:
         skip = set(exclude) | set(self.broken)
         keys = [self._public[q] for q in self._public if q not in skip]
         keys += [self.keys.fair_ring(q) for q in self._public if q not in skip]
+        keys += [self.keys.cap_ring(q) for q in self._public if q not in skip]
         return bool(keys) and int(self.redis.exists(*keys)) > 0
 
     def _ack_now(self, unit: UnitOfWork, failure: str | None = None) -> bool:

@@ -44,6 +44,7 @@ from rfetch.swarm.channel import EXIT_RETIRED, StatusWriter, Supervision
 from rfetch.version import __version__
 from rfetch.worker.ack_replicas import AckReplicas
 from rfetch.worker.acks import DeferredAcks
+from rfetch.worker.expiry import Expiry
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.heartbeat import Heartbeat, make_identity
 from rfetch.worker.manager import Manager
@@ -132,6 +133,7 @@ class Launcher:
             work=self.work,
             job_context=job_context,
             progress=ProgressWriter(self.redis, self.keys),
+            expiry=Expiry(self.redis, self.keys, self.acks),
         )
         self.pause_watcher = PauseWatcher(self.keys, self.redis, on_change=self._paused)
         self.manager = Manager(

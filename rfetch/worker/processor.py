@@ -22,6 +22,7 @@ from rfetch.middleware import run_server_chain, run_server_chain_async
 from rfetch.payload import Payload, Routing, loads
 from rfetch.stats import Stats
 from rfetch.store.workflow_commands import Ending
+from rfetch.worker.expiry import Expiry
 from rfetch.worker.outcome import RecordedUnit, recorded_ttl, result_text
 from rfetch.worker.registry import Registry
 from rfetch.worker.reporting import ErrorReporter
@@ -112,6 +113,8 @@ class Processor:
         job_context: where the running job is marked for the application's log records
             (the one the log handler filters with; default: a context of its own).
         progress: where jobs' ``self.progress(...)`` writes (None: only checked).
+        expiry: drops a job past its ``expires_at`` before it runs (expiring jobs; None:
+            no check, as in tests that run the processor alone).
     """
 
     def __init__(
@@ -125,9 +128,11 @@ class Processor:
         work: WorkState | None = None,
         job_context: JobContext | None = None,
         progress: ProgressWriter | None = None,
+        expiry: Expiry | None = None,
     ) -> None:
         self.progress = progress
         self.config = config
+        self.expiry = expiry
         self.work = work
         self.registry = registry
         self.job_retry = job_retry
@@ -183,6 +188,8 @@ class Processor:
         except InvalidJob as exc:
             self._bury(unit, exc)
             return
+        if self.expiry is not None and self.expiry.dropped(unit, job):
+            return
         routing = unit.routing
         followers = self._take_followers(unit) if routing and routing.coalesced else []
         execution = self._start(unit, job, followers)
@@ -215,6 +222,13 @@ class Processor:
             job = loads(unit.raw)
         except InvalidJob as exc:
             await loop.run_in_executor(None, self._bury, unit, exc)
+            return
+        expiry = self.expiry
+        if (
+            expiry is not None
+            and "expires_at" in job
+            and await loop.run_in_executor(None, expiry.dropped, unit, job)
+        ):
             return
         routing = unit.routing
         followers: list[tuple[UnitOfWork, Payload]] = []

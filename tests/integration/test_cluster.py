@@ -1,7 +1,7 @@
 """Cluster mode on a real Redis Cluster (3 masters + 3 replicas, started by the tests): with
 a hash-tag namespace every script and every MULTI/EXEC (the client's delivery, the
-heartbeat) runs on one slot, a worker drains plain, ordered, tenant, unique and scheduled
-jobs, the admin API reads it all, and a ``CLUSTER FAILOVER`` of the namespace's master is
+heartbeat) runs on one slot, a worker drains plain, ordered, tenant, capped, unique and
+scheduled jobs, the admin API reads it all, and a ``CLUSTER FAILOVER`` of the namespace's master is
 followed without a restart."""
 
 from __future__ import annotations
@@ -57,6 +57,9 @@ def test_every_script_runs_on_one_slot(cluster: ClusterSet, tmp_path: Path) -> N
     jids += client.push_bulk("chaos_jobs.Tick", [[i] for i in range(50)])
     jids += [client.push("chaos_jobs.Tick", [i], {"key": f"order-{i % 2}"}) for i in range(6)]
     jids += [client.push("chaos_jobs.Tick", [i], {"tenant": f"t{i % 3}"}) for i in range(6)]
+    capped = {"concurrency_key": "c", "concurrency_limit": 2}  # fetch caps
+    jids += [client.push("chaos_jobs.Tick", [i], capped) for i in range(6)]
+    jids.append(client.push("chaos_jobs.Tick", ["later"], capped, at=time.time() + 1))
     unique = client.push("chaos_jobs.Tick", ["once"], {"unique_for": 60})
     assert client.push("chaos_jobs.Tick", ["once"], {"unique_for": 60}) is None
     jids.append(unique)
@@ -76,6 +79,7 @@ def test_every_script_runs_on_one_slot(cluster: ClusterSet, tmp_path: Path) -> N
         wait_for(lambda: len(api.processes.all()) == 1, 10, "the heartbeat")
         wait_for(lambda: api.stats().processed == len(jids), 10, "the counters")
         assert api.stats().enqueued == 0
+        assert api.concurrency_keys() == []  # every slot given back
     finally:
         assert worker.stop(20) == 0, worker.log()[-3000:]
     # Every key of the namespace is on the one master of its slot.

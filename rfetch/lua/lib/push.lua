@@ -1,5 +1,5 @@
 -- lib/push.lua: push.lua's body, shared with batch_push.lua (which registers the jobs
--- in a batch in the same call). Included with "-- #include push" after guard and gate.
+-- in a batch in the same call). Included with "-- #include push" after guard, gate and cap.
 --
 -- push_jobs(K, A, extra): push.lua's KEYS start at KEYS[K + 1] and its ARGV at ARGV[A + 1]
 -- (its header gives their layout; key indexes in records count from KEYS[K + 1]); extra:
@@ -19,19 +19,40 @@ local function push_jobs(K, A, extra)
     elseif j.kind == 's' then
       j.text, j.at = ARGV[at + 2], ARGV[at + 3]
       at = at + 4
+    elseif j.kind == 'm' then
+      j.max, j.incoming = tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
+      at = at + 4
     else
       j.text, j.at, j.jid = ARGV[at + 2], opt(ARGV[at + 3]), ARGV[at + 4]
       j.k, j.t, j.window = opt(ARGV[at + 6]), opt(ARGV[at + 9]), ARGV[at + 8]
       local ki, li = tonumber(ARGV[at + 5]), tonumber(ARGV[at + 7])
       if ki > 0 then j.klist = KEYS[K + ki] end
       if li > 0 then j.lock = KEYS[K + li] end
-      at = at + 10
+      local ci = tonumber(ARGV[at + 10])
+      if ci > 0 then
+        j.C, j.ck, j.limit = cap_keys(K + ci, j.G.q), ARGV[at + 11], tonumber(ARGV[at + 12])
+      end
+      at = at + 13
     end
     records[i] = j
   end
 
   local w = extra or wants_new()
+  for _, j in ipairs(records) do
+    if j.kind == 'm' then
+      local size = redis.call('LLEN', j.G.queue)
+      if size + j.incoming > j.max then
+        return redis.error_reply('QUEUEFULL queue ' .. j.G.q .. ' holds ' .. size ..
+          ' jobs; ' .. j.incoming .. ' more would pass its max_queue_size of ' .. j.max ..
+          ': nothing was written')
+      end
+    end
+  end
   for i, j in ipairs(records) do
+    if j.C and not (j.limit and j.limit >= 1) then
+      return redis.error_reply('ERR push: concurrency limit of record ' .. i ..
+        ' is not a positive number: nothing was written')
+    end
     if j.at and not finite(j.at) then
       return redis.error_reply('ERR push: run time ' .. j.at .. ' of record ' .. i ..
         ' is not a number: nothing was written')
@@ -42,8 +63,12 @@ local function push_jobs(K, A, extra)
         ' is not a number of milliseconds: nothing was written')
     end
     if j.lock then want(w, j.lock, 'string') end
-    if j.at then
+    if j.kind == 'm' then  -- a size check, done above: writes nothing
+    elseif j.at then
       want(w, KEYS[K + 1], 'zset')
+    elseif j.C then
+      cap_enter_wants(w, j.C, j.ck)
+      want(w, j.G.queues, 'set')
     elseif j.kind == 'p' then
       gate_out_wants(w, j.G, nil)
     elseif j.k then
@@ -64,12 +89,15 @@ local function push_jobs(K, A, extra)
       end
       redis.call('SADD', j.G.queues, j.G.q)
       n = n + j.count
-    else
+    elseif j.kind ~= 'm' then
       n = n + 1
       if j.lock and not redis.call('SET', j.lock, j.jid, 'NX', 'PX', tonumber(j.window)) then
         refused[#refused + 1] = n
       elseif j.at then
         redis.call('ZADD', KEYS[K + 1], j.at, j.text)
+      elseif j.C then
+        cap_enter(j.C, j.ck, j.limit, j.text, false)
+        redis.call('SADD', j.G.queues, j.G.q)
       elseif j.k then
         gate_dispatch(j.G, j.k, j.klist, j.jid, j.text, j.t)
       else

@@ -26,7 +26,8 @@ def dashboard(ctx: Ctx) -> Response:
     if shards is None:
         history = ctx.api.history(days)
         queues = ctx.api.queues()
-        extra.update(redis=ctx.api.redis_info(), leader_problem=ctx.api.leader_problem())
+        extra.update(redis=ctx.api.redis_info(), leader_problem=ctx.api.leader_problem(),
+                     expired=ctx.api.expired_count())
     else:
         up = ctx.up()
         history = shards.history(days, up)
@@ -37,6 +38,7 @@ def dashboard(ctx: Ctx) -> Response:
             waiting[queue.shard] = waiting.get(queue.shard, 0) + queue.size
         extra.update(
             redis=None,
+            expired=sum(shards.shard(i).expired_count() for i in up),
             leader_problem="; ".join(f"shard {i}: {p}" for i, p in problems if p) or None,
             shard_rows=[
                 (state, shards.shard(state.index).redis_info() if state.up else None,

@@ -8,7 +8,10 @@ from werkzeug.wrappers import Response
 
 from ..action import BadRequest, Ctx, Redirect
 
-TABS: tuple[tuple[str, str, str], ...] = (("limiters", "limits", "Limiters"),)
+TABS: tuple[tuple[str, str, str], ...] = (
+    ("limiters", "limits", "Limiters"),
+    ("concurrency", "concurrency", "Concurrency keys"),
+)
 """The tabs of the Limits page: (key, endpoint, label). Another flow-control table of the
 same page (concurrency keys, say) adds its own view module and a tab here."""
 

@@ -17,11 +17,18 @@ from .results import outcome
 
 
 def queues(ctx: Ctx) -> Response:
-    """``GET /queues``: every queue with size, latency and paused flag (with shards, of
-    every shard that answers, with its shard)."""
+    """``GET /queues``: every queue with size, latency, paused flag and jobs dropped as
+    expired (with shards, of every shard that answers, with its shard)."""
     shards = ctx.app.shards
-    found = shards.queues(ctx.up()) if shards is not None else ctx.api.queues()
-    return ctx.render("queues.html", queues=found)
+    if shards is None:
+        return ctx.render("queues.html", queues=ctx.api.queues(),
+                          expired=ctx.api.expired_by_queue())
+    up = ctx.up()
+    expired: dict[str, int] = {}
+    for index in up:
+        for name, count in shards.shard(index).expired_by_queue().items():
+            expired[name] = expired.get(name, 0) + count
+    return ctx.render("queues.html", queues=shards.queues(up), expired=expired)
 
 
 def queue(ctx: Ctx, name: str) -> Response:

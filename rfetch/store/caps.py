@@ -1,0 +1,21 @@
+"""The key block of a queue's fetch caps (concurrency keys), in ``lib/cap.lua``'s C order:
+the one place that knows it, used by every typed script call that gives a slot back or
+makes a capped job wait (:class:`rfetch.store.commands.Commands`), and by the admin API.
+"""
+
+from __future__ import annotations
+
+from rfetch.store.keys import Keys
+
+
+def cap_keys(keys: Keys, queue: str) -> list[str]:
+    """The six cap keys of ``queue``: ready ring, held counts, slots, limits, wake list,
+    and the set of capped queues."""
+    return [
+        keys.cap_ring(queue),
+        keys.cap_held(queue),
+        keys.cap_slots(queue),
+        keys.cap_limits(queue),
+        keys.fair_wake(queue),
+        keys.cap_queues,
+    ]

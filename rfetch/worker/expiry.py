@@ -1,0 +1,81 @@
+"""Expiring jobs (Sidekiq Pro's ``expires_in``): a job not started by its payload's
+``expires_at`` is dropped instead of run, never run late.
+
+The check is made by the processor right after it parses the payload and before anything
+of the job runs (server middleware, ``perform``). It is not made inside ``fetch.lua``:
+there it would cost every plain job a payload search on the hot path, while the processor
+parses the payload anyway, and the job is then already in this process's private list, so
+dropping it is an ordinary acknowledgement (a capped job gives its slot back, a keyed job
+releases its key, by the same call). A job fetched ahead (prefetch) is checked when it
+starts, not when it was fetched, which is what "started by then" means.
+
+Times are epoch seconds on the worker's clock against the pushing client's clock: a skew
+between the two hosts moves the deadline by as much (NTP keeps it to milliseconds).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from redis import Redis
+
+from rfetch.payload import Payload, epoch_seconds
+from rfetch.store.keys import Keys
+from rfetch.worker.unit import UnitOfWork
+
+log = logging.getLogger("rfetch.expiry")
+
+
+class Expiry:
+    """Drops expired jobs: acknowledged (removed from the private list, releasing what
+    the job holds), counted in ``stat:expired`` and per queue in ``rfetch:expired``, and
+    logged with the jid.
+
+    Args:
+        redis: the worker's client (one round trip per expired job).
+        keys: key names of the namespace.
+        ack: how a finished job is acknowledged (the processor's).
+        clock: epoch seconds now (``time.time``; tests pass their own).
+    """
+
+    def __init__(
+        self,
+        redis: Redis,
+        keys: Keys,
+        ack: Callable[[UnitOfWork], object],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.redis = redis
+        self.keys = keys
+        self.ack = ack
+        self.clock = clock
+
+    def dropped(self, unit: UnitOfWork, job: Payload) -> bool:
+        """Whether ``job`` expired before this start; if so it is acknowledged (not run),
+        counted and logged. A payload without a numeric ``expires_at`` never expires.
+
+        Raises:
+            redis.exceptions.RedisError: counting failed (the job is already acknowledged;
+                the processor reports it as rfetch's own failure).
+        """
+        expires_at = epoch_seconds(job.get("expires_at"))
+        if expires_at is None:
+            return False
+        now = self.clock()
+        if now <= expires_at:
+            return False
+        self.ack(unit)
+        log.warning(
+            "expired: %s jid=%s queue=%s not started %.3f s after its expiry; dropped, not run",
+            job.get("class"),
+            job.get("jid"),
+            unit.queue,
+            now - expires_at,
+        )
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.incr(self.keys.expired)
+        pipe.hincrby(self.keys.expired_queues, unit.queue, 1)
+        pipe.execute()
+        return True
