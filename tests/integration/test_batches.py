@@ -333,3 +333,24 @@ def test_keyed_scheduled_and_unique_jobs_in_a_batch(
     wait_for(lambda: callbacks(ev, "success", batch.bid), 30, "the success callback")
     assert json.loads(callbacks(ev, "success", batch.bid)[0][3])["total"] == 5
     assert r.hlen("rfetch:key-holders:default") == 0  # every key released
+
+
+def test_capped_jobs_in_a_batch(
+    bj: ModuleType, redis_server: RedisServer, r: redis.Redis, tmp_path: Path
+) -> None:
+    ev = tmp_path / "ev-capped"
+    ev.mkdir()
+    batch = rfetch.Batch(on_success=bj.OnSuccess)
+    with batch.jobs():  # a fetch cap: their slot is given back with the same acknowledgement
+        for n in range(4):
+            bj.Item.set(concurrency_key="c", concurrency_limit=1).perform_async(n, n == 0)
+    # Started after the push: a worker learns that a queue has capped jobs when it starts
+    # (an idle one looks again every 30 s).
+    proc = WorkerProcess(redis_server.url, ["-r", "batch_jobs", "-c", "3"],
+                         env={**FAST_ENV, "RFETCH_BATCH_DIR": str(ev)}, log_dir=tmp_path)
+    try:
+        wait_for(lambda: callbacks(ev, "success", batch.bid), 30, "the success callback")
+    finally:
+        proc.stop()
+    assert json.loads(callbacks(ev, "success", batch.bid)[0][3])["total"] == 4
+    assert rfetch.BatchStatus(batch.bid).pending == 0
