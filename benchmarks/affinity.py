@@ -1,24 +1,39 @@
-"""``--cpu-affinity auto`` against ``none`` on three kinds of jobs, in one run, one table.
+"""The worker's defaults, side by side: processes x CPU affinity on three kinds of jobs.
 
     python -m benchmarks.affinity [--runs 3] [-c 10] [--hash-mb 64] [--scale 1.0]
+                                  [--only 1-none,1-auto,auto-auto,auto-none[,1-none-cpus]]
 
-The default one-CPU affinity (``rfetch/affinity.py``) makes GIL hand-offs cheap, which is
-what no-op jobs are made of, but keeps work that runs outside the GIL (hashlib, zlib,
-numpy on large inputs) on one CPU. Each workload is drained by one ``rfetch worker -c C``
-with each setting, against its own fresh redis-server (the same drain as
-``benchmarks.compare``: steady jobs/s between 10 % and 90 % done, median of ``--runs``):
+Four candidate settings of ``rfetch worker -c C``, each draining each workload against its
+own fresh redis-server, all in one sitting (the same drain as ``benchmarks.compare``:
+steady jobs/s between 10 % and 90 % done, median of ``--runs``):
+
+* ``1-none``: ``--processes 1 --cpu-affinity none``, one process, threads placed by the
+  kernel (the default);
+* ``1-auto``: ``--processes 1 --cpu-affinity auto``, one process pinned to one CPU;
+* ``auto-auto``: ``--processes auto --cpu-affinity auto``, one process per allowed CPU, each
+  pinned to its own CPU;
+* ``auto-none``: ``--processes auto --cpu-affinity none``, one process per allowed CPU,
+  placed by the kernel;
+* ``1-none-cpus`` (not run unless named in ``--only``): the control, one process placed by
+  the kernel with ``-c`` times the allowed CPUs threads, the concurrency ``--processes
+  auto`` has in all (does a swarm win by its processes, or by its threads?).
+
+The workloads:
 
 * ``no-op``: ``INCR`` only (``bench_jobs.Noop``), 20,000 jobs;
 * ``I/O-bound``: sleep 2 ms and one Redis round trip, then ``INCR`` (``bench_jobs.SocketIO``),
-  4,000 jobs;
-* ``GIL-releasing CPU``: SHA-256 of a 64 MB buffer (``bench_jobs.HashBuffer``), 400 jobs.
+  4,000 jobs: what a typical web application's jobs are made of (a query, an HTTP call);
+* ``GIL-releasing CPU``: SHA-256 of a 64 MB buffer (``bench_jobs.HashBuffer``), 400 jobs
+  (hashlib releases the GIL on large inputs, as zlib, numpy and Pillow do).
 
-``--scale`` multiplies the job counts (0.1 for a quick check). Run it on a quiet machine:
-the ratio column (none / auto) is the figure that decides the default.
+``--scale`` multiplies the job counts (0.1 for a quick check). The candidates take turns
+run by run. Prints one table of jobs/s and one of the ratios to the first candidate, with
+the load average at the start and the end: compare ratios within one run.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -33,19 +48,28 @@ from benchmarks.peers.rfetch import RfetchPeer
 
 WORKLOADS = (("no-op", "noop", 20_000), ("I/O-bound", "io", 4_000),
              ("GIL-releasing CPU", "hash", 400))
-SETTINGS = ("auto", "none")
+CANDIDATES = {
+    "1-none": ("1", "none"),
+    "1-auto": ("1", "auto"),
+    "auto-auto": ("auto", "auto"),
+    "auto-none": ("auto", "none"),
+    "1-none-cpus": ("1", "none"),
+}
+"""name -> (--processes, --cpu-affinity). ``1-none-cpus`` is the control: one process with
+``-c`` times the CPU count threads, as many as ``--processes auto`` runs in all."""
 
 
-class AffinityPeer(RfetchPeer):
-    """``rfetch worker`` with ``--cpu-affinity SETTING`` and the hash buffer's size."""
+class SettingsPeer(RfetchPeer):
+    """``rfetch worker`` with ``--processes`` and ``--cpu-affinity``, and the hash size."""
 
-    def __init__(self, setting: str, hash_mb: int) -> None:
-        self.setting = setting
+    def __init__(self, name: str, hash_mb: int) -> None:
+        self.processes, self.affinity = CANDIDATES[name]
         self.hash_mb = hash_mb
-        self.key = f"rfetch-affinity-{setting}"
+        self.key = f"rfetch-{name}"
 
     def worker_argv(self, rt: Runtime, concurrency: int, queues: Sequence[str]) -> list[str]:
-        return [*super().worker_argv(rt, concurrency, queues), "--cpu-affinity", self.setting]
+        return [*super().worker_argv(rt, concurrency, queues),
+                "--processes", self.processes, "--cpu-affinity", self.affinity]
 
     def worker_env(self, rt: Runtime, url: str, concurrency: int,
                    queues: Sequence[str]) -> dict[str, str]:
@@ -53,38 +77,75 @@ class AffinityPeer(RfetchPeer):
                 "BENCH_HASH_MB": str(self.hash_mb)}
 
 
+def load() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def threads(name: str, concurrency: int) -> int:
+    """Threads per worker process of a candidate."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    return concurrency * cpus if name.endswith("-cpus") else concurrency
+
+
+def label(name: str, concurrency: int) -> str:
+    processes, affinity = CANDIDATES[name]
+    return f"`--processes {processes} --cpu-affinity {affinity} -c {threads(name, concurrency)}`"
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--runs", default=3, show_default=True, help="Drains per cell (median shown).")
 @click.option("--concurrency", "-c", default=10, show_default=True)
 @click.option("--hash-mb", default=64, show_default=True, help="Buffer hashed per CPU job.")
 @click.option("--scale", default=1.0, show_default=True, help="Multiplies the job counts.")
+@click.option("--only", default="1-none,1-auto,auto-auto,auto-none", show_default=True,
+              help="Candidates, comma-separated; the first is the baseline of the ratios.")
 @click.option("--python", "python", default=None,
               help="Interpreter for client and worker. [default: the peers' venv, else this]")
-def main(runs: int, concurrency: int, hash_mb: int, scale: float, python: str | None) -> None:
-    """Drain no-op, I/O-bound and GIL-releasing CPU jobs with --cpu-affinity auto and none."""
+def main(runs: int, concurrency: int, hash_mb: int, scale: float, only: str,
+         python: str | None) -> None:
+    """Drain no-op, I/O-bound and GIL-releasing CPU jobs with each candidate setting."""
+    names = [name.strip() for name in only.split(",") if name.strip()]
+    unknown = [name for name in names if name not in CANDIDATES]
+    if unknown or not names:
+        raise click.BadParameter(f"choose among {', '.join(CANDIDATES)}", param_hint="--only")
     rt = Runtime(python or (str(PEERS_PYTHON) if PEERS_PYTHON.exists() else sys.executable))
     logs = RESULTS / f"affinity-{time.strftime('%Y%m%d-%H%M%S')}"
     logs.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for label, kind, count in WORKLOADS:
-        jobs = max(20, int(count * scale))
-        rates: dict[str, float] = {}
-        for setting in SETTINGS:
-            bench = Bench(AffinityPeer(setting, hash_mb), rt, logs, limit=600)
-            steady = []
-            for run in range(1, runs + 1):
-                res = bench.drain(kind, jobs, concurrency)
-                steady.append(res["steady"])
-                click.echo(f"{label}, --cpu-affinity {setting}, run {run}: "
-                           f"{res['steady']:,.1f} jobs/s", err=True)
-            rates[setting] = statistics.median(steady)
-        rows.append((label, jobs, rates["auto"], rates["none"]))
-    click.echo(f"\nrfetch worker -c {concurrency}, median of {runs} run(s); GIL-releasing CPU "
-               f"job: SHA-256 of {hash_mb} MB\n")
-    click.echo("| workload | jobs | `auto` jobs/s | `none` jobs/s | none / auto |")
-    click.echo("|---|---|---|---|---|")
-    for label, jobs, auto, none in rows:
-        click.echo(f"| {label} | {jobs:,} | {auto:,.1f} | {none:,.1f} | {none / auto:.2f}x |")
+    start_load = load()
+    click.echo(f"{os.cpu_count()} CPUs, load average {start_load} at the start", err=True)
+    rates: dict[tuple[str, str], float] = {}
+    counts: dict[str, int] = {}
+    benches = {name: Bench(SettingsPeer(name, hash_mb), rt, logs, limit=600) for name in names}
+    for workload, kind, count in WORKLOADS:
+        jobs = counts[workload] = max(20, int(count * scale))
+        steady: dict[str, list[float]] = {name: [] for name in names}
+        # Candidates take turns run by run, so a change of the machine's load meanwhile
+        # falls on all of them rather than on the last ones.
+        for run in range(1, runs + 1):
+            for name in names:
+                res = benches[name].drain(kind, jobs, threads(name, concurrency))
+                steady[name].append(res["steady"])
+                click.echo(f"{workload}, {name}, run {run}: {res['steady']:,.1f} jobs/s "
+                           f"(load {load()})", err=True)
+        for name in names:
+            rates[workload, name] = statistics.median(steady[name])
+    click.echo(f"\nrfetch worker, {os.cpu_count()} CPUs, median of {runs} "
+               f"run(s); GIL-releasing CPU job: SHA-256 of {hash_mb} MB; load average "
+               f"{start_load} at the start, {load()} at the end\n")
+    click.echo("| setting | " + " | ".join(f"{w} jobs/s ({counts[w]:,} jobs)"
+                                          for w, _, _ in WORKLOADS) + " |")
+    click.echo("|---|" + "---:|" * len(WORKLOADS))
+    for name in names:
+        click.echo(f"| {label(name, concurrency)} | "
+                   + " | ".join(f"{rates[w, name]:,.1f}" for w, _, _ in WORKLOADS) + " |")
+    base = names[0]
+    click.echo(f"\nratio to {label(base, concurrency)}:\n")
+    click.echo("| setting | " + " | ".join(w for w, _, _ in WORKLOADS) + " |")
+    click.echo("|---|" + "---:|" * len(WORKLOADS))
+    for name in names:
+        click.echo(f"| {label(name, concurrency)} | "
+                   + " | ".join(f"{rates[w, name] / rates[w, base]:.2f}x"
+                                for w, _, _ in WORKLOADS) + " |")
 
 
 if __name__ == "__main__":

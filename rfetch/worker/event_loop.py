@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
 import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
 
 from rfetch.config import Config
+from rfetch.errors import InvalidJob
+from rfetch.payload import loads
 from rfetch.worker.processor import Handled, Processor
 from rfetch.worker.registry import Registry
 from rfetch.worker.reporting import ErrorReporter
@@ -94,10 +95,10 @@ class AsyncPool:
         if not self.registry.has_sync:
             return True
         try:
-            name = json.loads(unit.raw)["class"]
-        except (ValueError, TypeError, KeyError):
+            name = loads(unit.raw)["class"]  # orjson when installed: on the fetcher's path
+        except InvalidJob:
             return False
-        cls = self.registry.get(name) if isinstance(name, str) else None
+        cls = self.registry.get(name)
         return cls is not None and cls.is_async
 
     def submit(self, units: Sequence[UnitOfWork]) -> None:

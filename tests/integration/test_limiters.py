@@ -207,6 +207,6 @@ def test_async_within_limit(client: rfetch.Client) -> None:
     async def main() -> None:
         await asyncio.gather(task("a"), task("b"))
 
-    run_async(main())  # not asyncio.run: the browser tests leave a loop in this thread
+    run_async(main())  # in its own thread: the browser tests leave a loop running here
     assert order[0].startswith("in") and order[1].startswith("out")
     assert order[2].startswith("in") and order[3].startswith("out")

@@ -43,7 +43,7 @@ def tracked_text_files() -> list[Path]:
             if (
                 path.is_file()
                 and path.suffix in {".py", ".md", ".lua", ".sh", ".rb", ".html", ".js", ".toml"}
-                and ".venv" not in path.parts
+                and not any(part.startswith(".venv") for part in path.parts)  # .venv-peers too
                 and "results" not in path.parts
             ):
                 files.append(path)
