@@ -125,11 +125,8 @@ class Commands:
         for name in fair:
             k = self.keys
             keys += [k.fair_ring(name), k.fair_credits(name), k.fair_weights(name)]
-        cap_names = list(capped)
-        cap_names += [u.queue for u in acks if u.routing is not None and u.routing.capped]
-        cap_pairs = dict.fromkeys(index[name] for name in cap_names)
-        for pair in cap_pairs:
-            keys += cap_keys(self.keys, names[pair - 1])
+        cap_pairs = dict.fromkeys(index[name] for name in capped)
+        gate: list[str] = []  # the releasing acknowledgements' keys, after the cap keys
         plain: list[bytes | str | int] = []
         slots: list[bytes | str | int] = []
         releasing: list[bytes | str | int] = []
@@ -141,21 +138,27 @@ class Commands:
                 routing.ordering_key or routing.unique or routing.bid
             ):
                 slots += [index[unit.queue], unit.raw, routing.concurrency_key or ""]
+                cap_pairs[index[unit.queue]] = None
             elif routing is not None and routing.locking:
                 key, unique = routing.ordering_key, routing.unique
                 releasing += [index[unit.queue], unit.raw, unit.queue, routing.jid]
                 releasing += [key or "", unique or "", routing.concurrency_key or ""]
                 releasing.append("1" if routing.bid else "")
+                if routing.capped:
+                    cap_pairs[index[unit.queue]] = None
                 if key is not None or unique is not None:
-                    keys += self.gate_keys(unit.queue, key, unique)
-                if routing.bid:
-                    keys.append(self.keys.batch(routing.bid))
+                    gate += self.gate_keys(unit.queue, key, unique)
+                if routing.bid:  # after its gate keys, in the releasing record's order
+                    gate.append(self.keys.batch(routing.bid))
             elif routing is not None and routing.bid:
                 batched += [index[unit.queue], unit.raw, routing.jid]
                 batch_keys.append(self.keys.batch(routing.bid))
             else:
                 plain.append(index[unit.queue])
                 plain.append(unit.raw)
+        for pair in cap_pairs:
+            keys += cap_keys(self.keys, names[pair - 1])
+        keys += gate
         if batch_keys or any(u.routing is not None and u.routing.bid for u in acks):
             keys += [*batch_keys, self.keys.prefix]
         args: list[bytes | str | int] = [limit, len(names), fetch_count, len(fair_pairs)]
