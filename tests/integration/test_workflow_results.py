@@ -436,3 +436,18 @@ def test_aresult_waits_for_the_job(worker: Worker) -> None:
     worker.work_one()
     waiter.join(5)
     assert got == [17]
+
+
+def test_a_capped_store_result_job_gives_its_slot_back_with_its_record(
+    worker: Worker, r: redis.Redis
+) -> None:
+    capped = Add.set(client=worker.client, concurrency_key="acct-1", concurrency_limit=1)
+    jids = [capped.perform_async(i, i) for i in range(3)]
+    deadline = time.monotonic() + 10
+    while worker.drain() == 0 or any(r.exists(f"rfetch:result:{j}") == 0 for j in jids):
+        assert time.monotonic() < deadline, "the capped jobs did not all run"
+        time.sleep(0.05)
+    assert [rfetch.result(j, 0, worker.client) for j in jids if j] == [0, 2, 4]
+    assert r.hlen("rfetch:cap-held:q") == 0 and r.hlen("rfetch:cap-slots:q") == 0
+    with pytest.raises(ConfigError, match="fetch cap"):
+        capped.set(after=jids[0]).perform_async(1, 1)
