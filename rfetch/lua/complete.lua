@@ -32,6 +32,9 @@
 -- ARGV[15], ARGV[16] (a batched job only): "ok" (success) or "dead", and the failure's JSON
 --          {"error_class", "error_message"}; KEYS[next]: its batch hash "b-<bid>"
 --          (lib/batch.lua, counted in this same call).
+-- ARGV[17] (a capped job only, fetch caps): its concurrency key; ARGV[12..16] are then all
+--          present ("" where unused), and the six cap keys of <q> (lib/cap.lua's C) follow
+--          the job's gate keys, before the batch hash: its slot is given back.
 -- Derived keys: those of lib/workflow.lua, for the jobs waiting on this one; those of
 --          lib/batch.lua (the batch's other keys, its parents', a callback's queue).
 --
@@ -45,6 +48,7 @@
 -- Returns {removed (1/0), jobs released from waiting}.
 -- #include guard
 -- #include gate
+-- #include cap
 -- #include workflow
 -- #include batch
 local W = {P = KEYS[2], waiting = KEYS[3], dead = KEYS[4], queues = KEYS[5],
@@ -71,6 +75,12 @@ if opt(ARGV[12]) then
   if k then gate_release_wants(w, G, klist) end
   if lock then unique_release_wants(w, lock) end
 end
+local C = nil  -- a capped job (fetch caps): its slot is given back with its end
+if opt(ARGV[17]) then
+  C = cap_keys(next_key, ARGV[12])
+  next_key = next_key + 6
+  cap_release_wants(w, C)
+end
 local bhash = opt(ARGV[15]) and KEYS[next_key]
 local bad = misfit(w)
 if bad then return redis.error_reply(bad) end
@@ -93,6 +103,7 @@ if G then
   if k then gate_release(G, k, klist, ARGV[2]) end
   if lock then unique_release(lock, ARGV[2]) end
 end
+if C then cap_release(C, ARGV[17], ARGV[1]) end
 local fields = {'status', ARGV[3], 'finished_at', string.format('%.6f', now), 'class', ARGV[11]}
 local why = ''
 if ARGV[3] == 'succeeded' then

@@ -148,7 +148,7 @@ class Commands:
                     cap_pairs[index[unit.queue]] = None
                 if key is not None or unique is not None:
                     gate += self.gate_keys(unit.queue, key, unique)
-                if routing.bid:
+                if routing.bid:  # after its gate keys, in the releasing record's order
                     gate.append(self.keys.batch(routing.bid))
             elif routing is not None and routing.bid:
                 batched += [index[unit.queue], unit.raw, routing.jid]
@@ -159,7 +159,7 @@ class Commands:
         for pair in cap_pairs:
             keys += cap_keys(self.keys, names[pair - 1])
         keys += gate
-        if any(u.routing is not None and u.routing.bid for u in acks):
+        if batch_keys or any(u.routing is not None and u.routing.bid for u in acks):
             keys += [*batch_keys, self.keys.prefix]
         args: list[bytes | str | int] = [limit, len(names), fetch_count, len(fair_pairs)]
         args += fair_pairs

@@ -13,6 +13,7 @@ from typing import Literal
 from redis.client import Pipeline
 
 from rfetch.payload import Routing
+from rfetch.store.caps import cap_keys
 from rfetch.store.commands import Commands, queue_script
 
 Status = Literal["succeeded", "dead"]
@@ -128,6 +129,10 @@ class WorkflowCommands:
                 {"error_class": ending.error_class, "error_message": ending.error_message}
             )
             args += ["ok" if ok else "dead", "" if ok else failure]
+        if routing.capped:  # fetch caps: the slot comes back with the job's end
+            args += [""] * (16 - len(args)) + [routing.concurrency_key or ""]
+            at = len(keys) - (1 if routing.bid else 0)
+            keys[at:at] = cap_keys(k, queue)
         if client is not None:
             queue_script(self.commands.scripts.complete, client, keys=keys, args=args)
             return True, 0

@@ -23,6 +23,8 @@ from redis import Redis
 
 from rfetch.payload import Payload, epoch_seconds
 from rfetch.store.keys import Keys
+from rfetch.store.workflow_commands import Ending
+from rfetch.worker.outcome import RecordedUnit, recorded_ttl
 from rfetch.worker.unit import UnitOfWork
 
 log = logging.getLogger("rfetch.expiry")
@@ -66,6 +68,12 @@ class Expiry:
         now = self.clock()
         if now <= expires_at:
             return False
+        ttl = recorded_ttl(unit)
+        if ttl is not None:  # store_result: its dead record and its waiting jobs, with the ack
+            unit = RecordedUnit.of(unit, str(job.get("class", "")), Ending(
+                "dead", ttl, error_class="rfetch.JobExpired",
+                error_message=f"expired {now - expires_at:.3f} s before it started",
+            ))
         self.ack(unit)
         log.warning(
             "expired: %s jid=%s queue=%s not started %.3f s after its expiry; dropped, not run",

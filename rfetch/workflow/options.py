@@ -32,9 +32,9 @@ MAX_STORE_RESULT = 90 * 24 * 3600
 
 _JID = re.compile(r"^[0-9a-f]{24}$")
 
-UNWAITABLE = ("key", "unique_for", "tenant", "coalesce")
+UNWAITABLE = ("key", "unique_for", "tenant", "coalesce", "concurrency_key")
 """Options a waiting job may not have: it is released by a Lua script that pushes it to its
-queue directly, not through the ordering-key gate."""
+queue directly, not through the ordering-key gate or a fetch cap."""
 
 
 def after_as_id(options: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -68,7 +68,7 @@ def check_workflow_options(options: Mapping[str, Any]) -> None:
         if clash:
             raise ConfigError(
                 f"a job with after= cannot have {clash}: a waiting job is released straight "
-                "to its queue, not through the ordering-key gate"
+                "to its queue, not through the ordering-key gate or a fetch cap"
             )
     outcome = options.get("after_outcome")
     if outcome is not None and outcome not in AFTER_OUTCOMES:

@@ -436,3 +436,33 @@ def test_aresult_waits_for_the_job(worker: Worker) -> None:
     worker.work_one()
     waiter.join(5)
     assert got == [17]
+
+
+def test_a_capped_store_result_job_gives_its_slot_back_with_its_record(
+    worker: Worker, r: redis.Redis
+) -> None:
+    capped = Add.set(client=worker.client, concurrency_key="acct-1", concurrency_limit=1)
+    jids = [capped.perform_async(i, i) for i in range(3)]
+    deadline = time.monotonic() + 10
+    while worker.drain() == 0 or any(r.exists(f"rfetch:result:{j}") == 0 for j in jids):
+        assert time.monotonic() < deadline, "the capped jobs did not all run"
+        time.sleep(0.05)
+    assert [rfetch.result(j, 0, worker.client) for j in jids if j] == [0, 2, 4]
+    assert r.hlen("rfetch:cap-held:q") == 0 and r.hlen("rfetch:cap-slots:q") == 0
+    with pytest.raises(ConfigError, match="fetch cap"):
+        capped.set(after=jids[0]).perform_async(1, 1)
+
+
+def test_an_expired_store_result_job_records_its_end_and_settles_its_waiters(
+    worker: Worker, r: redis.Redis
+) -> None:
+    jid = Add.set(client=worker.client, expires_in=0.05).perform_async(1, 1)
+    assert jid is not None
+    waiter = Flaky.set(client=worker.client, after=jid).perform_async("after expiry")
+    time.sleep(0.2)
+    worker.drain()
+    with pytest.raises(JobDied, match=r"rfetch\.JobExpired: expired"):
+        rfetch.result(jid, 0, worker.client)
+    dead = {json.loads(raw)["jid"]: json.loads(raw) for raw in r.zrange("dead", 0, -1)}
+    assert dead[waiter]["error_class"] == "rfetch.DependencyFailed"
+    assert RUNS == [] and r.hlen("rfetch:waiting") == 0
