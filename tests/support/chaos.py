@@ -47,6 +47,7 @@ class Evidence:
         self.starts: Counter[str] = Counter()
         self.dones: Counter[str] = Counter()
         self.done_pids: dict[str, list[int]] = defaultdict(list)
+        self.done_times: dict[str, list[float]] = defaultdict(list)
         self.start_pids: dict[str, list[tuple[float, int]]] = defaultdict(list)
         self.extra: dict[str, str] = {}
         self._offsets: dict[Path, int] = {}
@@ -69,6 +70,7 @@ class Evidence:
                 elif event == "done":
                     self.dones[jid] += 1
                     self.done_pids[jid].append(pid)
+                    self.done_times[jid].append(float(parts[3]))
                     if len(parts) > 4 and parts[4]:
                         self.extra[jid] = parts[4]
         return self
@@ -80,6 +82,11 @@ class Evidence:
     def duplicates(self) -> int:
         """Runs that finished beyond the first, over all jids."""
         return sum(n - 1 for n in self.dones.values() if n > 1)
+
+    def duplicated(self) -> dict[str, float]:
+        """Each jid that finished more than once, with the time (epoch seconds, the jobs'
+        clock) its first run finished."""
+        return {jid: min(self.done_times[jid]) for jid, n in self.dones.items() if n > 1}
 
     def reruns(self) -> int:
         """Runs that started beyond the first (a job killed mid-run and run again counts)."""
