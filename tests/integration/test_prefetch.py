@@ -109,7 +109,10 @@ def test_a_stalled_worker_drops_the_jobs_it_fetched_ahead_once_recovered_elsewhe
     rescuer = start(redis_server.url, record, tmp_path, FAST_ENV, workers, "-c", "2")
     wait_for(lambda: record.runs("done", waiting_jid) == [rescuer.pid], 30,
              lambda: f"the rescuer to recover and run the waiting job:\n{rescuer.log()}")
-    assert "reaped dead process " + identity in rescuer.log()
+    # The recovery logs its line after pushing the jobs back, through the log writer thread:
+    # the rescuer may run the job first.
+    wait_for(lambda: "reaped dead process " + identity in rescuer.log(), 10,
+             lambda: f"the rescuer to log the reaping:\n{rescuer.log()}")
 
     stalled.signal(signal.SIGCONT)
     # The job it was running when stopped finishes there (it also ran on the rescuer:

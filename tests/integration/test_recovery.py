@@ -186,7 +186,9 @@ def test_killed_worker_jobs_run_elsewhere(
 
         wait_for(all_done, 30, "every job, the victim's included, to finish")
         assert r.llen(KEYS.private(victim_id, "default")) == 0
-        assert "reaped dead process " + victim_id in survivor.log()
+        # logged after the push-back, through the log writer: a job may finish first
+        wait_for(lambda: "reaped dead process " + victim_id in survivor.log(), 10,
+                 "the survivor to log the reaping")
     finally:
         survivor.signal(signal.SIGTERM)
         assert survivor.wait(15) == 0
