@@ -91,6 +91,9 @@ class AckReplicas:
             outcome = self.wait.check(self.wait.generation)
         except (RedisError, OSError) as exc:
             reason = f"Redis failed: {exc}"
+        except Exception as exc:  # "never raises": the job is done and acknowledged
+            log.exception("waiting for the replicas failed")
+            reason = f"{type(exc).__name__}: {exc}"
         else:
             if outcome is Replicated.YES:
                 return True
