@@ -1,19 +1,20 @@
 """The worker's defaults, side by side: processes x CPU affinity on three kinds of jobs.
 
     python -m benchmarks.affinity [--runs 3] [-c 10] [--hash-mb 64] [--scale 1.0]
-                                  [--only 1-none,1-auto,auto-auto,auto-none[,1-none-cpus]]
+        [--only 1-adaptive,1-none,1-auto,auto-adaptive,auto-none[,auto-auto,1-none-cpus]]
 
-Four candidate settings of ``rfetch worker -c C``, each draining each workload against its
-own fresh redis-server, all in one sitting (the same drain as ``benchmarks.compare``:
-steady jobs/s between 10 % and 90 % done, median of ``--runs``):
+Candidate settings of ``rfetch worker -c C``, each draining each workload against its own
+fresh redis-server, all in one sitting (the same drain as ``benchmarks.compare``: steady
+jobs/s between 10 % and 90 % done, median of ``--runs``):
 
+* ``1-adaptive``: ``--processes 1 --cpu-affinity adaptive``, the default: one process,
+  pinned to one CPU at start and spread over every CPU while that gets it more CPU
+  (``rfetch.worker.adaptive_affinity``);
 * ``1-none``: ``--processes 1 --cpu-affinity none``, one process, threads placed by the
-  kernel (the default);
-* ``1-auto``: ``--processes 1 --cpu-affinity auto``, one process pinned to one CPU;
-* ``auto-auto``: ``--processes auto --cpu-affinity auto``, one process per allowed CPU, each
-  pinned to its own CPU;
-* ``auto-none``: ``--processes auto --cpu-affinity none``, one process per allowed CPU,
-  placed by the kernel;
+  kernel;
+* ``1-auto``: ``--processes 1 --cpu-affinity auto``, one process always on one CPU;
+* ``auto-adaptive``, ``auto-auto``, ``auto-none``: ``--processes auto`` (one process per
+  allowed CPU) with each affinity;
 * ``1-none-cpus`` (not run unless named in ``--only``): the control, one process placed by
   the kernel with ``-c`` times the allowed CPUs threads, the concurrency ``--processes
   auto`` has in all (does a swarm win by its processes, or by its threads?).
@@ -23,8 +24,10 @@ The workloads:
 * ``no-op``: ``INCR`` only (``bench_jobs.Noop``), 20,000 jobs;
 * ``I/O-bound``: sleep 2 ms and one Redis round trip, then ``INCR`` (``bench_jobs.SocketIO``),
   4,000 jobs: what a typical web application's jobs are made of (a query, an HTTP call);
-* ``GIL-releasing CPU``: SHA-256 of a 64 MB buffer (``bench_jobs.HashBuffer``), 400 jobs
-  (hashlib releases the GIL on large inputs, as zlib, numpy and Pillow do).
+* ``GIL-releasing CPU``: SHA-256 of a 64 MB buffer (``bench_jobs.HashBuffer``), 1,200 jobs
+  (hashlib releases the GIL on large inputs, as zlib, numpy and Pillow do). Adaptive
+  affinity spends its first 3 busy seconds or so pinned before its probe spreads it: the
+  drain is long enough (about 25 s spread on 2 CPUs) for that to weigh little.
 
 ``--scale`` multiplies the job counts (0.1 for a quick check). The candidates take turns
 run by run. Prints one table of jobs/s and one of the ratios to the first candidate, with
@@ -47,12 +50,14 @@ from benchmarks.peers.base import Runtime
 from benchmarks.peers.rfetch import RfetchPeer
 
 WORKLOADS = (("no-op", "noop", 20_000), ("I/O-bound", "io", 4_000),
-             ("GIL-releasing CPU", "hash", 400))
+             ("GIL-releasing CPU", "hash", 1_200))
 CANDIDATES = {
+    "1-adaptive": ("1", "adaptive"),
     "1-none": ("1", "none"),
     "1-auto": ("1", "auto"),
     "auto-auto": ("auto", "auto"),
     "auto-none": ("auto", "none"),
+    "auto-adaptive": ("auto", "adaptive"),
     "1-none-cpus": ("1", "none"),
 }
 """name -> (--processes, --cpu-affinity). ``1-none-cpus`` is the control: one process with
@@ -97,7 +102,8 @@ def label(name: str, concurrency: int) -> str:
 @click.option("--concurrency", "-c", default=10, show_default=True)
 @click.option("--hash-mb", default=64, show_default=True, help="Buffer hashed per CPU job.")
 @click.option("--scale", default=1.0, show_default=True, help="Multiplies the job counts.")
-@click.option("--only", default="1-none,1-auto,auto-auto,auto-none", show_default=True,
+@click.option("--only", default="1-adaptive,1-none,1-auto,auto-adaptive,auto-none",
+              show_default=True,
               help="Candidates, comma-separated; the first is the baseline of the ratios.")
 @click.option("--python", "python", default=None,
               help="Interpreter for client and worker. [default: the peers' venv, else this]")

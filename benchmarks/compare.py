@@ -429,9 +429,9 @@ def table(results: list[Result], opts: dict[str, Any]) -> str:
 @click.option("--jobs", default=20_000, show_default=True, help="Jobs per drain.")
 @click.option("--runs", default=3, show_default=True, help="Drain runs (median is shown).")
 @click.option("--only", default="", metavar="KEYS",
-              help="Comma-separated frameworks: rfetch, rfetch-plain, rfetch-pinned, sidekiq, "
-              "dramatiq, huey, arq, rq, rq-fork, celery. [default: all but rfetch-plain and "
-              "rfetch-pinned]")
+              help="Comma-separated frameworks: rfetch, rfetch-plain, rfetch-pinned, "
+              "rfetch-none, sidekiq, dramatiq, huey, arq, rq, rq-fork, celery. [default: all "
+              "but rfetch-plain, rfetch-pinned and rfetch-none]")
 @click.option("--workloads", default=",".join(WORKLOADS), show_default=True,
               help="Comma-separated subset of: " + ", ".join(WORKLOADS))
 @click.option("--latency-count", default=500, show_default=True)

@@ -10,17 +10,19 @@ INCR through redis-py, 8,391/s spread over both CPUs and 20,969/s on one; ``rfet
 -c 10`` draining no-op jobs, 5,317 jobs/s spread and 11,353 on one CPU.
 
 The cost: work that runs outside the GIL (C code that releases it: hashlib and zlib on large
-inputs, numpy, Pillow) no longer runs on several CPUs at once inside one process. For jobs
-made of such work, ``--cpu-affinity none`` keeps the kernel's placement; more worker
-processes use more CPUs either way.
+inputs, numpy, Pillow) no longer runs on several CPUs at once inside one process. So the
+default, ``adaptive``, pins as ``auto`` does and then lets
+:class:`rfetch.worker.adaptive_affinity.AdaptiveAffinity` spread the process over every
+allowed CPU while that is measured to get it more CPU; ``--cpu-affinity none`` keeps the
+kernel's placement; more worker processes use more CPUs either way.
 
-``auto`` spreads the worker processes of one host over its CPUs without asking anyone: a
-process holds an exclusive ``flock`` on one slot file ``<lock dir>/cpu<N>.<slot>`` for its
-whole life, and the kernel drops the lock when the process ends, however it ends (kill -9
-included), so a slot is never left taken by a dead process. The first free slot wins,
-trying slot 0 of every allowed CPU (starting with the CPU the process runs on, where the
-kernel placed it at exec as the idlest), then slot 1 of every CPU, and so on: N workers on
-C CPUs get ceil(N / C) or floor(N / C) each.
+``auto`` (and ``adaptive``) spreads the worker processes of one host over its CPUs without
+asking anyone: a process holds an exclusive ``flock`` on one slot file
+``<lock dir>/cpu<N>.<slot>`` for its whole life, and the kernel drops the lock when the process
+ends, however it ends (kill -9 included), so a slot is never left taken by a dead process.
+The first free slot wins, trying slot 0 of every allowed CPU (starting with the CPU the
+process runs on, where the kernel placed it at exec as the idlest), then slot 1 of every
+CPU, and so on: N workers on C CPUs get ceil(N / C) or floor(N / C) each.
 """
 
 from __future__ import annotations
@@ -40,7 +42,11 @@ from rfetch.errors import ConfigError
 log = logging.getLogger("rfetch.affinity")
 
 AUTO = "auto"
-"""Pin to one CPU chosen by slot files (the default)."""
+"""Pin to one CPU chosen by slot files."""
+
+ADAPTIVE = "adaptive"
+"""As ``auto`` at start, then moved between that CPU and every allowed CPU by what the
+jobs need (:mod:`rfetch.worker.adaptive_affinity`; the default)."""
 
 NONE = "none"
 """Leave placement to the kernel."""
@@ -58,15 +64,20 @@ class Placement:
         how: how they were chosen, for the log line (``auto, slot cpu1.0``, ``--cpu-affinity
             0-1``, or why nothing was changed).
         pinned: whether the affinity was changed.
-        lock_fd: the open slot file whose ``flock`` holds the slot (``auto``); it stays open
-            for the life of the process, and the kernel closes it at exit. None when no
-            slot is held.
+        lock_fd: the open slot file whose ``flock`` holds the slot (``auto``, ``adaptive``);
+            it stays open for the life of the process, and the kernel closes it at exit.
+            None when no slot is held.
+        allowed: the CPUs the process could use before (empty when unknown).
+        adaptive: pinned by ``adaptive``: :class:`rfetch.worker.adaptive_affinity.
+            AdaptiveAffinity` may spread it over ``allowed`` and pin it again.
     """
 
     cpus: frozenset[int]
     how: str
     pinned: bool
     lock_fd: int | None = None
+    allowed: frozenset[int] = frozenset()
+    adaptive: bool = False
 
 
 def parse_cpu_list(text: str) -> frozenset[int]:
@@ -85,7 +96,8 @@ def parse_cpu_list(text: str) -> frozenset[int]:
             high = int(high_text) if dash else low
         except ValueError:
             raise ConfigError(
-                f"cpu_affinity must be 'auto', 'none' or a CPU list such as '0' or '0-3,6', "
+                f"cpu_affinity must be 'adaptive', 'auto', 'none' or a CPU list such as '0' or "
+                f"'0-3,6', "
                 f"got {text!r}"
             ) from None
         if low < 0 or high < low:
@@ -95,8 +107,8 @@ def parse_cpu_list(text: str) -> frozenset[int]:
 
 
 def check_setting(text: str) -> None:
-    """Raise ConfigError unless ``text`` is ``auto``, ``none`` or a CPU list."""
-    if text not in (AUTO, NONE):
+    """Raise ConfigError unless ``text`` is ``adaptive``, ``auto``, ``none`` or a CPU list."""
+    if text not in (ADAPTIVE, AUTO, NONE):
         parse_cpu_list(text)
 
 
@@ -187,11 +199,13 @@ def apply(setting: str, lock_dir: Path | None = None) -> Placement:
     it starts its threads or right after: existing threads are pinned too).
 
     Args:
-        setting: ``auto``, ``none`` or a CPU list (``0-3,6``).
+        setting: ``adaptive``, ``auto``, ``none`` or a CPU list (``0-3,6``).
         lock_dir: the slot files' folder for ``auto`` (default :func:`default_lock_dir`).
 
     Returns:
-        The placement; with ``auto`` its ``lock_fd`` must stay open while the process runs.
+        The placement; with ``auto`` and ``adaptive`` its ``lock_fd`` must stay open while
+        the process runs. ``adaptive`` pins as ``auto`` does (the caller then runs
+        :class:`rfetch.worker.adaptive_affinity.AdaptiveAffinity`).
 
     Raises:
         ConfigError: a CPU list that names a CPU this process may not use, or that the
@@ -202,7 +216,7 @@ def apply(setting: str, lock_dir: Path | None = None) -> Placement:
     allowed = frozenset(os.sched_getaffinity(0))
     if setting == NONE:
         return Placement(allowed, "--cpu-affinity none", False)
-    if setting != AUTO:
+    if setting not in (AUTO, ADAPTIVE):
         wanted = parse_cpu_list(setting)
         outside = sorted(wanted - allowed)
         if outside:
@@ -216,12 +230,13 @@ def apply(setting: str, lock_dir: Path | None = None) -> Placement:
             raise ConfigError(f"cpu_affinity {setting!r}: the kernel refused: {exc}") from None
         return Placement(wanted, f"--cpu-affinity {setting}", True)
     if len(allowed) < 2:
-        return Placement(allowed, "auto: only one CPU is available", False)
+        return Placement(allowed, f"{setting}: only one CPU is available", False)
     if not gil_enabled():
-        return Placement(allowed, "auto: the GIL is disabled, threads run in parallel", False)
+        return Placement(allowed, f"{setting}: the GIL is disabled, threads run in parallel",
+                         False)
     taken = take_slot(slot_order(allowed, current_cpu()), lock_dir or default_lock_dir())
     if taken is None:
-        return Placement(allowed, "auto: no free slot", False)
+        return Placement(allowed, f"{setting}: no free slot", False)
     cpu, slot, fd = taken
     try:
         pin_threads({cpu})
@@ -231,8 +246,9 @@ def apply(setting: str, lock_dir: Path | None = None) -> Placement:
             pin_threads(allowed)  # every allowed CPU
         log.warning("cpu affinity: could not pin to CPU %d (%s); placement left to the kernel",
                     cpu, exc)
-        return Placement(allowed, f"auto: pinning refused ({exc})", False)
-    return Placement(frozenset({cpu}), f"auto, slot cpu{cpu}.{slot}", True, fd)
+        return Placement(allowed, f"{setting}: pinning refused ({exc})", False)
+    return Placement(frozenset({cpu}), f"{setting}, slot cpu{cpu}.{slot}", True, fd, allowed,
+                     setting == ADAPTIVE)
 
 
 def format_cpus(cpus: Iterable[int]) -> str:

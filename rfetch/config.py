@@ -154,12 +154,12 @@ class Config:
         max_queue_size: queue name -> the most jobs its public list may hold: a push past
             it raises :class:`rfetch.QueueFull` and writes nothing (backpressure;
             docs/flow-control.md). Queues not named have no limit.
-        cpu_affinity: where ``rfetch worker`` runs its threads (CPU affinity): ``"none"``, the
-            default (the kernel's placement: best for I/O-bound jobs and for C code that
-            releases the GIL), ``"auto"`` (one
-            CPU, worker processes of a host spread over the CPUs), ``"none"`` (the
-            kernel's placement) or a CPU list such as ``"2"`` or ``"0-3"``; see
-            :mod:`rfetch.affinity`.
+        cpu_affinity: where ``rfetch worker`` runs its threads (CPU affinity):
+            ``"adaptive"``, the default (one CPU, worker processes of a host spread over
+            the CPUs, and every allowed CPU while the jobs are measured to run in parallel:
+            :mod:`rfetch.worker.adaptive_affinity`), ``"auto"`` (always that one CPU),
+            ``"none"`` (the kernel's placement) or a CPU list such as ``"2"`` or ``"0-3"``;
+            see :mod:`rfetch.affinity`.
         processes: ``rfetch worker --processes``: worker processes forked and supervised
             by one parent (Sidekiq Enterprise's swarm, :mod:`rfetch.swarm`); 1 runs one
             worker process with no supervisor.
@@ -222,7 +222,7 @@ class Config:
     push_spool: str | None = None
     push_exit_timeout: float = 10.0
     max_queue_size: Mapping[str, int] = field(default_factory=dict)
-    cpu_affinity: str = "none"
+    cpu_affinity: str = "adaptive"
     processes: int = 1
     max_memory: int | None = None
     max_jobs: int | None = None

@@ -16,12 +16,13 @@ the workers' heartbeats in ``rfetch:metrics:totals``, so ``rate()`` and
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -324,6 +325,13 @@ class WorkerMetrics:
             "rfetch_worker_job_duration_seconds", "Run time of this process's jobs.", labels,
             buckets=DURATION_BUCKETS, registry=self.registry,
         )
+        if hasattr(os, "sched_getaffinity"):  # Linux
+            Gauge(
+                "rfetch_worker_cpus",
+                "CPUs this process may run on now: 1 while adaptive affinity keeps it on "
+                "its CPU, every allowed one while spread (--cpu-affinity).",
+                registry=self.registry,
+            ).set_function(lambda: len(os.sched_getaffinity(0)))
         self._state: Callable[[], tuple[int, int, bool]] | None = None
         self._lock = threading.Lock()
         self.registry.register(_StateCollector(self))

@@ -56,7 +56,16 @@ class RfetchPinnedPeer(RfetchPeer):
         return [*super().worker_argv(rt, concurrency, queues), "--cpu-affinity", "auto"]
 
 
-PEERS = [RfetchPeer(), RfetchPlainPeer(), RfetchPinnedPeer()]
+class RfetchKernelPeer(RfetchPeer):
+    key = "rfetch-none"
+    label = "rfetch --cpu-affinity none"
+    default = False
+
+    def worker_argv(self, rt: Runtime, concurrency: int, queues: Sequence[str]) -> list[str]:
+        return [*super().worker_argv(rt, concurrency, queues), "--cpu-affinity", "none"]
+
+
+PEERS = [RfetchPeer(), RfetchPlainPeer(), RfetchPinnedPeer(), RfetchKernelPeer()]
 
 
 class RfetchClient(BenchClient):

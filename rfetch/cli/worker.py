@@ -94,12 +94,13 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
               help="Seconds a job fetched ahead may expect to wait for a thread; jobs "
               "waiting behind longer-running ones go back to the queue. [default: 0.1]")
 @click.option("--label", "labels", multiple=True, help="Label shown in the heartbeat.")
-@click.option("--cpu-affinity", default=None, metavar="auto|none|CPUS",
-              help="Leave thread placement to the kernel ('none', the default: best for "
-              "I/O-bound jobs and C code that releases the GIL), run every thread on one CPU "
-              "('auto': about 1.4x the rate of tiny jobs; worker processes of a host spread "
-              "over the CPUs), or on the CPUs listed ('2', '0-3'). "
-              "Default RFETCH_CPU_AFFINITY, else none.")
+@click.option("--cpu-affinity", default=None, metavar="adaptive|auto|none|CPUS",
+              help="'adaptive' (the default): start on one CPU (worker processes of a host "
+              "spread over the CPUs), where a GIL hand-off is cheap, and spread over every "
+              "CPU while a one-second probe shows that gets the process more CPU (C code "
+              "that releases the GIL, subprocesses); 'auto': always on that one CPU; "
+              "'none': the kernel's placement; or the CPUs listed ('2', '0-3'). "
+              "Default RFETCH_CPU_AFFINITY, else adaptive.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 @click.option("--json-logs", is_flag=True, help="One JSON object per log line.")
 @click.option("--sentry-dsn", envvar="SENTRY_DSN", default=None, metavar="DSN",
@@ -258,6 +259,7 @@ def _launch(
 ) -> int:
     """Build and run the Launcher of one worker process (logging is in place)."""
     from rfetch.integrations import sentry
+    from rfetch.worker import adaptive_affinity
     from rfetch.worker.launcher import Launcher
 
     config, registry = boot.config, boot.registry
@@ -281,10 +283,14 @@ def _launch(
     )
     metrics_bind = boot.metrics_bind
     if config.shards:  # one launcher per shard in this process (rfetch.worker.shards)
-        return _run_shards(config, registry, metrics, metrics_port, metrics_bind, job_context)
+        return _run_shards(
+            config, registry, metrics, metrics_port, metrics_bind, job_context, placement
+        )
     launcher = Launcher(
         config, registry, identity=identity, supervision=supervision, job_context=job_context
     )
+    if placement.adaptive:
+        adaptive_affinity.start(placement, launcher.manager.saturated, launcher.report)
     if metrics is not None and metrics_port is not None:
         manager = launcher.manager
         metrics.watch(lambda: (manager.busy(), config.concurrency, manager.quiet))
@@ -304,11 +310,15 @@ def _run_shards(
     port: int | None,
     bind: str,
     job_context: JobContext,
+    placement: affinity.Placement,
 ) -> int:
     """A worker over several shards; its exit code."""
+    from rfetch.worker import adaptive_affinity
     from rfetch.worker.shards import ShardedLauncher
 
     sharded = ShardedLauncher(config, registry, job_context)
+    if placement.adaptive:
+        adaptive_affinity.start(placement, sharded.saturated)
     if metrics is not None and port is not None:
         slots = config.concurrency * len(sharded.launchers)
         metrics.watch(lambda: (sharded.busy(), slots, sharded.quiet()))

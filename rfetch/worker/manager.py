@@ -159,6 +159,12 @@ class Manager:
         if released:
             self._requeue(released, "queue paused")
 
+    def saturated(self) -> bool:
+        """Whether a fetched job waits for a thread, or every thread runs a job (adaptive
+        affinity judges only such moments)."""
+        with self.pool.cond:
+            return self.pool.waiting() > 0 or len(self.pool.started) >= self.config.concurrency
+
     def busy(self) -> int:
         """Jobs running now (threads and async jobs)."""
         return self.work.busy()

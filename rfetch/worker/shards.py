@@ -69,6 +69,10 @@ class ShardedLauncher:
         """Jobs running in every shard's processors."""
         return sum(launcher.manager.busy() for launcher in self.launchers.values())
 
+    def saturated(self) -> bool:
+        """Whether any shard's threads are saturated (adaptive affinity)."""
+        return any(launcher.manager.saturated() for launcher in self.launchers.values())
+
     def quiet(self) -> bool:
         """Whether every shard's manager is quiet."""
         return all(launcher.manager.quiet for launcher in self.launchers.values())

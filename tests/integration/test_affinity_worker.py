@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import redis
 
+import rfetch
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
 from tests.support.workers import WorkerProcess
@@ -67,6 +68,49 @@ def test_auto_puts_every_thread_on_one_cpu_and_spreads_processes(
         second.kill()
 
 
+@pytest.mark.parametrize(
+    ("job", "args"), [("testjobs.Hash", [16, 4]), ("testjobs.Burn", [0.3])],
+    ids=["gil-releasing", "subprocess"],
+)
+def test_the_default_starts_on_one_cpu_and_spreads_while_jobs_run_in_parallel(
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path, job: str, args: list[float]
+) -> None:
+    """Adaptive affinity on a real process: pinned at start as ``auto``; jobs whose work
+    runs outside the GIL (hashing) or in a subprocess make it spread over every allowed
+    CPU after a probe."""
+    worker = start(redis_server, tmp_path, "-v")
+    try:
+        cpu = placed_on(worker, r)
+        assert re.search(r"cpu affinity: \d+ \(adaptive, slot cpu\d+\.0\)", worker.log())
+        wait_for(lambda: len(thread_cpus(worker.pid)) >= 4 + 3, 10, "the threads")
+        assert set(thread_cpus(worker.pid)) == {cpu}
+        client = rfetch.Client(rfetch.Config(redis_url=redis_server.url))
+        client.push_bulk(job, [args for _ in range(400)])
+        wait_for(lambda: "adaptive affinity: spread over CPUs" in worker.log(), 60,
+                 lambda: f"the spread: {worker.log()}", step=0.2)
+        assert {*map(_expand, thread_cpus(worker.pid))} == {frozenset(ALLOWED)}
+    finally:
+        worker.kill()
+
+
+def test_the_default_goes_back_to_its_cpu_after_a_probe_of_serial_work(
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
+) -> None:
+    """Busy with jobs that use little CPU (sleeps): probed, then pinned again."""
+    worker = start(redis_server, tmp_path, "-v")
+    try:
+        cpu = placed_on(worker, r)
+        client = rfetch.Client(rfetch.Config(redis_url=redis_server.url))
+        client.push_bulk("testjobs.Sleep", [[0.02] for _ in range(1500)])
+        wait_for(lambda: "adaptive affinity: stays on CPUs" in worker.log(), 60,
+                 lambda: f"a probe: {worker.log()}", step=0.2)
+        assert re.search(r"probing CPUs \S+ \(\d\.\d\d CPUs used on", worker.log())
+        assert set(thread_cpus(worker.pid)) == {cpu}
+        assert "spread over" not in worker.log()
+    finally:
+        worker.kill()
+
+
 def test_a_killed_worker_frees_its_slot(
     redis_server: RedisServer, r: redis.Redis, tmp_path: Path
 ) -> None:
@@ -88,11 +132,10 @@ def _lockable(fd: int) -> bool:
     return True
 
 
-@pytest.mark.parametrize("args", [("--cpu-affinity", "none"), ()], ids=["none", "default"])
 def test_none_leaves_the_kernel_placement(
-    redis_server: RedisServer, r: redis.Redis, tmp_path: Path, args: tuple[str, ...]
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
 ) -> None:
-    worker = start(redis_server, tmp_path, *args)
+    worker = start(redis_server, tmp_path, "--cpu-affinity", "none")
     try:
         worker.identity(r)
         for cpus in thread_cpus(worker.pid):
@@ -129,12 +172,12 @@ def test_a_malformed_setting_is_a_clear_error(redis_server: RedisServer, tmp_pat
         log_dir=tmp_path,
     )
     assert worker.wait(30) != 0
-    assert "cpu_affinity must be 'auto', 'none' or a CPU list" in worker.log()
+    assert "cpu_affinity must be 'adaptive', 'auto', 'none' or a CPU list" in worker.log()
 
 
-def _expand(text: str) -> set[int]:
+def _expand(text: str) -> frozenset[int]:
     cpus: set[int] = set()
     for part in text.split(","):
         low, _, high = part.partition("-")
         cpus.update(range(int(low), int(high or low) + 1))
-    return cpus
+    return frozenset(cpus)

@@ -379,7 +379,9 @@ def test_the_worker_command_installs_sentry_from_sentry_dsn(
     FakeLauncher.configs.clear()
 
     result = CliRunner().invoke(
-        main, ["worker", "--redis-url", redis_server.url], env={"SENTRY_DSN": DSN}
+        # --cpu-affinity none: the worker command runs in this process, not to be pinned
+        main, ["worker", "--redis-url", redis_server.url, "--cpu-affinity", "none"],
+        env={"SENTRY_DSN": DSN},
     )
 
     assert result.exit_code == 0, result.output
@@ -401,7 +403,8 @@ def test_the_worker_command_without_sentry_sdk_fails_with_the_install_hint(
     FakeLauncher.configs.clear()
 
     result = CliRunner().invoke(
-        main, ["worker", "--redis-url", redis_server.url, "--sentry-dsn", DSN]
+        main, ["worker", "--redis-url", redis_server.url, "--sentry-dsn", DSN,
+               "--cpu-affinity", "none"]
     )
 
     assert result.exit_code == 1

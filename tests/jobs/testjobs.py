@@ -49,6 +49,32 @@ class Counter(rfetch.Job):
         redis.Redis.from_url(os.environ["REDIS_URL"]).incr(key)
 
 
+class Hash(rfetch.Job):
+    """SHA-256 of ``mb`` megabytes, ``rounds`` times: CPU work that releases the GIL
+    (hashlib does on large inputs), so several threads run it on several CPUs at once."""
+
+    def perform(self, mb: int, rounds: int = 1) -> None:
+        import hashlib
+
+        data = bytes(mb * 1024 * 1024)
+        for _ in range(rounds):
+            hashlib.sha256(data).hexdigest()
+
+
+class Burn(rfetch.Job):
+    """Runs a subprocess that spins ``seconds`` of CPU: work done outside this process."""
+
+    def perform(self, seconds: float) -> None:
+        import subprocess
+        import sys
+
+        subprocess.run(
+            [sys.executable, "-c", f"import time\nend = time.time() + {seconds}\n"
+             "while time.time() < end: pass"],
+            check=True,
+        )
+
+
 class AlwaysFails(rfetch.Job):
     retry = 2
 

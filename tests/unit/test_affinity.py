@@ -37,10 +37,11 @@ def test_format_is_the_inverse_of_parse() -> None:
 
 
 def test_config_checks_the_setting_and_reads_the_environment() -> None:
-    assert Config().cpu_affinity == "none"
+    assert Config().cpu_affinity == "adaptive"
     assert Config(cpu_affinity="auto").cpu_affinity == "auto"
+    assert Config(cpu_affinity="none").cpu_affinity == "none"
     assert Config.from_env({"RFETCH_CPU_AFFINITY": "0-1"}).cpu_affinity == "0-1"
-    with pytest.raises(ConfigError, match="'auto', 'none' or a CPU list"):
+    with pytest.raises(ConfigError, match="'adaptive', 'auto', 'none' or a CPU list"):
         Config(cpu_affinity="fast")
     with pytest.raises(ConfigError, match="cpu_affinity"):
         Config.from_env({"RFETCH_CPU_AFFINITY": "2-1"})

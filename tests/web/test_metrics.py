@@ -3,6 +3,7 @@ worker's own --metrics-port server."""
 
 from __future__ import annotations
 
+import os
 import time
 import urllib.request
 from pathlib import Path
@@ -180,6 +181,7 @@ def test_worker_metrics_middleware_counts_and_times() -> None:
     assert got[("rfetch_worker_busy_threads", ())] == 3
     assert got[("rfetch_worker_concurrency", ())] == 5
     assert got[("rfetch_worker_quiet", ())] == 1
+    assert got[("rfetch_worker_cpus", ())] == len(os.sched_getaffinity(0))
 
 
 def test_worker_metrics_count_jobs_stopped_by_time_limits_and_cancels() -> None:
