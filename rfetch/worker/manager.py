@@ -103,7 +103,12 @@ class Manager:
         self._stuck: dict[int, UnitOfWork] = {}
         """Jobs rfetch failed on and could not push back: left in the private lists."""
         self._sweep: str | None = None
-        """Why stray jobs may sit in the private lists (pushed back by the fetcher)."""
+        """Why stray jobs may sit in the private lists (pushed back by the fetcher's next
+        round); set by :meth:`_ask_sweep`."""
+        self._sweep_asks = 0
+        """Sweeps asked for so far; :attr:`_sweep_seen` is the count the fetcher's current
+        round saw, so that a sweep asked for during a sweep is not cleared by it."""
+        self._sweep_seen = 0
         self._threads: list[threading.Thread] = []
         self._fetcher: threading.Thread | None = None
         self.guard = ThreadGuard("fetch", log, report, fetch.redis, first=0.1, cap=5.0)
@@ -260,7 +265,7 @@ class Manager:
             if handled != "done":
                 if handled == "stuck":
                     self._stuck[id(unit)] = unit  # not swept back: pushed back at shutdown
-                self._sweep = "taken by an async job rfetch failed on"
+                self._ask_sweep("taken by an async job rfetch failed on")
             self.pool.cond.notify_all()
 
     def _run(self, ident: int, unit: UnitOfWork, started: float | None) -> None:
@@ -294,7 +299,7 @@ class Manager:
                         # (it would run again at once, in a loop); pushed back at shutdown.
                         self._stuck[id(unit)] = unit
                     # jobs it had taken (coalescing) go back
-                    self._sweep = "taken by a job rfetch failed on"
+                    self._ask_sweep("taken by a job rfetch failed on")
         finally:
             self.work.end(ident)
             self._done(ident, unit, time.monotonic() - now)
@@ -337,9 +342,12 @@ class Manager:
                 # waiting; else once threads starve or there is room for a batch.
                 starving = waiting == 0 or (self.aio is not None and self.aio.idle())
                 wanted = self.pool.thread_free() if idle else starving or room >= min_batch
-                if give_back or self.acks.due() or (room > 0 and wanted):
+                # A sweep goes at once: the strays it pushes back wait for no thread here.
+                sweep = self._sweep is not None
+                if give_back or sweep or self.acks.due() or (room > 0 and wanted):
                     held = [unit for unit, _ in self.pool.held.values()]
                     held += self._stuck.values()
+                    self._sweep_seen = self._sweep_asks
                     return Request(room, self.acks.take(), self._sweep, held, give_back)
                 self.pool.cond.wait(ACK_MAX_DELAY)
         return None
@@ -360,7 +368,8 @@ class Manager:
                     # Finished jobs whose acks are still pending are not strays.
                     self.fetch.requeue_unheld([*held, *acks], sweep)
                     with self.pool.cond:
-                        self._sweep = None
+                        if self._sweep_asks == self._sweep_seen:  # none asked meanwhile
+                            self._sweep = None
                 paused = self.paused()
                 sent_at = time.monotonic()
                 if room <= 0 or (idle and not acks and not self.fetch.broken and (
@@ -384,7 +393,7 @@ class Manager:
                 # bug) pauses fetching with a back-off; the fetcher itself never ends.
                 self.acks.put_back(acks)
                 with self.pool.cond:  # a lost reply, or a script error after it moved jobs
-                    self._sweep = (
+                    self._ask_sweep(
                         "a reply lost to a connection error"
                         if isinstance(exc, REDIS_DOWN)
                         else "moved by a fetch that failed"
@@ -438,9 +447,35 @@ class Manager:
         if rejected:
             self._requeue(rejected, "fetched while going quiet or pausing")
 
+    def _ask_sweep(self, why: str) -> None:
+        """Have the fetcher push back, in its next round, the jobs of this process's private
+        lists that no thread holds (``why``: for the log line). Hold ``pool.cond``."""
+        self._sweep = why
+        self._sweep_asks += 1
+        self.pool.cond.notify_all()
+
     def _requeue(self, units: list[UnitOfWork], why: str) -> None:
+        """Push back jobs this process no longer holds (taken out of ``pool.held``).
+
+        If the push-back fails, the jobs stay in the private list held by no thread, and
+        this process's heartbeat keeps orphan recovery away from them: the fetcher is told
+        to sweep the private lists (:meth:`ReliableFetch.requeue_unheld`), retried until
+        Redis answers. Without the sweep, the Sentinel chaos test lost the jobs given back
+        from behind threads stuck on their acknowledgements just after the master's
+        SIGKILL. Never raises: on the fetcher thread (a give-back) an error must not end it.
+        """
         try:
             pushed = self.fetch.requeue(units)
             log.info("pushed back %d job(s) not started (%s)", pushed, why)
-        except REDIS_DOWN as exc:
-            log.error("could not push back %d job(s) (%s): %s", len(units), why, exc)
+        except Exception as exc:
+            with self.pool.cond:
+                self._ask_sweep("a push-back that failed")
+            log.error(
+                "could not push back %d job(s) (%s): %s; they are pushed back from the "
+                "private list once Redis answers",
+                len(units),
+                why,
+                exc,
+            )
+            if not isinstance(exc, REDIS_DOWN):
+                self.report(exc, {"context": "push back"})

@@ -57,11 +57,7 @@ ACK_WAIT_ENV = {"RFETCH_MIN_REPLICAS": "1", "RFETCH_MIN_REPLICAS_ACKS": "true",
     [
         (1, False),
         (0, False),
-        pytest.param(1, True, marks=pytest.mark.xfail(
-            strict=False,
-            reason="known: one clean-clone run lost 4 jobs with min_replicas_acks on "
-            "(docs/guarantees.md, Sentinel failover); not yet explained",
-        )),
+        (1, True),
     ],
     ids=["min_replicas=1", "min_replicas=0", "min_replicas=1+acks"],
 )
@@ -89,7 +85,10 @@ def test_sentinel_failover_mid_run(
     evidence = Evidence(evidence_dir)
     pushed: list[tuple[float, list[str]]] = []  # (when the push returned, its jids)
     failover: dict[str, float] = {}
-    killer = threading.Thread(target=_kill_and_rejoin, args=(cluster, failover, say))
+    failover_error: list[str] = []
+    killer = threading.Thread(
+        target=_kill_and_rejoin, args=(cluster, failover, failover_error, say)
+    )
     try:
         for _ in range(WORKERS):
             fleet.start()
@@ -119,6 +118,13 @@ def test_sentinel_failover_mid_run(
             f"{len(lost)} lost, {evidence.duplicates()} duplicates (bound {bound}), "
             f"{len(early)} of them first finished more than {LAG_WINDOW} s before the kill, "
             f"{len(late)} jobs pushed in the last second before the kill")
+        # The topology the bounds assume: one failover, the old master back as a replica.
+        # Otherwise say so (the counts above are still printed), not only that jobs are lost.
+        assert "rejoined" in failover, (
+            f"the killed master did not come back as a replica ({failover_error}); "
+            f"{len(lost)} lost; sentinels:\n"
+            + "\n".join(s.log_tail() for s in cluster.sentinels)
+        )
         assert all(proc.proc.poll() is None for proc in fleet.live), fleet.logs()
         assert early == []  # only the failover's window runs a job twice
         if bound is not None:
@@ -133,11 +139,20 @@ def test_sentinel_failover_mid_run(
 
 
 def _kill_and_rejoin(
-    cluster: SentinelSet, failover: dict[str, float], say: Callable[[str], None]
+    cluster: SentinelSet,
+    failover: dict[str, float],
+    error: list[str],
+    say: Callable[[str], None],
 ) -> None:
-    failover["killed"] = time.time()
-    killed, took = cluster.kill_master()
-    failover["promoted"] = took
-    say(f"master on port {killed.port} SIGKILLed; replica promoted after {took:.1f} s")
-    cluster.restart_as_replica(killed)
-    say("the old master is back as a replica")
+    """SIGKILL the master, wait for the promotion, start the killed one again as a replica
+    (``failover["rejoined"]``); what went wrong goes to ``error`` for the test to report."""
+    try:
+        failover["killed"] = time.time()
+        killed, took = cluster.kill_master()
+        failover["promoted"] = took
+        say(f"master on port {killed.port} SIGKILLed; replica promoted after {took:.1f} s")
+        cluster.restart_as_replica(killed)
+        failover["rejoined"] = time.time()
+        say("the old master is back as a replica")
+    except Exception as exc:
+        error.append(repr(exc))
