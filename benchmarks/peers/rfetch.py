@@ -47,22 +47,26 @@ class RfetchPlainPeer(RfetchPeer):
         return ["env", f"PYTHONPATH={NO_SPEEDUPS}:{rt.repo}", *super().client_argv(rt, args)]
 
 
-class RfetchPinnedPeer(RfetchPeer):
+class RfetchAffinityPeer(RfetchPeer):
+    """rfetch with ``--cpu-affinity`` set to :attr:`affinity` (not run unless named)."""
+
+    affinity = ""
+    default = False
+
+    def worker_argv(self, rt: Runtime, concurrency: int, queues: Sequence[str]) -> list[str]:
+        return [*super().worker_argv(rt, concurrency, queues), "--cpu-affinity", self.affinity]
+
+
+class RfetchPinnedPeer(RfetchAffinityPeer):
     key = "rfetch-pinned"
     label = "rfetch --cpu-affinity auto"
-    default = False
-
-    def worker_argv(self, rt: Runtime, concurrency: int, queues: Sequence[str]) -> list[str]:
-        return [*super().worker_argv(rt, concurrency, queues), "--cpu-affinity", "auto"]
+    affinity = "auto"
 
 
-class RfetchKernelPeer(RfetchPeer):
+class RfetchKernelPeer(RfetchAffinityPeer):
     key = "rfetch-none"
     label = "rfetch --cpu-affinity none"
-    default = False
-
-    def worker_argv(self, rt: Runtime, concurrency: int, queues: Sequence[str]) -> list[str]:
-        return [*super().worker_argv(rt, concurrency, queues), "--cpu-affinity", "none"]
+    affinity = "none"
 
 
 PEERS = [RfetchPeer(), RfetchPlainPeer(), RfetchPinnedPeer(), RfetchKernelPeer()]
