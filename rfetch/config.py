@@ -156,10 +156,10 @@ class Config:
             docs/flow-control.md). Queues not named have no limit.
         cpu_affinity: where ``rfetch worker`` runs its threads (CPU affinity):
             ``"adaptive"``, the default (one CPU, worker processes of a host spread over
-            the CPUs, and every allowed CPU while the jobs are measured to run in parallel:
-            :mod:`rfetch.worker.adaptive_affinity`), ``"auto"`` (always that one CPU),
-            ``"none"`` (the kernel's placement) or a CPU list such as ``"2"`` or ``"0-3"``;
-            see :mod:`rfetch.affinity`.
+            the CPUs, and every allowed CPU while a probe measures that it gets the process
+            clearly more CPU: :mod:`rfetch.worker.adaptive_affinity`), ``"auto"`` (always
+            that one CPU), ``"none"`` (the kernel's placement) or a CPU list such as
+            ``"2"`` or ``"0-3"``; see :mod:`rfetch.affinity`.
         processes: ``rfetch worker --processes``: worker processes forked and supervised
             by one parent (Sidekiq Enterprise's swarm, :mod:`rfetch.swarm`); 1 runs one
             worker process with no supervisor.

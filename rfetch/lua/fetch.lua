@@ -48,9 +48,10 @@
 -- type (lib/guard.lua) is not done: the job is acknowledged, and its key stays held until
 -- stuck-key rescue (rescue.lua) finds the keys fixed; the key's next job stays waiting. A
 -- batched job that this LREM removed counts as succeeded in its batch (lib/batch.lua), in
--- this same call (a batch hash that is missing or of another type: acknowledged, not counted). Then jobs are moved one by one from the
--- right end (oldest) of each public queue to the left end of its private list (LMOVE RIGHT
--- LEFT, as super_fetch), taking queues in the order given until ARGV[1] jobs are moved.
+-- this same call (a batch hash that is missing or of another type: acknowledged, not
+-- counted). Then jobs are moved one by one from the right end (oldest) of each public queue
+-- to the left end of its private list (LMOVE RIGHT LEFT, as super_fetch), taking queues in
+-- the order given until ARGV[1] jobs are moved.
 -- Atomic: a job is always in exactly one list.
 -- A fair queue alternates one job from its tenant ring and one from its public queue while
 -- both have work; a capped queue adds to each turn the jobs of the key at the head of its
@@ -150,6 +151,13 @@ local looked_at = 0
 local moved = 0
 local refused = false
 
+-- A job moved from the p-th queue: counted, and returned with p.
+local function take(p, job)
+  moved = moved + 1
+  jobs[#jobs + 1] = p
+  jobs[#jobs + 1] = job
+end
+
 -- One job from the tenant ring whose keys start at KEYS[base + 1], into private list dst.
 local function ring_step(base, dst)
   local ring, credits, weights = KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
@@ -190,9 +198,7 @@ for p = 1, pairs_to_fetch do
     local took = false
     if C then
       for _, job in ipairs(cap_step(C, KEYS[2 * p], limit - moved)) do
-        moved = moved + 1
-        jobs[#jobs + 1] = p
-        jobs[#jobs + 1] = job
+        take(p, job)
         took = true
       end
       if moved >= limit then break end
@@ -200,9 +206,7 @@ for p = 1, pairs_to_fetch do
     if base then
       local job = ring_step(base, KEYS[2 * p])
       if job then
-        moved = moved + 1
-        jobs[#jobs + 1] = p
-        jobs[#jobs + 1] = job
+        take(p, job)
         took = true
       end
       if moved >= limit then break end
@@ -220,9 +224,7 @@ for p = 1, pairs_to_fetch do
         broken[#broken + 1] = redis.call('TYPE', KEYS[2 * p - 1])['ok']
         plain_done = true
       elseif job then
-        moved = moved + 1
-        jobs[#jobs + 1] = p
-        jobs[#jobs + 1] = job
+        take(p, job)
         took = true
       else
         plain_done = true

@@ -11,8 +11,8 @@ and its host, so it is measured, not configured:
 * the process starts pinned, on the CPU of its slot (as ``auto``);
 * each window (``window`` seconds) in which it was saturated (a fetched job waiting for a
   thread, or every thread busy, in ``saturated_share`` of ``samples`` looks) measures the
-  CPU it got: process CPU seconds per wall second (:func:`time.process_time`, every
-  thread). A window in which it was not saturated is not judged: its CPU use says how
+  CPU it got: CPU seconds per wall second of every thread and of the children
+  (:func:`tree_cpu`). A window in which it was not saturated is not judged: its CPU use says how
   much work there was, not how the work runs, so an idle process keeps its placement;
 * after ``probe_after`` saturated windows in one placement, one window runs in the other
   (a probe). Spread wins when it got at least ``gain`` times the CPU the pinned windows
@@ -195,6 +195,8 @@ class AdaptiveAffinity:
         self.apply = apply or self._place
         self.moves = 0
         """Moves made so far (pinned or spread)."""
+        self._last: tuple[float, float] | None = None
+        """(CPU, wall) clock readings at the end of the last window."""
         self.guard = ThreadGuard("adaptive affinity", log, report, first=1.0, cap=60.0)
 
     @property
@@ -222,14 +224,19 @@ class AdaptiveAffinity:
             OSError: the kernel refused a move (the process stays where it was).
         """
         tuning = self.policy.tuning
-        cpu0, wall0 = self.cpu_clock(), self.wall_clock()
+        # A window starts where the last one ended: one reading of the clocks per window
+        # (tree_cpu scans the process table for children).
+        cpu0, wall0 = self._last or (self.cpu_clock(), self.wall_clock())
+        self._last = None
         busy = 0
         for _ in range(tuning.samples):
             if stop.wait(pause):
                 return
             busy += bool(self.saturated())
-        wall = self.wall_clock() - wall0
-        cpus = (self.cpu_clock() - cpu0) / wall if wall > 0 else 0.0
+        cpu1, wall1 = self.cpu_clock(), self.wall_clock()
+        self._last = (cpu1, wall1)
+        wall = wall1 - wall0
+        cpus = (cpu1 - cpu0) / wall if wall > 0 else 0.0
         judged = busy >= tuning.saturated_share * tuning.samples
         before = self.policy.where
         placement = self.policy.placement
