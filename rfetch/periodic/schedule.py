@@ -61,6 +61,8 @@ class Schedule:
         args: the job's arguments (native JSON).
         options: job options, the class's defaults overridden by the registration's.
         catch_up: catch-up window in seconds as given, or None for the default.
+        external: the job runs in another process (a Ruby Sidekiq worker, another
+            application): pushed by name, not looked for among this worker's jobs.
     """
 
     name: str
@@ -69,6 +71,7 @@ class Schedule:
     args: tuple[Any, ...] = ()
     options: Mapping[str, Any] = field(default_factory=dict)
     catch_up: float | None = None
+    external: bool = False
 
     @property
     def queue(self) -> str:
@@ -127,14 +130,16 @@ def build_schedule(
     queue: str | None = None,
     tz: str = "UTC",
     catch_up: float | None = None,
+    external: bool = False,
     **job_options: Any,
 ) -> Schedule:
     """Check one registration and build its :class:`Schedule`.
 
     Raises:
         ConfigError: naming the schedule, for a bad expression or time zone, a job class
-            that is not a job, arguments that are not native JSON, a bad catch-up window
-            or a bad or unsupported job option.
+            that is not a job, ``external`` with a job class rather than a name, arguments
+            that are not native JSON, a bad catch-up window or a bad or unsupported job
+            option.
     """
     from rfetch.options import check_options  # the client's option rules, imported late
     from rfetch.payload import check_args
@@ -152,6 +157,10 @@ def build_schedule(
                 "function or a registered job name"
             )
         label = name or job_name
+        if external and not isinstance(job_class, str):
+            raise ConfigError(
+                "external=True takes the job's name (a string), not a class of this process"
+            )
         if not NAME_PATTERN.match(label):
             raise ConfigError(
                 "a schedule name is 1-200 characters without white space or '|'"
@@ -190,6 +199,7 @@ def build_schedule(
         args=tuple(args),
         options=options,
         catch_up=None if catch_up is None else float(catch_up),
+        external=external,
     )
 
 
@@ -213,20 +223,26 @@ class PeriodicRegistry:
         queue: str | None = None,
         tz: str = "UTC",
         catch_up: float | None = None,
+        external: bool = False,
         **job_options: Any,
     ) -> Schedule:
         """Add a schedule: push ``job_class`` with ``args`` at every tick of ``cron``.
 
         Args:
             cron: 5 fields, 6 with seconds first, or a macro such as ``@hourly``.
-            job_class: an :class:`rfetch.Job` subclass, an ``@rfetch.job`` function, or the
-                registered name of a job (e.g. one a Ruby worker runs).
+            job_class: an :class:`rfetch.Job` subclass, an ``@rfetch.job`` function, or a
+                job's name (its payload ``class``): a job this worker runs, or with
+                ``external=True`` one that only another process runs.
             args: JSON-native arguments (default none).
             name: the schedule's name (default: the job's name); unique.
             queue: the queue (default: the class's).
             tz: IANA time zone the fields are read in (default ``"UTC"``).
             catch_up: seconds a tick may be pushed late after a leaderless gap (default:
                 one period of the expression, at least 4 leader TTLs, at most one hour).
+            external: the job is run by another process, such as a Ruby Sidekiq worker
+                (default False): its name is pushed as given, to ``queue``, as Sidekiq
+                Enterprise's periodic jobs push a class name, and the worker does not
+                require a job of that name at start. Needs a name, not a class.
             job_options: other job options (``retry``, ``dead``, ``tags``, ...), over the
                 class's own.
 
@@ -238,7 +254,7 @@ class PeriodicRegistry:
         """
         schedule = build_schedule(
             cron, job_class, args=args, name=name, queue=queue, tz=tz, catch_up=catch_up,
-            **job_options,
+            external=external, **job_options,
         )
         self._add(schedule)
         return schedule
@@ -270,20 +286,23 @@ class PeriodicRegistry:
             self._add(build_schedule(cron, cls, tz=getattr(cls, "cron_tz", None) or "UTC"))
 
     def check_jobs(self, known: Iterable[str]) -> None:
-        """Check that every schedule's job is one the worker runs.
+        """Check that every schedule's job is one the worker runs, unless the schedule is
+        ``external`` (another process, such as a Ruby worker, runs it).
 
         Args:
             known: the job names of the worker's registry.
 
         Raises:
-            ConfigError: naming the first schedule whose job is unknown.
+            ConfigError: naming the first schedule whose job is unknown and not external.
         """
         names = set(known)
         for schedule in self._schedules.values():
-            if schedule.job_name not in names:
+            if schedule.job_name not in names and not schedule.external:
                 raise ConfigError(
                     f"periodic schedule {schedule.name!r}: job {schedule.job_name!r} is not "
-                    "registered by this worker (is its module named with -r?)"
+                    "registered by this worker (is its module named with -r? A job that only "
+                    "another process runs, such as a Ruby worker, is registered with "
+                    "external=True)"
                 )
 
     def get(self, name: str) -> Schedule | None:
