@@ -115,8 +115,10 @@ class AsyncClient:
         if sink is None:
             return await self._send_or_buffer(jobs)
         awrite = getattr(sink, "awrite", None)
-        if awrite is not None:  # a sink with an asyncio form (inline mode awaits jobs)
-            result: list[bool] | None = await awrite(jobs, self.client.deliver)
+        if awrite is not None:  # a sink with an asyncio form (inline mode, Django on-commit)
+            result: list[bool] | None = await awrite(
+                jobs, self.client.deliver, self._send_or_buffer
+            )
             return result
         return sink.write(jobs, self.client.deliver)
 
