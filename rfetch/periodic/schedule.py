@@ -141,8 +141,7 @@ def build_schedule(
             that are not native JSON, a bad catch-up window or a bad or unsupported job
             option.
     """
-    from rfetch.options import check_options  # the client's option rules, imported late
-    from rfetch.payload import check_args
+    from rfetch.payload import check_args  # the client's rules, imported late
 
     cls = job_class_of(job_class)
     label = name or getattr(cls, "__name__", None) or repr(job_class)
@@ -168,25 +167,8 @@ def build_schedule(
         if not isinstance(args, (list, tuple)):
             raise ConfigError(f"args must be a list, got {type(args).__name__}")
         check_args(list(args))
-        if catch_up is not None and (
-            isinstance(catch_up, bool) or not isinstance(catch_up, (int, float))
-            or not MIN_CATCH_UP <= catch_up < float("inf")
-        ):
-            raise ConfigError(
-                f"catch_up must be a number of seconds >= {MIN_CATCH_UP}, got {catch_up!r}"
-            )
-        unsupported = UNSUPPORTED_OPTIONS & set(job_options)
-        if unsupported:
-            raise ConfigError(
-                f"option(s) {sorted(unsupported)} cannot be used by a periodic job (each tick "
-                "is pushed once already, without the ordering-key gate)"
-            )
-        options = {k: v for k, v in defaults.items() if k not in UNSUPPORTED_OPTIONS}
-        options.update(job_options)
-        if queue is not None:
-            options["queue"] = queue
-        options = {k: v for k, v in options.items() if v is not None}
-        check_options(options)
+        _check_catch_up(catch_up)
+        options = _job_options(defaults, job_options, queue)
         parsed = Cron(cron, tz)
     except ArgsNotSerializable as exc:
         raise ConfigError(f"periodic schedule {label!r}: {exc}") from None
@@ -201,6 +183,44 @@ def build_schedule(
         catch_up=None if catch_up is None else float(catch_up),
         external=external,
     )
+
+
+def _check_catch_up(catch_up: float | None) -> None:
+    """Raise ConfigError unless ``catch_up`` is None or a number of seconds (at least
+    ``MIN_CATCH_UP``, finite)."""
+    if catch_up is not None and (
+        isinstance(catch_up, bool) or not isinstance(catch_up, (int, float))
+        or not MIN_CATCH_UP <= catch_up < float("inf")
+    ):
+        raise ConfigError(
+            f"catch_up must be a number of seconds >= {MIN_CATCH_UP}, got {catch_up!r}"
+        )
+
+
+def _job_options(
+    defaults: Mapping[str, Any], given: Mapping[str, Any], queue: str | None
+) -> dict[str, Any]:
+    """The class's default options without those a periodic push refuses, overridden by
+    the registration's and ``queue``, checked by the client's rules.
+
+    Raises:
+        ConfigError: an option of ``UNSUPPORTED_OPTIONS`` given, or a bad option.
+    """
+    from rfetch.options import check_options  # the client's option rules, imported late
+
+    unsupported = UNSUPPORTED_OPTIONS & set(given)
+    if unsupported:
+        raise ConfigError(
+            f"option(s) {sorted(unsupported)} cannot be used by a periodic job (each tick "
+            "is pushed once already, without the ordering-key gate)"
+        )
+    options = {k: v for k, v in defaults.items() if k not in UNSUPPORTED_OPTIONS}
+    options.update(given)
+    if queue is not None:
+        options["queue"] = queue
+    options = {k: v for k, v in options.items() if v is not None}
+    check_options(options)
+    return options
 
 
 class PeriodicRegistry:
