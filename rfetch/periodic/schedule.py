@@ -146,20 +146,8 @@ def build_schedule(
     cls = job_class_of(job_class)
     label = name or getattr(cls, "__name__", None) or repr(job_class)
     try:
-        if isinstance(job_class, str):
-            job_name, defaults = job_class, {}
-        elif callable(getattr(cls, "job_name", None)):
-            job_name, defaults = cls.job_name(), dict(cls.default_options())
-        else:
-            raise ConfigError(
-                f"{job_class!r} is not a job: give an rfetch.Job subclass, an @rfetch.job "
-                "function or a registered job name"
-            )
+        job_name, defaults = _job_of(job_class, external)
         label = name or job_name
-        if external and not isinstance(job_class, str):
-            raise ConfigError(
-                "external=True takes the job's name (a string), not a class of this process"
-            )
         if not NAME_PATTERN.match(label):
             raise ConfigError(
                 "a schedule name is 1-200 characters without white space or '|'"
@@ -183,6 +171,27 @@ def build_schedule(
         catch_up=None if catch_up is None else float(catch_up),
         external=external,
     )
+
+
+def _job_of(job_class: Any, external: bool) -> tuple[str, dict[str, Any]]:
+    """The job name and default options of a registration's ``job_class``.
+
+    Raises:
+        ConfigError: ``job_class`` is neither a job nor a name; ``external`` with a class.
+    """
+    if isinstance(job_class, str):
+        return job_class, {}
+    cls = job_class_of(job_class)
+    if not callable(getattr(cls, "job_name", None)):
+        raise ConfigError(
+            f"{job_class!r} is not a job: give an rfetch.Job subclass, an @rfetch.job "
+            "function or a registered job name"
+        )
+    if external:
+        raise ConfigError(
+            "external=True takes the job's name (a string), not a class of this process"
+        )
+    return cls.job_name(), dict(cls.default_options())
 
 
 def _check_catch_up(catch_up: float | None) -> None:
