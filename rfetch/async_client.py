@@ -14,6 +14,16 @@ Redis answers; while the buffer holds jobs, newer pushes go after them through t
 The middleware receive the sync client's ``redis`` (Sidekiq passes its connection pool), so
 one chain serves both clients; a middleware that calls Redis blocks the loop while it does.
 
+The Redis topology is the sync client's too: a ``redis+sentinel://`` URL gives redis-py's
+asyncio Sentinel client of the master, which follows a failover, and ``Config.cluster`` its
+asyncio ``RedisCluster`` (:func:`rfetch.store.connection.connect_async`); the keys, and so
+the hash slot of a ``{tag}`` namespace, are built by the same code. With
+``Config.min_replicas`` a push is written by the sync client's delivery in a worker thread:
+``WAIT`` (or ``WAITAOF``) must run on the connection that wrote, and a push not yet on
+enough replicas stays in the one buffer whose delivery thread asks again on that connection
+(:mod:`rfetch.replicas`), so the asyncio push returns once the replicas have it, as the sync
+one does.
+
 An asyncio Redis client belongs to the event loop that uses it, so one is made per loop
 (a test suite that runs each test in its own loop gets a fresh one each time), and per
 shard: with ``Config.shards`` each job goes to its queue's shard (:mod:`rfetch.shards`),
@@ -115,8 +125,10 @@ class AsyncClient:
         if sink is None:
             return await self._send_or_buffer(jobs)
         awrite = getattr(sink, "awrite", None)
-        if awrite is not None:  # a sink with an asyncio form (inline mode awaits jobs)
-            result: list[bool] | None = await awrite(jobs, self.client.deliver)
+        if awrite is not None:  # a sink with an asyncio form (inline mode, Django on-commit)
+            result: list[bool] | None = await awrite(
+                jobs, self.client.deliver, self._send_or_buffer
+            )
             return result
         return sink.write(jobs, self.client.deliver)
 
@@ -137,9 +149,10 @@ class AsyncClient:
 
     async def _send_to(self, shard: int, jobs: Sequence[BufferedJob]) -> list[bool] | None:
         """Write to one shard, or buffer when it cannot be reached (:meth:`Delivery.write`'s
-        rules: never ahead of a buffered job)."""
+        rules: never ahead of a buffered job). With ``min_replicas`` the write is
+        :meth:`Delivery.write` itself, in a worker thread (see the module docstring)."""
         delivery = self.client.deliveries[shard]
-        if delivery.holding:
+        if delivery.holding or delivery.replica_wait is not None:
             return await asyncio.to_thread(delivery.write, jobs)
         try:
             return await self._sender(shard).send(jobs, self.config.max_queue_size)
@@ -153,7 +166,7 @@ class AsyncClient:
 
         Raises:
             RuntimeError: no event loop is running.
-            ConfigError: a setting the asyncio client does not support (see
+            ConfigError: a malformed Sentinel URL (see
                 :func:`rfetch.store.connection.connect_async`).
         """
         return self._sender(0).commands.redis

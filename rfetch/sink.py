@@ -10,13 +10,16 @@ decides what happens next:
 - ``rfetch.integrations.django`` calls ``send`` when the surrounding database transaction
   commits, and never if it rolls back (Sidekiq 7's transaction-aware client).
 
-A Client without a sink calls ``send`` directly. A sink is given to the Client at
+A sink may also have an asyncio form, ``async def awrite(jobs, send, asend)``, which the
+asyncio client awaits instead of calling ``write`` from its event loop; ``asend`` is the
+asyncio write, ``send`` the threaded one (the Django sink runs it at commit, in the thread of
+the transaction). A Client without a sink calls ``send`` directly. A sink is given to the Client at
 construction (``Client(config, sink=...)``); nothing is patched afterwards.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from rfetch.push_buffer import BufferedJob
@@ -24,6 +27,10 @@ from rfetch.push_buffer import BufferedJob
 Send = Callable[[Sequence[BufferedJob]], "list[bool] | None"]
 """The Client's write to Redis: per job whether it was written (False: a unique job's lock
 was held), or None when Redis was unreachable and the jobs were buffered."""
+
+AsyncSend = Callable[[Sequence[BufferedJob]], Awaitable["list[bool] | None"]]
+"""The asyncio client's write to Redis (:class:`rfetch.async_client.AsyncClient`), with
+:data:`Send`'s reply."""
 
 
 class Sink(Protocol):

@@ -47,7 +47,7 @@ from rfetch.job import Job
 from rfetch.middleware import run_coroutine, run_server_chain, run_server_chain_async
 from rfetch.payload import Payload, Routing
 from rfetch.push_buffer import BufferedJob
-from rfetch.sink import Send
+from rfetch.sink import AsyncSend, Send
 
 
 def find_job_class(name: str) -> type[Job]:
@@ -281,7 +281,9 @@ class InlineRunner:
             self.runner.run(payload)
         return [True] * len(jobs)
 
-    async def awrite(self, jobs: Sequence[BufferedJob], send: Send) -> list[bool]:
+    async def awrite(
+        self, jobs: Sequence[BufferedJob], send: Send, asend: AsyncSend
+    ) -> list[bool]:
         """The same for ``aperform_async``: async jobs are awaited in the caller's loop."""
         for job in jobs:
             payload = _read(job)

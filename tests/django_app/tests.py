@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import redis
+from asgiref.sync import async_to_sync, sync_to_async
 from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.test import TestCase, TransactionTestCase
@@ -96,6 +98,65 @@ class OnCommitTests(TransactionTestCase):
         with transaction.atomic(), self.assertRaises(rfetch.ArgsNotSerializable):
             WelcomeSignup.perform_async(object())  # type: ignore[arg-type]
         self.assertEqual(queued_jids(self.redis), [])
+
+
+class AsyncOnCommitTests(TransactionTestCase):
+    """``aperform_async`` and friends inside transaction.atomic() wait for the commit too.
+
+    Django's atomic() is synchronous: asyncio pushes reach it through ``async_to_sync`` from
+    the block's thread, whether the block is plain sync code or an async view's
+    ``sync_to_async`` call."""
+
+    def setUp(self) -> None:
+        self.redis = redis_client()
+        self.redis.flushdb()
+
+    def tearDown(self) -> None:
+        self.redis.close()
+
+    def test_an_async_push_inside_a_transaction_is_written_at_commit(self) -> None:
+        with transaction.atomic():
+            jid = async_to_sync(WelcomeSignup.aperform_async)(5)
+            self.assertIsNotNone(jid)
+            self.assertEqual(queued_jids(self.redis), [])
+        self.assertEqual(queued_jids(self.redis), [jid])
+
+    def test_a_rolled_back_transaction_drops_async_pushes(self) -> None:
+        try:
+            with transaction.atomic():
+                async_to_sync(WelcomeSignup.aperform_async)(6)
+                async_to_sync(WelcomeSignup.aperform_in)(60, 7)
+                async_to_sync(WelcomeSignup.aperform_bulk)([[8], [9]])
+                raise RuntimeError("rolled back")
+        except RuntimeError:
+            pass
+        self.assertEqual(queued_jids(self.redis), [])
+        self.assertEqual(self.redis.zcard("schedule"), 0)
+
+    def test_an_async_views_atomic_block_defers_and_drops_with_it(self) -> None:
+        queued_at_push: list[list[str]] = []
+
+        @transaction.atomic
+        def signup(email: str, fail: bool) -> str | None:
+            row = Signup.objects.create(email=email)
+            jid = async_to_sync(WelcomeSignup.aperform_async)(row.pk)
+            queued_at_push.append(queued_jids(self.redis))
+            if fail:
+                raise RuntimeError("rolled back")
+            return jid
+
+        async def view() -> str | None:
+            with contextlib.suppress(RuntimeError):
+                await sync_to_async(signup)("dan@example.com", True)
+            return await sync_to_async(signup)("eve@example.com", False)
+
+        jid = async_to_sync(view)()
+        self.assertEqual(queued_at_push, [[], []])
+        self.assertEqual(queued_jids(self.redis), [jid])
+
+    def test_outside_a_transaction_an_async_push_is_written_at_once(self) -> None:
+        jid = async_to_sync(WelcomeSignup.aperform_async)(10)
+        self.assertEqual(queued_jids(self.redis), [jid])
 
 
 class WorkerTests(TransactionTestCase):
