@@ -1,12 +1,15 @@
 """Recycling a swarm's worker runs no job twice: ``--max-memory`` and USR2 with jobs that
 run longer than ``-t``, real workers, Redis and signals. A recycled worker lets its running
 jobs finish (no ``-t`` deadline) and exits 0; each job's starts are counted by the job
-itself (``INCR`` in Redis) and recorded in a file outside Redis."""
+itself (``INCR`` in Redis) and recorded in a file outside Redis. A job that keeps its
+recycled worker until it is killed (the OOM killer) ends as a poison pill."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,7 @@ import redis
 
 import rfetch
 from tests.support.redis_server import RedisServer
-from tests.support.swarm import Records, children
+from tests.support.swarm import Records, children, set_entries
 from tests.support.wait import wait_for
 from tests.support.workers import JOBS_DIR, WorkerProcess
 
@@ -114,3 +117,33 @@ def test_term_during_a_recycle_pushes_back_after_t(
     assert worker.wait(30) == 0
     assert r.llen("queue:default") == 1 and not records.count("done")
     assert not list(r.scan_iter("queue:sq|*"))
+
+
+@pytest.mark.slow
+def test_a_job_whose_memory_kills_its_worker_ends_in_the_dead_set(
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
+) -> None:
+    """A recycle sets no deadline, so a job that keeps its memory is ended by what ends its
+    worker: here a KILL of each recycled worker, as the OOM killer would. The parent
+    recovers it, counting recoveries: after ``poison_max_recoveries`` (3) it is in the dead
+    set as a poison pill, not run again in every fresh worker."""
+    records = Records(tmp_path / "records")
+    worker = _swarm(redis_server.url, tmp_path, records, "-c", "1", "--max-memory", "150",
+                    "-t", "1")
+    try:
+        wait_for(lambda: r.scard("processes") == 1, 30, worker.log)
+        jid = _hog(redis_server.url, 200, 3600.0)
+        for kills in range(1, 4):
+            wait_for(lambda k=kills: records.count("start")[jid] == k, 60, worker.log)
+            wait_for(lambda k=kills: worker.log().count("max-memory") >= k, 60, worker.log)
+            time.sleep(2.0)  # past -t: the recycled worker still runs it, alone
+            assert records.count("start")[jid] == kills
+            os.kill(records.pids("start", jid)[-1], signal.SIGKILL)  # raises if it is gone
+        wait_for(lambda: r.zcard("dead") == 1, 60, worker.log)
+        dead = set_entries(r, "dead")[jid]
+        assert dead["error_class"] == "rfetch.PoisonPill", dead
+        assert "recovered 3 times" in str(dead["error_message"])
+        assert r.llen("queue:default") == 0 and records.count("died")[jid] == 1
+        assert int(r.get(f"hog-starts:{jid}") or 0) == 3
+    finally:
+        assert worker.stop(30) == 0
