@@ -147,3 +147,35 @@ def test_a_job_whose_memory_kills_its_worker_ends_in_the_dead_set(
         assert int(r.get(f"hog-starts:{jid}") or 0) == 3
     finally:
         assert worker.stop(30) == 0
+
+
+def test_usr1_to_a_sharded_worker_lets_each_shard_finish_its_jobs(tmp_path: Path) -> None:
+    """USR1 (what a swarm's parent sends to recycle) to a worker over two shards: the idle
+    shard's launcher exits at once, without stopping the other one, whose job (longer than
+    ``-t``) finishes; the worker then exits 0 with nothing pushed back."""
+    first, second = RedisServer(), RedisServer()
+    first.start()
+    second.start()
+    records = Records(tmp_path / "records")
+    env = {**ENV, "RFETCH_SHARDS": f"{first.url} {second.url}",
+           "RFETCH_SHARD_MAP": "alpha=0,beta=1", "RFETCH_TEST_RECORD": str(records.path)}
+    worker = WorkerProcess(first.url, ["-r", "limit_jobs", "-q", "alpha", "-q", "beta",
+                                       "-t", "1"], env=env, log_dir=tmp_path)
+    try:
+        import limit_jobs
+
+        config = rfetch.Config(shards=(first.url, second.url), shard_map={"alpha": 0, "beta": 1})
+        jid = limit_jobs.Hog.set(client=rfetch.Client(config), queue="alpha").perform_async(
+            1, 4.0)
+        wait_for(lambda: records.count("start")[jid] == 1, 30, worker.log)
+        worker.signal(signal.SIGUSR1)
+        assert worker.wait(60) == 0, worker.log()
+        assert records.count("done")[jid] == 1
+        assert int(first.client().get(f"hog-starts:{jid}") or 0) == 1
+        assert first.client().llen("queue:alpha") == 0
+        assert "pushing them back" not in worker.log()
+    finally:
+        if worker.proc.poll() is None:
+            worker.stop(20)
+        first.cleanup()
+        second.cleanup()
