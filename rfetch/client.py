@@ -23,8 +23,9 @@ from rfetch.config import Config
 from rfetch.delivery import Delivery
 from rfetch.errors import BufferFull, ConfigError, QueueFull
 from rfetch.middleware import run_client_chain
-from rfetch.options import check_options, unique_digest
+from rfetch.options import check_options
 from rfetch.payload import Payload, check_args, dumps, new_jid, new_jids
+from rfetch.payload_fields import add_option_fields
 from rfetch.push_buffer import BufferedJob, PushBuffer
 from rfetch.replicas import ReplicaWait
 from rfetch.shards import positions_by_shard, shard_config
@@ -32,7 +33,6 @@ from rfetch.sink import INTERCEPTION, Send, Sink
 from rfetch.store.commands import Commands
 from rfetch.store.connection import connect
 from rfetch.store.keys import Keys
-from rfetch.workflow.options import WORKFLOW_FIELDS
 
 if TYPE_CHECKING:
     from rfetch.async_client import AsyncClient
@@ -134,36 +134,7 @@ class Client:
         collector = collecting()
         if collector is not None:  # inside a batch's jobs() block (Sidekiq Pro's "bid")
             payload["bid"] = collector.bid
-        for name in ("dead", "backtrace", "retry_queue", "timeout", *WORKFLOW_FIELDS):
-            if options.get(name) is not None:
-                payload[name] = options[name]
-        if options.get("tags"):
-            payload["tags"] = list(options["tags"])
-        if options.get("key") is not None:
-            payload["ordering_key"] = options["key"]
-        if options.get("coalesce"):
-            if options.get("key") is None:
-                raise ConfigError(
-                    "coalesce needs an ordering key (key= or the class's ordering_key): "
-                    "only waiting jobs of one key are merged"
-                )
-            payload["coalesce"] = options["coalesce"]
-        if options.get("score") is not None:
-            payload["score"] = options["score"]
-        if options.get("tenant") is not None:
-            payload["tenant"] = options["tenant"]
-        if options.get("concurrency_key") is not None:
-            payload["concurrency_key"] = options["concurrency_key"]
-            payload["concurrency_limit"] = options["concurrency_limit"]
-        if options.get("expires_in") is not None:
-            # Sidekiq Pro's expiring jobs: counted from the run time, so a scheduled job
-            # has its whole window once due.
-            payload["expires_at"] = max(now, at or now) + float(options["expires_in"])
-        if options.get("unique_for") is not None:
-            payload["unique_key"] = unique_digest(
-                class_name, payload["queue"], args, options.get("unique_key")
-            )
-            payload["unique_until"] = max(now, at or now) + float(options["unique_for"])
+        add_option_fields(payload, options, at, now)
         if at is None or at <= now:
             payload["enqueued_at"] = now
         else:
