@@ -21,6 +21,7 @@ from django.db import connection, transaction
 from django.test import TestCase, TransactionTestCase
 
 import rfetch
+from rfetch import testing
 from rfetch.integrations.django import immediate_client
 from rfetch.integrations.django.apps import app_config
 from tests.django_app.jobs import RecordBackend, WelcomeSignup
@@ -157,6 +158,58 @@ class AsyncOnCommitTests(TransactionTestCase):
     def test_outside_a_transaction_an_async_push_is_written_at_once(self) -> None:
         jid = async_to_sync(WelcomeSignup.aperform_async)(10)
         self.assertEqual(queued_jids(self.redis), [jid])
+
+
+class FakeModeOnCommitTests(TransactionTestCase):
+    """rfetch.testing's fake mode keeps the on-commit behaviour: a push inside a
+    transaction reaches the fake queues at commit, never on rollback; nothing reaches
+    Redis, not even through the immediate client."""
+
+    def setUp(self) -> None:
+        self.redis = redis_client()
+        self.redis.flushdb()
+
+    def tearDown(self) -> None:
+        self.assertEqual(queued_jids(self.redis), [])  # nothing ever reached Redis
+        self.redis.close()
+
+    def test_a_push_is_recorded_at_commit(self) -> None:
+        with testing.fake() as queues:
+            with transaction.atomic():
+                signup = Signup.objects.create(email="fay@example.com")
+                WelcomeSignup.perform_async(signup.pk)
+                self.assertEqual(queues.jobs(), [])  # not before the row is visible
+            queues.assert_enqueued(WelcomeSignup, args=[signup.pk], queue="django")
+            self.assertEqual(queues.drain(), 1)
+        self.assertTrue(Signup.objects.get(pk=signup.pk).welcomed)
+
+    def test_a_rolled_back_transaction_records_nothing(self) -> None:
+        with testing.fake() as queues:
+            try:
+                with transaction.atomic():
+                    signup = Signup.objects.create(email="gus@example.com")
+                    WelcomeSignup.perform_async(signup.pk)
+                    raise RuntimeError("rolled back")
+            except RuntimeError:
+                pass
+            self.assertEqual(queues.jobs(), [])
+
+    def test_the_immediate_client_is_intercepted_too(self) -> None:
+        with testing.fake() as queues, transaction.atomic():
+            jid = WelcomeSignup.set(client=immediate_client()).perform_async(5)
+            self.assertEqual([j["jid"] for j in queues.jobs()], [jid])
+
+
+class FakeModeInTestCaseTests(TestCase):
+    """In a TestCase (each test inside a transaction that never commits), on-commit pushes
+    run when the test captures the on-commit callbacks: Celery's pattern."""
+
+    def test_captured_on_commit_callbacks_record_the_push(self) -> None:
+        with testing.fake() as queues:
+            with self.captureOnCommitCallbacks(execute=True):
+                WelcomeSignup.perform_async(6)
+                self.assertEqual(queues.jobs(), [])
+            queues.assert_enqueued(WelcomeSignup, args=[6], count=1)
 
 
 class WorkerTests(TransactionTestCase):
