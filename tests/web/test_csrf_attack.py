@@ -3,33 +3,30 @@
 A page served from another port of the same host is the same *site* (cookies ignore ports,
 and so does ``SameSite``): it can set its own ``rfetch_csrf`` cookie with a longer path, which
 the browser then sends before the real one, and post a form carrying the value it planted.
-The attacker here is a real HTTP server on another port; the victim's browser is a cookie
-jar (``http.cookiejar`` sends the cookie of the longest path first, as browsers do) that adds
-the ``Origin`` and ``Sec-Fetch-Site`` headers a browser adds to a form's POST.
+The attacker here is a real HTTP server on another port (``tests/support/attacker.py``;
+``tests/e2e/test_csrf_browser.py`` runs the same attack in Chromium); the victim's browser
+is a cookie jar (``http.cookiejar`` sends the cookie of the longest path first, as browsers
+do) that adds the ``Origin`` and ``Sec-Fetch-Site`` headers a browser adds to a form's POST.
 """
 
 from __future__ import annotations
 
 import http.cookiejar
 import re
-import threading
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
 
+from tests.support.attacker import DELETE_ALL_DEAD, PLANTED, AttackerSite
 from tests.support.redis_server import RedisServer
 from tests.support.seed import jid_of
 from tests.support.web import WebProcess, failed, token_in
-
-PLANTED = "planted" + "x" * 40
-"""The attacker's cookie value: well formed, so the old double-submit check took it."""
 
 
 class Browser:
@@ -58,41 +55,6 @@ class Browser:
 
     def cookie_values(self) -> list[str]:
         return [c.value or "" for c in self.jar if c.name == "rfetch_csrf"]
-
-
-class AttackerSite:
-    """A real HTTP server on another port of 127.0.0.1: its page plants ``rfetch_csrf`` with
-    the path ``/dead`` and holds a form that deletes every dead job of the UI at ``target``."""
-
-    def __init__(self, target: str) -> None:
-        page = (
-            f'<form method="post" action="{target}/dead">'
-            f'<input name="csrf_token" value="{PLANTED}">'
-            '<input name="scope" value="matching"><input name="class" value="">'
-            '<input name="grep" value=""><input name="action" value="delete"></form>'
-        ).encode()
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                self.send_response(200)
-                self.send_header("Set-Cookie", f"rfetch_csrf={PLANTED}; Path=/dead")
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(page)))
-                self.end_headers()
-                self.wfile.write(page)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.origin = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(10)
 
 
 @pytest.fixture
@@ -169,8 +131,7 @@ def test_an_older_browser_posting_from_the_ui_itself_is_let_through(
     browser = Browser()
     status, page = browser.request(web.url + "/dead")
     assert status == 200
-    form = {"csrf_token": token_in(page), "scope": "matching", "class": "", "grep": "",
-            "action": "delete"}
+    form = {"csrf_token": token_in(page), **DELETE_ALL_DEAD}
     status, body = browser.request(web.url + "/dead", form, {"Origin": web.url})
     assert status == 303, body[:500]
     assert r.zcard("dead") == 0
@@ -192,8 +153,7 @@ def test_web_processes_sharing_the_secret_key_accept_each_others_tokens(
         browser = Browser()  # one cookie for 127.0.0.1, whatever the port
         status, page = browser.request(one.url + "/dead")
         assert status == 200
-        form = {"csrf_token": token_in(page), "scope": "matching", "class": "", "grep": "",
-                "action": "delete"}
+        form = {"csrf_token": token_in(page), **DELETE_ALL_DEAD}
         r.zadd("dead", {failed(jid_of(1)): 1})
         assert browser.request(alone.url + "/dead", form)[0] == 403
         assert r.zcard("dead") == 1
