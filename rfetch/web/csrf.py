@@ -1,24 +1,24 @@
 """CSRF protection of the web UI: every action is a POST, and a POST goes through only when
 it passes both checks below.
 
-* **Where it comes from.** ``Sec-Fetch-Site``, which every current browser sends and no page
-  can forge, must be ``same-origin`` or ``none`` (a request the user made: typed, a
-  bookmark). ``same-site`` (a page of another port of the same host, or of a sibling
-  subdomain) and ``cross-site`` are refused. A browser too old to send it sends ``Origin``
-  with a POST: its host must be this server's (the ``Host`` header as the WSGI server, or
-  Werkzeug's ``ProxyFix`` behind a proxy, gives it); ``null`` and any other host are
-  refused. An origin in ``trusted_origins`` is let through whatever the browser says. A
-  request with neither header (curl, a script) is judged by its token alone. This is the
-  rule of Go's ``net/http`` ``CrossOriginProtection``: the browser's own verdict first,
-  so a proxy that rewrites ``Host`` breaks nothing for current browsers.
+* **Where it comes from.** ``Sec-Fetch-Site``, which current browsers send over HTTPS and
+  to localhost and no page can forge, must be ``same-origin`` or ``none`` (a request the
+  user made: typed, a bookmark). ``same-site`` (a page of another port of the same host,
+  or of a sibling subdomain) and ``cross-site`` are refused. Without it (an older browser,
+  plain HTTP to another host), the ``Origin`` a browser sends with a POST is checked: its
+  host must be this server's (the ``Host`` header as the WSGI server, or Werkzeug's
+  ``ProxyFix`` behind a proxy, gives it); ``null`` and any other host are refused. An
+  origin in ``trusted_origins`` is let through whatever the browser says. A request with
+  neither header (curl, a script) is judged by its token alone. This is the rule of Go's
+  ``net/http`` ``CrossOriginProtection``: the browser's own verdict first, so a proxy that
+  rewrites ``Host`` breaks nothing for current browsers over HTTPS.
 * **A token bound to the server.** The ``rfetch_csrf`` cookie holds a random value per
   browser (256 bits, ``HttpOnly``, ``SameSite=Strict``, path = the mount point); each form
-  carries its HMAC-SHA256 under the server's secret key (itsdangerous' ``Signer``, the
-  scheme of Flask-WTF and Django's masked tokens). A page of another port or a sibling
-  subdomain can plant a cookie of that name (with a longer path, so the browser sends it
-  first), but without the key it cannot compute the token of the value it planted. Every
-  ``rfetch_csrf`` cookie the browser sends is tried, so the planted one does not lock out
-  the real page either.
+  carries its HMAC-SHA256 under the server's secret key (itsdangerous' ``Signer``, as
+  Flask-WTF signs its tokens). A page of another port or a sibling subdomain can plant a
+  cookie of that name (with a longer path, so the browser sends it first), but without the
+  key it cannot compute the token of the value it planted. Every ``rfetch_csrf`` cookie the
+  browser sends is tried, so the planted one does not lock out the real page either.
 
 The secret key is ``create_app(secret_key=...)``, else ``RFETCH_WEB_SECRET_KEY``, else
 Django's ``SECRET_KEY`` when mounted through the Django integration, else random bytes
