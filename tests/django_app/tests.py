@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -301,14 +302,26 @@ class WebUITests(TestCase):
         self.assertEqual(self.client.get("/rfetch/static/rfetch.css").status_code, 200)
 
         self.redis.sadd("queues", "django")
-        self.assertEqual(self.client.get("/rfetch/queues").status_code, 200)
+        page = self.client.get("/rfetch/queues")
+        self.assertEqual(page.status_code, 200)
         cookie = self.client.cookies["rfetch_csrf"]  # set by rfetch, through the view
         self.assertEqual(cookie["path"], "/rfetch")
-        token = cookie.value
+        found = re.search(r'name="csrf-token" content="([^"]+)"', page.content.decode())
+        assert found is not None
+        token = found.group(1)
         refused = self.client.post("/rfetch/queues/django", {"action": "pause"})
         self.assertEqual(refused.status_code, 403)  # rfetch's own CSRF check
+        for forged in ({"csrf_token": cookie.value}, {"csrf_token": token}):
+            # the cookie's value is no token; another port of the host is another origin
+            refused = self.client.post(
+                "/rfetch/queues/django", {"action": "pause", **forged},
+                headers={"Origin": "http://testserver:8000"},
+            )
+            self.assertEqual(refused.status_code, 403)
+        self.assertFalse(self.redis.sismember("paused", "django"))
         response = self.client.post(
-            "/rfetch/queues/django", {"action": "pause", "csrf_token": token}
+            "/rfetch/queues/django", {"action": "pause", "csrf_token": token},
+            headers={"Origin": "http://testserver", "Sec-Fetch-Site": "same-origin"},
         )
         self.assertEqual(response.status_code, 303)
         self.assertEqual(response["Location"], "/rfetch/queues/django")
