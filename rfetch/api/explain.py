@@ -159,7 +159,7 @@ def explain(
     at = time.time() if now is None else now
     result = Explanation(jid)
     processes = {p.identity: p for p in ProcessSet(ctx).all(include_dead=True)}
-    running_on = _running(result, processes, jid, at)
+    running_on = _running(ctx, result, processes, jid, at)
     known = _known_private_lists(ctx, processes)
     for identity, queues in sorted(known.items()):
         for queue in sorted(queues):
@@ -192,30 +192,40 @@ def explain(
 
 
 def _running(
-    result: Explanation, processes: dict[str, ProcessInfo], jid: str, now: float
+    ctx: Context, result: Explanation, processes: dict[str, ProcessInfo], jid: str, now: float
 ) -> set[str]:
+    """The busy threads running ``jid``. ``<identity>:work`` is rewritten only by the
+    heartbeat, so it names a job for up to a heartbeat interval after its end: an entry
+    counts only while the job is still in its private list (one LPOS of the exact bytes;
+    a running job leaves it when it is acknowledged, settled or cancelled)."""
+    found = [(p, job) for p in processes.values() for job in p.running if job.job.jid == jid]
+    if not found:
+        return set()
+    pipe = ctx.redis.pipeline(transaction=False)
+    for process, job in found:
+        pipe.lpos(ctx.keys.private(process.identity, job.queue), job.job.raw)  # type: ignore[arg-type]
+    held = pipe.execute(raise_on_error=False)
     identities: set[str] = set()
-    for process in processes.values():
-        for job in process.running:
-            if job.job.jid != jid:
-                continue
-            identities.add(process.identity)
-            state = "alive" if process.alive else "dead: heartbeat expired"
-            result.locations.append(
-                Location(
-                    state="running",
-                    text=(
-                        f"running on process {process.identity} ({state}), thread "
-                        f"{job.thread_id}, fetched from queue {job.queue}, started "
-                        f"{_when(job.run_at, now)}"
-                    ),
-                    job=job.job,
-                    queue=job.queue,
-                    at=job.run_at,
-                    identity=process.identity,
-                    alive=process.alive,
-                )
+    for (process, job), position in zip(found, held, strict=True):
+        if position is None:
+            continue  # ended since the last heartbeat
+        identities.add(process.identity)
+        state = "alive" if process.alive else "dead: heartbeat expired"
+        result.locations.append(
+            Location(
+                state="running",
+                text=(
+                    f"running on process {process.identity} ({state}), thread "
+                    f"{job.thread_id}, fetched from queue {job.queue}, started "
+                    f"{_when(job.run_at, now)}"
+                ),
+                job=job.job,
+                queue=job.queue,
+                at=job.run_at,
+                identity=process.identity,
+                alive=process.alive,
             )
+        )
     return identities
 
 

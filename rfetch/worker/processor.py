@@ -22,6 +22,7 @@ from rfetch.middleware import run_server_chain, run_server_chain_async
 from rfetch.payload import Payload, Routing, loads
 from rfetch.stats import Stats
 from rfetch.store.workflow_commands import Ending
+from rfetch.worker.cancels import CancelCheck
 from rfetch.worker.expiry import Expiry
 from rfetch.worker.outcome import RecordedUnit, recorded_ttl, result_text
 from rfetch.worker.registry import Registry
@@ -115,6 +116,8 @@ class Processor:
         progress: where jobs' ``self.progress(...)`` writes (None: only checked).
         expiry: drops a job past its ``expires_at`` before it runs (expiring jobs; None:
             no check, as in tests that run the processor alone).
+        cancels: records a job with a cancel mark as cancelled before it runs (None: no
+            check, as in tests that run the processor alone).
     """
 
     def __init__(
@@ -129,8 +132,10 @@ class Processor:
         job_context: JobContext | None = None,
         progress: ProgressWriter | None = None,
         expiry: Expiry | None = None,
+        cancels: CancelCheck | None = None,
     ) -> None:
         self.progress = progress
+        self.cancels = cancels
         self.config = config
         self.expiry = expiry
         self.work = work
@@ -191,6 +196,8 @@ class Processor:
         # "in" first: a job without an expiry (most) costs one dict lookup here.
         if "expires_at" in job and self.expiry is not None and self.expiry.dropped(unit, job):
             return
+        if self.cancels is not None and self.cancels.dropped(unit, job):
+            return
         routing = unit.routing
         followers = self._take_followers(unit) if routing and routing.coalesced else []
         execution = self._start(unit, job, followers)
@@ -229,6 +236,13 @@ class Processor:
             expiry is not None
             and "expires_at" in job
             and await loop.run_in_executor(None, expiry.dropped, unit, job)
+        ):
+            return
+        cancels = self.cancels
+        if (
+            cancels is not None
+            and cancels.pending(job)
+            and await loop.run_in_executor(None, cancels.dropped, unit, job)
         ):
             return
         routing = unit.routing
