@@ -25,7 +25,8 @@ from rfetch.limits import CANCEL_TTL, cancel_mark
 from rfetch.store.workflow_commands import WorkflowCommands
 
 from .context import Context
-from .explain import Location, explain
+from .explain import explain
+from .location import Location
 from .queues import Queue
 from .records import JobRecord, dump_payload
 from .sets import JobSet
@@ -114,7 +115,7 @@ def cancel(
     places: list[str] = []
     states: set[str] = set()
     for location in explain(ctx, jid, max_scan, now).locations:
-        if location.state == "batch":  # a line about its batch, not a place
+        if location.state in ("batch", "cancel"):  # lines about it, not places
             continue
         if location.state == "waiting_dependency":
             state, text = _cancel_waiting(ctx, jid, dead, reason)

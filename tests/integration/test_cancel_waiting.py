@@ -75,22 +75,27 @@ def test_a_job_fetched_behind_a_long_job_never_runs(
     redis_server: RedisServer, r: redis.Redis, tmp_path: Path, api: Api,
     records: Records, lj: ModuleType,
 ) -> None:
-    long = lj.Work.perform_async(3.0)
+    long = lj.Polite.perform_async(60.0)  # runs until cancelled
     short = lj.Work.perform_async(0.0)  # both taken by the worker's first fetch
     worker = _worker(redis_server.url, tmp_path, records, ["-c", "1"], HELD_ENV)
     try:
         wait_for(lambda: records.count("start")[long] == 1, 20, worker.log)
         wait_for(lambda: api.explain(short).state == "held", 20, worker.log)
         result = api.cancel(short, dead=True, reason="not wanted")
-        wait_for(lambda: records.count("done")[long] == 1, 20, worker.log)
+        lines = api.explain(short).lines()
+        assert api.cancel(long).state == "cancelling"
+        wait_for(lambda: records.count("stopped")[long] == 1, 20, worker.log)
         _runs_after(records, lj, worker)
         assert records.count("start")[short] == 0
         assert api.explain(short).state == "dead"
-        assert [(row[0], row[3]) for row in records.rows("died")] == [
-            (short, "rfetch.JobCancelled")
-        ]
+        assert sorted((row[0], row[3]) for row in records.rows("died")) == sorted(
+            [(short, "rfetch.JobCancelled"), (long, "rfetch.JobCancelled")]
+        )
         assert "cancelled before it started" in worker.log()
         assert result.state == "cancelling" and "will not start" in result.text, result.text
+        assert f"jid {short}: cancel requested (not wanted): it will not start" in "\n".join(
+            lines
+        ), lines
     finally:
         assert worker.stop(20) == 0
 
