@@ -8,12 +8,11 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from rfetch.batch.context import enter_job
 from rfetch.config import Config
-from rfetch.errors import InvalidJob, JobCancelled, OverLimit, ResultNotSerializable, UnknownJob
+from rfetch.errors import InvalidJob, JobCancelled, OverLimit, ResultNotSerializable
 from rfetch.job import Job
 from rfetch.limits import JobControl, timeout_of
 from rfetch.log_context import JobContext
@@ -24,6 +23,7 @@ from rfetch.stats import Stats
 from rfetch.store.workflow_commands import Ending
 from rfetch.worker.cancels import CancelCheck
 from rfetch.worker.expiry import Expiry
+from rfetch.worker.job_run import JobRun
 from rfetch.worker.outcome import RecordedUnit, recorded_ttl, result_text
 from rfetch.worker.registry import Registry
 from rfetch.worker.reporting import ErrorReporter
@@ -40,51 +40,6 @@ Handled = Literal["done", "rfetch-failed", "stuck"]
 
 COALESCE_MAX = 1000
 """Waiting jobs of a key merged into one execution at most; the rest form the next one."""
-
-
-@dataclass
-class JobRun:
-    """One execution of a fetched job: the job, its coalesced followers, its class (None
-    for a name this worker does not know), its start (``time.perf_counter``) and, once
-    made, its instance and its time limit and cancel flag."""
-
-    unit: UnitOfWork
-    job: Payload
-    followers: list[tuple[UnitOfWork, Payload]]
-    cls: type[Job] | None
-    started: float
-    instance: Job | None = None
-    control: JobControl | None = None
-    value: object = None
-    """What ``perform`` returned (recorded for a ``store_result`` job)."""
-
-    def owned(self) -> bool:
-        """Whether this execution still owns its outcome (acknowledge it or record its
-        failure): False when the timekeeper's hard path recorded it first."""
-        return self.control is None or self.control.finish()
-
-    def instantiate(self) -> Job:
-        """A new instance of the class, with its jid (part of the execution: whatever it
-        raises fails the job).
-
-        Raises:
-            UnknownJob: no class of the job's name is registered in this worker.
-        """
-        if self.cls is None:
-            raise UnknownJob(
-                f"no job named {self.job['class']!r} is registered in this worker (is the "
-                "module that defines it passed with -r, and deployed?)"
-            )
-        self.instance = self.cls()
-        self.instance.jid = self.job["jid"]
-        bid = self.job.get("bid")
-        if isinstance(bid, str) and bid:
-            self.instance.bid = bid
-        return self.instance
-
-    def elapsed_ms(self) -> float:
-        """Milliseconds since the start, rounded to microseconds."""
-        return round((time.perf_counter() - self.started) * 1000, 3)
 
 
 class Processor:
