@@ -145,6 +145,24 @@ def test_a_job_behind_its_ordering_key_never_runs_and_the_next_one_does(
         assert worker.stop(20) == 0
 
 
+def test_a_worker_started_after_the_cancel_does_not_run_the_job_either(
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path, api: Api,
+    records: Records, lj: ModuleType,
+) -> None:
+    keyed = lj.Work.set(key="late")
+    first = keyed.perform_async(0.2)
+    second = keyed.perform_async(0.0)
+    third = keyed.perform_async(0.0)
+    assert api.cancel(second).state == "marked"  # no worker heard the announcement
+    worker = _worker(redis_server.url, tmp_path, records, ["-c", "2"])
+    try:
+        wait_for(lambda: records.count("done")[third] == 1, 20, worker.log)
+        assert records.count("start")[second] == 0
+        assert records.count("done")[first] == 1
+    finally:
+        assert worker.stop(20) == 0
+
+
 def test_a_scheduled_job_never_runs(
     redis_server: RedisServer, r: redis.Redis, tmp_path: Path, api: Api,
     records: Records, lj: ModuleType,
