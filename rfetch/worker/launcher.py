@@ -47,6 +47,7 @@ from rfetch.swarm.channel import EXIT_RETIRED, StatusWriter, Supervision
 from rfetch.version import __version__
 from rfetch.worker.ack_replicas import AckReplicas
 from rfetch.worker.acks import DeferredAcks
+from rfetch.worker.cancels import CancelCheck, CancelMarks
 from rfetch.worker.expiry import Expiry
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.heartbeat import Heartbeat, make_identity
@@ -126,6 +127,7 @@ class Launcher:
             after=AckReplicas(config).after_ack if config.min_replicas_acks else None
         )
         self.job_retry = JobRetry(config, self.keys)
+        self.cancels = CancelMarks(self.redis, self.keys)
         self.processor = Processor(
             config,
             registry,
@@ -137,8 +139,11 @@ class Launcher:
             job_context=job_context,
             progress=ProgressWriter(self.redis, self.keys),
             expiry=Expiry(self.redis, self.keys, self.acks),
+            cancels=CancelCheck(self.cancels, self.job_retry, self.stats, self.report),
         )
-        self.pause_watcher = PauseWatcher(self.keys, self.redis, on_change=self._paused)
+        self.pause_watcher = PauseWatcher(
+            self.keys, self.redis, on_change=self._paused, cancels=self.cancels
+        )
         self.manager = Manager(
             config,
             self.fetch,
@@ -238,18 +243,19 @@ class Launcher:
     def _prepare(self) -> None:
         """Before fetching: warn about Redis settings that break the guarantees, beat once
         (so no private list exists without a known identity), recover the jobs of this
-        host's dead processes at once, and read the paused queues so none is fetched from
-        in the first moments. None of it may stop the start: when Redis refuses (down,
-        ``OOM``, ``READONLY``), the worker starts anyway, logs it, and its threads keep
-        trying."""
+        host's dead processes at once, and read the paused queues and the pending cancel
+        marks so none is fetched from, or started, in the first moments. None of it may
+        stop the start: when Redis refuses (down, ``OOM``, ``READONLY``), the worker starts
+        anyway, logs it, and its threads keep trying."""
         warn_about_redis(self.redis)
         if not self.heartbeat.beat():
             log.warning("starting without a heartbeat written; the heartbeat keeps trying")
         self.recovery.recover_host()
         try:
             self.pause_watcher.refresh()
+            self.cancels.reload()
         except Exception as exc:
-            log.error("could not read the paused queues yet: %s", exc)
+            log.error("could not read the paused queues or cancel marks yet: %s", exc)
 
     def _finished(self) -> bool:
         """Time to shut down: stopping (TERM) and idle or past ``-t``, or recycling (USR1)

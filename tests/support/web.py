@@ -92,7 +92,8 @@ def failed(jid: str, cls: str = "app.Mail", args: list[Any] | None = None,
 
 def add_process(r: redis.Redis, identity: str = IDENTITY, *, busy: int = 1,
                 quiet: bool = False, running: list[str] | None = None) -> None:
-    """A heartbeat as a worker writes it, with running jobs in ``<identity>:work``."""
+    """A heartbeat as a worker writes it, with running jobs in ``<identity>:work`` and,
+    as a worker holds them until they end, in its private list of queue default."""
     info = {"hostname": "web-1", "pid": 4242, "tag": "api", "concurrency": 5,
             "queues": ["default", "mail"], "labels": ["blue"], "started_at": time.time() - 90,
             "version": "0.1.0"}
@@ -102,6 +103,7 @@ def add_process(r: redis.Redis, identity: str = IDENTITY, *, busy: int = 1,
     for i, job in enumerate(running or []):
         r.hset(f"{identity}:work", f"t{i}", json.dumps(
             {"queue": "default", "payload": job, "run_at": time.time() - 3}))
+        r.lpush(f"queue:sq|{identity}|default", job)
 
 
 # -- the Werkzeug test client ---------------------------------------------------------------
