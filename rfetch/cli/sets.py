@@ -29,9 +29,20 @@ def _set_group(command: str, set_name: str, summary: str, actions: dict[str, str
             ``add_to_queue``: run now).
     """
 
-    @main.group(name=command, help=summary)
-    def group() -> None:
-        pass
+    @main.group(name=command, invoke_without_command=True,
+                help=f"{summary} Alone: the first page, as '{command} list'.")
+    @connection_options
+    @click.pass_context
+    def group(
+        ctx: click.Context, redis_url: str | None, namespace: str | None, as_json: bool
+    ) -> None:
+        if ctx.invoked_subcommand is None:
+            ctx.invoke(list_jobs, redis_url=redis_url, namespace=namespace, as_json=as_json)
+        elif redis_url or namespace or as_json:
+            raise click.UsageError(
+                f"give --redis-url, --namespace and --json after the subcommand "
+                f"({command} {ctx.invoked_subcommand} ...)"
+            )
 
     @group.command("list")
     @filter_options
@@ -44,16 +55,16 @@ def _set_group(command: str, set_name: str, summary: str, actions: dict[str, str
                   help="Most entries a filter or the retry_count sort examines.")
     @connection_options
     def list_jobs(
-        job_class: str | None,
-        grep: str | None,
-        sort: str,
-        reverse: bool,
-        limit: int,
-        offset: int,
-        max_scan: int,
-        redis_url: str | None,
-        namespace: str | None,
-        as_json: bool,
+        job_class: str | None = None,
+        grep: str | None = None,
+        sort: str = "time",
+        reverse: bool = False,
+        limit: int = 25,
+        offset: int = 0,
+        max_scan: int = 100_000,
+        redis_url: str | None = None,
+        namespace: str | None = None,
+        as_json: bool = False,
     ) -> None:
         """List jobs, a page at a time."""
         from rfetch.api import JobFilter

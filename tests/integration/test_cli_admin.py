@@ -230,3 +230,17 @@ def test_namespace_and_unreachable_redis(rfetch: Any, r: redis.Redis) -> None:
 
     down = rfetch("stats", url=f"redis://127.0.0.1:{free_port()}/0")
     assert down.exit_code == 1 and "Error: Redis at redis://127.0.0.1:" in down.output
+
+
+@pytest.mark.parametrize(("command", "key"), [("dead", "dead"), ("retries", "retry"),
+                                              ("scheduled", "schedule")])
+def test_a_set_command_alone_lists_its_jobs(
+    rfetch: Any, r: redis.Redis, command: str, key: str
+) -> None:
+    # Like `rfetch limits` and `rfetch periodic`: no subcommand is the list, not a usage error.
+    r.zadd(key, {payload(jid_of(1), queue="q"): 1.0})
+    alone = rfetch(command)
+    assert alone.exit_code == 0, alone.output
+    assert jid_of(1) in alone.stdout and "showing 1-1 of 1 in the set" in alone.stdout
+    as_json = rfetch(command, "--json")
+    assert [j["jid"] for j in json.loads(as_json.stdout)["jobs"]] == [jid_of(1)]
