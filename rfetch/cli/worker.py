@@ -79,7 +79,9 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
               help="Async jobs (async def perform) run at once on the event loop thread, "
               "beside the threads. [default: 100]")
 @click.option("-r", "--require", "requires", multiple=True, metavar="MODULE_OR_FILE",
-              help="Module path (myapp.jobs) or file (./jobs.py) defining the jobs; repeatable.")
+              help="Module path (myapp.jobs) or file (./jobs.py) defining the jobs; repeatable. "
+              "One that raises on import stops the worker (exit 1, -v for the traceback); one "
+              "that loads no job class (and defines no configure_worker) is warned about.")
 @click.option("-t", "--timeout", type=click.FloatRange(min=0), default=None,
               help="Seconds TERM waits for running jobs before pushing them back. [default: 25]")
 @click.option("-g", "--tag", default=None, help="Tag shown in the process title and heartbeat.")
@@ -209,6 +211,8 @@ def worker(
         config.periodic.collect(filter(None, map(registry.get, registry.names())))
         config.periodic.check_jobs(registry.names())
     except RfetchError as exc:
+        if verbose and exc.__cause__ is not None:
+            logging.getLogger("rfetch.cli").debug("the cause", exc_info=exc.__cause__)
         raise click.ClickException(str(exc)) from None
     boot = _Boot(config, registry, verbose, json_logs, sentry_dsn, metrics_port, metrics_bind)
     if supervise:
