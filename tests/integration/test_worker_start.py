@@ -103,7 +103,8 @@ def test_a_package_folder_or_a_file_in_it_registers_the_pushed_name(
 
 @pytest.mark.parametrize(
     ("command", "code"),
-    [(["queues"], 1), (["retries", "list"], 1), (["check"], 3), (["enqueue", "X", "[]"], 1)],
+    [(["queues"], 1), (["retries", "list"], 1), (["check"], 3),
+     (["enqueue", "X", "[]", "--external"], 1)],
 )
 def test_cli_errors_hide_the_redis_password(command: list[str], code: int) -> None:
     url = f"redis://ops:{PASSWORD}@127.0.0.1:1/0"  # nothing listens on port 1
