@@ -29,20 +29,7 @@ def _set_group(command: str, set_name: str, summary: str, actions: dict[str, str
             ``add_to_queue``: run now).
     """
 
-    @main.group(name=command, invoke_without_command=True,
-                help=f"{summary} Alone: the first page, as '{command} list'.")
-    @connection_options
-    @click.pass_context
-    def group(
-        ctx: click.Context, redis_url: str | None, namespace: str | None, as_json: bool
-    ) -> None:
-        if ctx.invoked_subcommand is None:
-            ctx.invoke(list_jobs, redis_url=redis_url, namespace=namespace, as_json=as_json)
-        elif redis_url or namespace or as_json:
-            raise click.UsageError(
-                f"give --redis-url, --namespace and --json after the subcommand "
-                f"({command} {ctx.invoked_subcommand} ...)"
-            )
+    group = _group(command, summary)
 
     @group.command("list")
     @filter_options
@@ -97,6 +84,29 @@ def _set_group(command: str, set_name: str, summary: str, actions: dict[str, str
 
     for cli_name, action in actions.items():
         group.command(cli_name, help=_ACTION_HELP[cli_name])(_action_command(set_name, action))
+
+
+def _group(command: str, summary: str) -> click.Group:
+    """``rfetch <command>``: alone (or with only the connection options), its list."""
+
+    @main.group(name=command, invoke_without_command=True,
+                help=f"{summary} Alone: the first page, as '{command} list'.")
+    @connection_options
+    @click.pass_context
+    def group(
+        ctx: click.Context, redis_url: str | None, namespace: str | None, as_json: bool
+    ) -> None:
+        if ctx.invoked_subcommand is None:
+            listing = group.get_command(ctx, "list")
+            assert listing is not None
+            ctx.invoke(listing, redis_url=redis_url, namespace=namespace, as_json=as_json)
+        elif redis_url or namespace or as_json:
+            raise click.UsageError(
+                f"give --redis-url, --namespace and --json after the subcommand "
+                f"({command} {ctx.invoked_subcommand} ...)"
+            )
+
+    return group
 
 
 _ACTION_HELP = {
