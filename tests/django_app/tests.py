@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -13,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from unittest import mock
 
 import redis
 from asgiref.sync import async_to_sync, sync_to_async
@@ -260,3 +262,25 @@ class WebUITests(TestCase):
         self.assertEqual(response.status_code, 303)
         self.assertEqual(response["Location"], "/rfetch/queues/django")
         self.assertTrue(self.redis.sismember("paused", "django"))
+
+    def test_metrics_answer_a_scraper_without_a_session(self) -> None:
+        # Prometheus has no Django session: /metrics is not behind the staff login.
+        self.redis.sadd("queues", "django")
+        response = self.client.get("/rfetch/metrics")
+        self.assertEqual(response.status_code, 200)
+        self.assertIn('rfetch_queue_jobs{queue="django"} 0.0', response.content.decode())
+        self.assertEqual(self.client.post("/rfetch/metrics").status_code, 302)  # GET only
+
+    def test_metrics_token_requires_a_bearer_header(self) -> None:
+        options = dataclasses.replace(
+            app_config().options, web={**app_config().options.web, "metrics_token": "s3cret"}
+        )
+        with mock.patch.object(app_config(), "options", options):
+            self.assertEqual(self.client.get("/rfetch/metrics").status_code, 401)
+            wrong = self.client.get("/rfetch/metrics", HTTP_AUTHORIZATION="Bearer nope")
+            self.assertEqual(wrong.status_code, 401)
+            right = self.client.get("/rfetch/metrics", HTTP_AUTHORIZATION="Bearer s3cret")
+            self.assertEqual(right.status_code, 200)
+            # The pages stay behind the staff login, token or not.
+            page = self.client.get("/rfetch/queues", HTTP_AUTHORIZATION="Bearer s3cret")
+            self.assertEqual(page.status_code, 302)
