@@ -27,8 +27,8 @@ def find_job(name: str) -> type[Job]:
     Raises:
         ConfigError: no module on the name's path can be imported, the module has no
             such attribute (the message suggests close names of the module's jobs), or
-            the attribute is not a job class or ``@rfetch.job`` function.
-        Exception: whatever the module raises when imported.
+            the attribute is not a job class or ``@rfetch.job`` function, or importing
+            the module raised (the message names the exception).
     """
     parts = name.split(".")
     cwd = str(Path.cwd())
@@ -43,14 +43,30 @@ def find_job(name: str) -> type[Job]:
 
 
 def _import(module_name: str) -> ModuleType | None:
-    """The module, or None when it (or a package on its path) does not exist."""
+    """The module, or None when it (or a package on its path) does not exist.
+
+    Raises:
+        ConfigError: importing it raised (a Django model module before ``django.setup()``,
+            a missing dependency): the message names the module and the exception.
+    """
     try:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         missing = exc.name or ""
         if missing and (module_name == missing or module_name.startswith(missing + ".")):
             return None
+        raise _import_failed(module_name, exc) from exc
+    except ConfigError:
         raise
+    except Exception as exc:
+        raise _import_failed(module_name, exc) from exc
+
+
+def _import_failed(module_name: str, exc: Exception) -> ConfigError:
+    return ConfigError(
+        f"importing {module_name} to check the job name raised {type(exc).__name__}: {exc}; "
+        "fix it, or push the name unchecked with --external"
+    )
 
 
 def _attribute(name: str, module: ModuleType, path: list[str]) -> type[Job]:

@@ -82,3 +82,14 @@ def test_an_attribute_that_is_not_a_job_is_refused(app: str) -> None:
 def test_a_job_class_and_a_job_function_are_found(app: str) -> None:
     assert find_job(f"{app}.jobs.SendWelcome").queue == "mail"
     assert find_job(f"{app}.jobs.build_report").default_options()["queue"] == "reports"
+
+
+def test_a_module_that_raises_on_import_is_a_one_line_error(app: str, tmp_path: Path) -> None:
+    (tmp_path / app / "models.py").write_text('raise RuntimeError("Apps are not loaded yet.")\n')
+    importlib.invalidate_caches()
+    result = enqueue(f"{app}.models.Signup", "[]")
+    assert result.exit_code == 1
+    assert f"Error: importing {app}.models to check the job name raised RuntimeError: " \
+        "Apps are not loaded yet.; fix it, or push the name unchecked with --external" \
+        in result.output
+    assert "Traceback" not in result.output
