@@ -2,7 +2,8 @@
 
 An :class:`AsyncClient` is the asyncio face of one :class:`rfetch.Client` (``client.aio``):
 it builds and checks payloads and runs the client middleware with the same code, gives
-them to the same sink (test modes, the Django on-commit deferral), and writes them through
+them to the same sink (the Django on-commit deferral) and test mode (:mod:`rfetch.sink`),
+and writes them through
 ``redis.asyncio`` with the same Lua script as the sync client: one ``push.lua`` call per
 push or bulk push, all or none, its KEYS and ARGV built by the same code.
 
@@ -46,6 +47,7 @@ from rfetch.delivery import AsyncSender
 from rfetch.errors import BufferFull, QueueFull
 from rfetch.push_buffer import BufferedJob
 from rfetch.shards import positions_by_shard, shard_config
+from rfetch.sink import INTERCEPTION, AsyncSend, Send, awaitable, refused, routed
 from rfetch.store.async_commands import AsyncCommands
 from rfetch.store.connection import REDIS_DOWN, connect_async
 
@@ -121,16 +123,22 @@ class AsyncClient:
         collector = collecting()
         if collector is not None:  # written with the batch when its jobs() block ends
             return collector.take(list(jobs))
+        mode = INTERCEPTION.current()  # a test mode takes the write (rfetch.sink)
         sink = self.client.sink
-        if sink is None:
+        if sink is None and mode is None:
             return await self._send_or_buffer(jobs)
+        send: Send
+        if sink is None:
+            sink, send = mode, refused
+        else:
+            send = routed(mode, self.client.deliver)
         awrite = getattr(sink, "awrite", None)
         if awrite is not None:  # a sink with an asyncio form (inline mode, Django on-commit)
-            result: list[bool] | None = await awrite(
-                jobs, self.client.deliver, self._send_or_buffer
-            )
+            asend: AsyncSend = self._send_or_buffer if mode is None else awaitable(send)
+            result: list[bool] | None = await awrite(jobs, send, asend)
             return result
-        return sink.write(jobs, self.client.deliver)
+        assert sink is not None
+        return sink.write(jobs, send)
 
     async def _send_or_buffer(self, jobs: Sequence[BufferedJob]) -> list[bool] | None:
         """Write each job to its shard (the only one without shards), or buffer it when

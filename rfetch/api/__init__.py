@@ -31,7 +31,7 @@ from rfetch.workflow.results import Record
 from .cancel import CancelResult, cancel
 from .concurrency import ConcurrencyKey, concurrency_keys
 from .context import Context, Found
-from .explain import Explanation, Location, explain
+from .explain import explain
 from .groups import (
     OrderingKeyInfo,
     TenantInfo,
@@ -51,6 +51,7 @@ from .limits import (
     release_lock,
     reset_limiter,
 )
+from .location import Explanation, Location
 from .periodic import (
     LeaderInfo,
     PeriodicInfo,

@@ -1,15 +1,21 @@
 """``cancel(jid)``: stop a job wherever it is.
 
 First a cancel mark ``cancel:<jid>`` is written (kept :data:`~rfetch.limits.CANCEL_TTL`,
-24 h): every worker that holds the job now, or fetches a copy of it later, cancels it (its
-timekeeper looks up the marks of its running jobs once a second). Then the job is looked for
-as :func:`rfetch.api.explain.explain` does, and each copy found waiting (a queue, the
-scheduled or retry set) is deleted, or moved to the dead set when ``dead`` is asked. A jid
-found nowhere, or only in the dead set, is reported as such and its mark is removed.
+24 h), indexed in ``rfetch:cancels`` and announced to the workers on ``rfetch:cancel``: a
+worker never starts a job with a mark (it records it as cancelled instead, in the step
+before ``perform``: :mod:`rfetch.worker.cancels`), and cancels a running one (its
+timekeeper looks up the marks of its running jobs once a second). Then the job is looked
+for as :func:`rfetch.api.explain.explain` does, and each copy found waiting (a queue, the
+scheduled or retry set) is deleted, or moved to the dead set when ``dead`` is asked. A job
+waiting where the API cannot take it from (fetched ahead by a worker, behind its ordering
+key's holder, for a fetch cap's slot) is left there and ends as cancelled when a worker
+would start it. A jid found nowhere, or only in the dead set, is reported as such and its
+mark is removed.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -19,7 +25,8 @@ from rfetch.limits import CANCEL_TTL, cancel_mark
 from rfetch.store.workflow_commands import WorkflowCommands
 
 from .context import Context
-from .explain import Location, explain
+from .explain import explain
+from .location import Location
 from .queues import Queue
 from .records import JobRecord, dump_payload
 from .sets import JobSet
@@ -27,10 +34,12 @@ from .workflows import batch_waiting_entry, waiting_job
 
 CancelState = Literal["deleted", "cancelling", "marked", "dead", "not_found"]
 """What a cancel did: ``deleted`` (it was waiting, and is gone or in the dead set),
-``cancelling`` (a worker holds it: it is cancelled there within about a second),
-``marked`` (waiting behind its ordering key, or moved while being looked for: the next
-worker to take it cancels it), ``dead`` (already in the dead set: nothing to do),
-``not_found`` (finished, deleted, or never seen)."""
+``cancelling`` (a worker holds it: running, it is cancelled there within about a second;
+fetched and not started, it will not start), ``marked`` (waiting behind its ordering key
+or for a fetch cap's slot, or moved while being looked for: it will not run, and is
+recorded as cancelled when a worker would start it), ``dead`` (already in the dead set,
+or its recorded outcome is a death or a cancel: nothing to do), ``not_found`` (finished,
+deleted, or never seen)."""
 
 CANCELLED_CLASS = "rfetch.JobCancelled"
 
@@ -63,6 +72,8 @@ class CancelResult:
                 "scheduled, retry and dead sets: it finished, was deleted, or never existed"
             )
         if self.state == "dead":
+            if self.places:
+                return f"jid {self.jid}: " + "; ".join(self.places)
             return f"jid {self.jid}: already in the dead set; nothing to cancel"
         return f"jid {self.jid}: " + "; ".join(self.places)
 
@@ -100,11 +111,12 @@ def cancel(
     if not jid:
         raise ValueError("a jid is needed")
     now = time.time()
-    mark_key = ctx.keys.cancel(jid)
-    ctx.redis.set(mark_key, cancel_mark(reason, dead, now), ex=CANCEL_TTL)
+    _mark(ctx, jid, reason, dead, now)
     places: list[str] = []
     states: set[str] = set()
     for location in explain(ctx, jid, max_scan, now).locations:
+        if location.state in ("batch", "cancel"):  # lines about it, not places
+            continue
         if location.state == "waiting_dependency":
             state, text = _cancel_waiting(ctx, jid, dead, reason)
         else:
@@ -115,8 +127,28 @@ def cancel(
     for state in ("cancelling", "marked", "deleted"):
         if state in states:
             return CancelResult(jid, state, places)  # type: ignore[arg-type]
-    ctx.redis.delete(mark_key)
+    _unmark(ctx, jid)
     return CancelResult(jid, "dead" if "dead" in states else "not_found", places)
+
+
+def _mark(ctx: Context, jid: str, reason: str, dead: bool, now: float) -> None:
+    """Write the cancel mark, index it in ``rfetch:cancels`` (stale entries pruned) and
+    announce it on ``rfetch:cancel``: every worker then checks the job before it starts
+    (:mod:`rfetch.worker.cancels`)."""
+    pipe = ctx.redis.pipeline(transaction=False)
+    pipe.set(ctx.keys.cancel(jid), cancel_mark(reason, dead, now), ex=CANCEL_TTL)
+    pipe.zadd(ctx.keys.cancels, {jid: now + CANCEL_TTL})
+    pipe.zremrangebyscore(ctx.keys.cancels, "-inf", f"({now}")
+    pipe.execute()
+    ctx.redis.publish(ctx.keys.cancel_channel, jid)
+
+
+def _unmark(ctx: Context, jid: str) -> None:
+    """Withdraw the mark of a job found nowhere (or already dead)."""
+    pipe = ctx.redis.pipeline(transaction=False)
+    pipe.delete(ctx.keys.cancel(jid))
+    pipe.zrem(ctx.keys.cancels, jid)
+    pipe.execute()
 
 
 def _cancel_batch_waiter(
@@ -126,7 +158,7 @@ def _cancel_batch_waiter(
     with its index entry, in one MULTI), dropped or buried."""
     found = batch_waiting_entry(ctx, bid, jid)
     if found is None:
-        return "marked", "released while being cancelled: its worker will cancel it"
+        return "marked", "released while being cancelled: it will not run"
     key, raw = found
     pipe = ctx.redis.pipeline(transaction=True)
     pipe.lrem(key, 1, raw)  # type: ignore[arg-type]  # redis-py takes bytes too
@@ -140,7 +172,7 @@ def _cancel_batch_waiter(
         pipe.incr(ctx.keys.deps_cancelled)
     removed = pipe.execute()[0]
     if not removed:
-        return "marked", "released while being cancelled: its worker will cancel it"
+        return "marked", "released while being cancelled: it will not run"
     where = "moved to the dead set" if dead else "dropped"
     return "deleted", f"waiting on batch {bid}: {where}"
 
@@ -150,14 +182,14 @@ def _cancel_waiting(ctx: Context, jid: str, dead: bool, reason: str) -> tuple[st
     and the jobs waiting on it settled as its death does (``cancel_waiting.lua``)."""
     waiting = waiting_job(ctx, jid)
     if waiting is None:  # released meanwhile: the mark reaches it in its queue
-        return "marked", "released while being cancelled: its worker will cancel it"
+        return "marked", "released while being cancelled: it will not run"
     if waiting.batch:
         return _cancel_batch_waiter(ctx, jid, waiting.after, dead, reason)
     done, settled = WorkflowCommands(ctx.commands).cancel_waiting(
         jid, waiting.after, dead, reason
     )
     if not done:
-        return "marked", "released while being cancelled: its worker will cancel it"
+        return "marked", "released while being cancelled: it will not run"
     where = "moved to the dead set" if dead else "dropped"
     behind = f" ({settled} job(s) waiting on it settled too)" if settled else ""
     return "deleted", f"waiting on job {waiting.after}: {where}{behind}"
@@ -168,16 +200,23 @@ def _cancel_at(
 ) -> tuple[str, str]:
     """Act on one place the job was found: (state, line)."""
     record = location.job
-    if location.state in ("running", "held"):
-        what = "running" if location.state == "running" else "fetched, not started"
-        return "cancelling", f"{what} on {location.identity}: cancelled there within a second"
-    if location.state in ("dead", "recorded_dead", "recorded_cancelled"):
+    if location.state == "running":
+        return "cancelling", f"running on {location.identity}: cancelled there within a second"
+    if location.state == "held":
+        return "cancelling", (
+            f"fetched by {location.identity}, not started: it will not start (recorded as "
+            "cancelled when a thread would take it)"
+        )
+    if location.state in ("recorded_dead", "recorded_cancelled"):
+        what = "cancelled" if location.state == "recorded_cancelled" else "dead"
+        return "dead", f"already ended ({what}, recorded): nothing to cancel"
+    if location.state == "dead":
         return "dead", ""
     if location.state == "finished":
         return "not_found", ""
 
     if record is None:
-        return "marked", f"{location.state}: its worker will cancel it"
+        return "marked", f"{location.state}: it will not run (cancelled before it starts)"
     if location.state == "queued" and location.queue is not None:
         removed = Queue(ctx, location.queue).delete([record]).done > 0
         where = f"queue {location.queue}"
@@ -187,10 +226,15 @@ def _cancel_at(
         jobs = JobSet(ctx, name, ctx.keys.schedule if name == "schedule" else ctx.keys.retry)
         removed = jobs.delete([record]).done > 0
         where = f"the {location.state} set"
-    else:  # waiting behind its ordering key: the worker that takes it cancels it
-        return "marked", f"{location.text}: cancelled when a worker takes it"
+    else:  # behind its ordering key or for a cap's slot: stopped when it would start
+        return "marked", (
+            f"{location.text}: it will not run (recorded as cancelled when its turn comes)"
+        )
     if not removed:  # taken meanwhile: the mark reaches it
-        return "marked", f"left {where} while being cancelled: its worker will cancel it"
+        return "marked", (
+            f"left {where} while being cancelled: cancelled before it starts, or at once "
+            "if it was starting"
+        )
     if dead:
         _bury(ctx, record, reason, now)
     behind = _abandon(ctx, record, dead, reason)
@@ -200,16 +244,22 @@ def _cancel_at(
 
 
 def _abandon(ctx: Context, record: JobRecord, dead: bool, reason: str) -> str:
-    """A cancelled job's record (``store_result``) and the jobs waiting on it
-    (``abandon.lua``); the text to add to the line."""
+    """A cancelled job's record (``store_result``), its death in its batch and the jobs
+    waiting on it (``abandon.lua``); the text to add to the line."""
     payload = record.payload or {}
     ttl = payload.get("store_result")
     ttl = ttl if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0 else None
+    bid = payload.get("bid")
+    bid = bid if isinstance(bid, str) and bid else None
     jid = record.jid
-    if jid is None or (ttl is None and not ctx.redis.exists(ctx.keys.dependents(jid))):
+    if jid is None or (
+        ttl is None and bid is None and not ctx.redis.exists(ctx.keys.dependents(jid))
+    ):
         return ""
+    message = str(JobCancelled(f"cancelled: {reason}" if reason else "cancelled"))
     settled = WorkflowCommands(ctx.commands).abandon(
-        jid, ttl, "dead" if dead else "cancelled", reason, record.job_class
+        jid, ttl, "dead" if dead else "cancelled", reason, record.job_class, bid,
+        json.dumps({"error_class": CANCELLED_CLASS, "error_message": message}),
     )
     return f" ({settled} job(s) waiting on it settled too)" if settled else ""
 

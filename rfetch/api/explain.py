@@ -12,20 +12,23 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
-from typing import Any
 
 from rfetch.formatting import relative, utc_time
+from rfetch.limits import read_cancel_mark
 from rfetch.store.cluster import node_client
 
 from .batches import batch_lines
 from .concurrency import cap_lines
 from .context import Context, queue_names_of
 from .groups import gate_lines
+from .location import Explanation, Location
 from .processes import ProcessInfo, ProcessSet
 from .queues import list_queues
 from .records import JobRecord, to_text
 from .workflows import workflow_lines
+
+CANCELLABLE = frozenset({"running", "held", "queued", "waiting_key", "waiting_cap"})
+"""Where a job may be when a cancel mark is pending: a worker may still start or run it."""
 
 KEY_SCAN_COUNT = 1000
 """COUNT hint of each SCAN step when looking for private lists of unknown processes."""
@@ -35,113 +38,6 @@ def _when(at: float | None, now: float) -> str:
     if at is None:
         return "(unknown time)"
     return f"{utc_time(at)} ({relative(at, now)})"
-
-
-@dataclass(frozen=True)
-class Location:
-    """One place where the job is.
-
-    Attributes:
-        state: ``running``, ``held`` (in a private list, not running), ``queued`` (also
-            in a tenant's list), ``waiting_key`` (behind its ordering key's holder),
-            ``waiting_cap`` (for a slot of its concurrency key: fetch caps),
-            ``scheduled``, ``retry`` or ``dead``; ``batch``: a line about the job's batch.
-        text: one line saying where it is and why it is not running.
-        job: the entry found.
-        queue: queue it waits in, was fetched from, or will go to.
-        position: ``queued``: jobs that run before it (0 = next).
-        queue_size: ``queued``: jobs in the queue.
-        paused: ``queued``: whether the queue is paused.
-        at: run time (scheduled), next retry (retry), death (dead), start (running); epoch s.
-        identity: ``running`` / ``held``: the process.
-        alive: ``running`` / ``held``: whether that process's heartbeat is alive.
-    """
-
-    state: str
-    text: str
-    job: JobRecord | None = None
-    queue: str | None = None
-    position: int | None = None
-    queue_size: int | None = None
-    paused: bool = False
-    at: float | None = None
-    identity: str | None = None
-    alive: bool | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "state": self.state,
-            "text": self.text,
-            "queue": self.queue,
-            "position": self.position,
-            "queue_size": self.queue_size,
-            "paused": self.paused,
-            "at": self.at,
-            "identity": self.identity,
-            "alive": self.alive,
-            "job": self.job.to_dict() if self.job is not None else None,
-        }
-
-
-@dataclass(frozen=True)
-class Explanation:
-    """The answer of :func:`explain`.
-
-    Attributes:
-        jid: the jid asked about.
-        locations: every place the job was found (usually one; a jid pushed twice, or a
-            job running while a copy waits, gives more).
-        incomplete: places where ``max_scan`` stopped the search before the end: the job
-            may be there, further down.
-    """
-
-    jid: str
-    locations: list[Location] = field(default_factory=list)
-    incomplete: list[str] = field(default_factory=list)
-
-    @property
-    def found(self) -> bool:
-        """Whether the job was found anywhere."""
-        return bool(self.locations)
-
-    @property
-    def state(self) -> str:
-        """State of the first location, or ``not_found``."""
-        return self.locations[0].state if self.locations else "not_found"
-
-    @property
-    def summary(self) -> str:
-        """One line (the first location, or why it was not found)."""
-        return self.lines()[0]
-
-    def lines(self) -> list[str]:
-        """Every line of the explanation, for people."""
-        out = [f"jid {self.jid}: {loc.text}" for loc in self.locations]
-        if not out:
-            out.append(
-                f"jid {self.jid}: not found in running jobs, private lists, queues, or the "
-                "scheduled, retry and dead sets: it finished (rfetch records the end only of "
-                "store_result jobs), was deleted or discarded, or never existed"
-            )
-        if self.incomplete:
-            out.append(
-                "search bound (max_scan) hit in: " + ", ".join(self.incomplete)
-                + "; the job may be further down there"
-            )
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "jid": self.jid,
-            "state": self.state,
-            "found": self.found,
-            "summary": self.summary,
-            "lines": self.lines(),
-            "locations": [loc.to_dict() for loc in self.locations],
-            "incomplete": self.incomplete,
-        }
 
 
 def explain(
@@ -159,7 +55,7 @@ def explain(
     at = time.time() if now is None else now
     result = Explanation(jid)
     processes = {p.identity: p for p in ProcessSet(ctx).all(include_dead=True)}
-    running_on = _running(result, processes, jid, at)
+    running_on = _running(ctx, result, processes, jid, at)
     known = _known_private_lists(ctx, processes)
     for identity, queues in sorted(known.items()):
         for queue in sorted(queues):
@@ -188,34 +84,62 @@ def explain(
         _scan_unknown_private_lists(ctx, result, processes, known, jid, max_scan)
     payloads = [loc.job.payload for loc in result.locations if loc.job and loc.job.payload]
     result.locations.extend(Location("batch", text) for text in batch_lines(ctx, jid, payloads))
+    _cancel_line(ctx, result, jid)
     return result
 
 
+def _cancel_line(ctx: Context, result: Explanation, jid: str) -> None:
+    """A line ``cancel`` when the job waits, or runs, under a cancel mark (one GET, only
+    for a job found where a worker may still start or run it)."""
+    if not any(loc.state in CANCELLABLE for loc in result.locations):
+        return
+    mark = ctx.redis.get(ctx.keys.cancel(jid))
+    if mark is None:
+        return
+    reason, dead = read_cancel_mark(mark)
+    why = f" ({reason})" if reason else ""
+    where = "the dead set" if dead else "dropped"
+    result.locations.append(Location(
+        "cancel",
+        f"cancel requested{why}: it will not start (a running job stops); then {where}",
+    ))
+
+
 def _running(
-    result: Explanation, processes: dict[str, ProcessInfo], jid: str, now: float
+    ctx: Context, result: Explanation, processes: dict[str, ProcessInfo], jid: str, now: float
 ) -> set[str]:
+    """The busy threads running ``jid``. ``<identity>:work`` is rewritten only by the
+    heartbeat, so it names a job for up to a heartbeat interval after its end: an entry
+    counts only while the job is still in its private list (one LPOS of the exact bytes;
+    a running job leaves it when it is acknowledged, settled or cancelled)."""
+    found = [(p, job) for p in processes.values() for job in p.running if job.job.jid == jid]
+    if not found:
+        return set()
+    pipe = ctx.redis.pipeline(transaction=False)
+    for process, job in found:
+        pipe.lpos(ctx.keys.private(process.identity, job.queue), job.job.raw)  # type: ignore[arg-type]
+    held = pipe.execute(raise_on_error=False)
     identities: set[str] = set()
-    for process in processes.values():
-        for job in process.running:
-            if job.job.jid != jid:
-                continue
-            identities.add(process.identity)
-            state = "alive" if process.alive else "dead: heartbeat expired"
-            result.locations.append(
-                Location(
-                    state="running",
-                    text=(
-                        f"running on process {process.identity} ({state}), thread "
-                        f"{job.thread_id}, fetched from queue {job.queue}, started "
-                        f"{_when(job.run_at, now)}"
-                    ),
-                    job=job.job,
-                    queue=job.queue,
-                    at=job.run_at,
-                    identity=process.identity,
-                    alive=process.alive,
-                )
+    for (process, job), position in zip(found, held, strict=True):
+        if position is None:
+            continue  # ended since the last heartbeat
+        identities.add(process.identity)
+        state = "alive" if process.alive else "dead: heartbeat expired"
+        result.locations.append(
+            Location(
+                state="running",
+                text=(
+                    f"running on process {process.identity} ({state}), thread "
+                    f"{job.thread_id}, fetched from queue {job.queue}, started "
+                    f"{_when(job.run_at, now)}"
+                ),
+                job=job.job,
+                queue=job.queue,
+                at=job.run_at,
+                identity=process.identity,
+                alive=process.alive,
             )
+        )
     return identities
 
 

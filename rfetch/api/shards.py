@@ -24,7 +24,7 @@ from rfetch.shards import shard_config, shard_name, shard_of
 from rfetch.store.connection import REDIS_DOWN
 
 from . import Api
-from .explain import Explanation
+from .location import Explanation
 from .processes import ProcessInfo
 from .queues import Queue, QueueInfo
 from .stats import DayStats, Stats

@@ -32,10 +32,12 @@ def cancel(
     namespace: str | None,
     as_json: bool,
 ) -> None:
-    """Cancel job JID: a waiting job (queue, scheduled or retry set) is deleted; a running
-    one is told to stop (rfetch.JobCancelled) and stopped for real after the workers'
-    job-timeout grace. A cancelled job is never retried. Exits 1 when the jid is not found
-    or already dead."""
+    """Cancel job JID: a waiting job (queue, scheduled or retry set) is deleted; one a
+    worker fetched and has not started, or waiting behind its ordering key or fetch cap,
+    will not run (the worker records it as cancelled); a running one is told to stop
+    (rfetch.JobCancelled) and stopped for real after the workers' job-timeout grace. A
+    cancelled job is never retried. Exits 1 when the jid is not found (it finished), or
+    already dead or cancelled."""
     if not jid.strip():
         raise click.BadParameter("a jid is needed", param_hint="JID")
     with admin_api(redis_url, namespace) as api:

@@ -1,6 +1,7 @@
 -- abandon.lua: the end of a job that will never run, taken out of its queue or set by a
 -- cancel (rfetch.api.cancel): its record, if it has store_result ("cancelled", or "dead"
--- when it was moved to the dead set), and the jobs waiting on it settled as its death
+-- when it was moved to the dead set), its death in its batch (the batch's death and complete
+-- callbacks fire as for any death), and the jobs waiting on it settled as its death
 -- settles them. Called by rfetch.store.workflow_commands.WorkflowCommands.abandon only,
 -- after the job was removed.
 --
@@ -13,13 +14,19 @@
 -- KEYS[7]: the jobs waiting on it "rfetch:dependents:<jid>".
 -- KEYS[8], KEYS[9]: its record "rfetch:result:<jid>" and wake list
 --          "rfetch:result-wake:<jid>".
+-- KEYS[10] (a batched job only): its batch hash "b-<bid>", which counts its death.
 -- ARGV[1]: jid. ARGV[2]: its store_result in seconds ("" for none). ARGV[3]: "cancelled" or
---          "dead". ARGV[4]: the reason. ARGV[5]: its class name.
--- Derived keys: those of lib/workflow.lua.
+--          "dead". ARGV[4]: the reason. ARGV[5]: its class name. ARGV[6] (with KEYS[10]):
+--          the failure's JSON {"error_class", "error_message"} for the batch.
+-- Derived keys: those of lib/workflow.lua; a batch's other keys, its parents' and a
+--          callback's queue (lib/batch.lua).
 -- Every key the release may write is checked first (lib/guard.lua).
 -- Returns the number of waiting jobs settled.
 -- #include guard
+-- #include gate
+-- #include cap
 -- #include workflow
+-- #include batch
 local W = {P = KEYS[1], waiting = KEYS[2], dead = KEYS[3], queues = KEYS[4],
            cancelled = KEYS[5], stored = KEYS[6]}
 local w = wants_new()
@@ -36,5 +43,6 @@ if ttl and ttl > 0 then
   wf_record(W, ARGV[1], ttl, {'status', ARGV[3], 'error_class', 'rfetch.JobCancelled',
     'error_message', reason, 'finished_at', string.format('%.6f', now), 'class', ARGV[5]})
 end
+if KEYS[10] then batch_event(W.P, KEYS[10], ARGV[1], 'dead', ARGV[6]) end
 if redis.call('EXISTS', KEYS[7]) == 0 then return 0 end
 return wf_release(W, ARGV[1], ARGV[3], 'was ' .. reason, now)

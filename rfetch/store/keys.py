@@ -75,6 +75,19 @@ class Keys:
         worker holding or fetching the job cancels it (``rfetch.api.cancel``)."""
         return self._k(f"cancel:{jid}")
 
+    @property
+    def cancels(self) -> str:
+        """Sorted set: jid -> expiry of its cancel mark (epoch s): the jids with a cancel
+        mark, which a worker loads when it subscribes to :attr:`cancel_channel`, so that it
+        consults Redis about a job's mark only for those jids."""
+        return self._k("rfetch:cancels")
+
+    @property
+    def cancel_channel(self) -> str:
+        """Pub/sub channel on which ``rfetch.api.cancel`` announces a jid, so workers stop
+        it before it starts."""
+        return self._k("rfetch:cancel")
+
     def private(self, identity: str, queue: str) -> str:
         """Private (processing) list of one process for one queue."""
         return self._k(f"{PRIVATE_PREFIX}{identity}|{queue}")

@@ -183,11 +183,19 @@ class WorkflowCommands:
         return bool(int(done)), int(settled)
 
     def abandon(
-        self, jid: str, store_result: int | None, status: str, reason: str, job_class: str
+        self,
+        jid: str,
+        store_result: int | None,
+        status: str,
+        reason: str,
+        job_class: str,
+        bid: str | None = None,
+        failure: str = "",
     ) -> int:
         """``abandon.lua``: a cancelled job's end (after it was taken out of its queue or
         set): its record if it has ``store_result`` (``status``: ``"cancelled"``, or
-        ``"dead"`` when it went to the dead set), and the jobs waiting on it settled.
+        ``"dead"`` when it went to the dead set), its death in batch ``bid`` (``failure``:
+        the batch's failure JSON), and the jobs waiting on it settled.
 
         Returns:
             How many waiting jobs were settled.
@@ -196,4 +204,7 @@ class WorkflowCommands:
         keys = [*self._fixed(), k.dependents(jid), k.result(jid), k.result_wake(jid)]
         args = [jid, "" if store_result is None else str(store_result), status, reason,
                 job_class]
+        if bid:
+            keys.append(k.batch(bid))
+            args.append(failure)
         return int(self.commands.scripts.abandon(keys=keys, args=args, client=self.redis))

@@ -7,6 +7,9 @@ Signals (Sidekiq's):
 * TERM / INT: quiet, wait up to ``shutdown_timeout`` seconds for running jobs, push the
   unfinished ones back to the head of their queue, exit 0. A second TERM/INT stops at once
   (still pushing back), as RQ's second signal does.
+* USR1: recycle (what a swarm's parent sends for ``--max-memory``, ``--max-jobs`` and
+  USR2): quiet, let the running jobs finish with no deadline, exit 0. Nothing is pushed
+  back, so nothing runs twice; a TERM meanwhile stops it as above.
 * TTIN: log every thread's stack.
 
 The same names popped from ``<identity>-signals`` by the heartbeat act the same way.
@@ -44,6 +47,7 @@ from rfetch.swarm.channel import EXIT_RETIRED, StatusWriter, Supervision
 from rfetch.version import __version__
 from rfetch.worker.ack_replicas import AckReplicas
 from rfetch.worker.acks import DeferredAcks
+from rfetch.worker.cancels import CancelCheck, CancelMarks
 from rfetch.worker.expiry import Expiry
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.heartbeat import Heartbeat, make_identity
@@ -63,7 +67,7 @@ from rfetch.workflow.progress import ProgressWriter
 
 log = logging.getLogger("rfetch.launcher")
 
-HANDLED_SIGNALS = ("TERM", "INT", "TSTP", "TTIN")
+HANDLED_SIGNALS = ("TERM", "INT", "TSTP", "TTIN", "USR1")
 
 
 def set_title(text: str) -> None:
@@ -123,6 +127,7 @@ class Launcher:
             after=AckReplicas(config).after_ack if config.min_replicas_acks else None
         )
         self.job_retry = JobRetry(config, self.keys)
+        self.cancels = CancelMarks(self.redis, self.keys)
         self.processor = Processor(
             config,
             registry,
@@ -134,8 +139,11 @@ class Launcher:
             job_context=job_context,
             progress=ProgressWriter(self.redis, self.keys),
             expiry=Expiry(self.redis, self.keys, self.acks),
+            cancels=CancelCheck(self.cancels, self.job_retry, self.stats, self.report),
         )
-        self.pause_watcher = PauseWatcher(self.keys, self.redis, on_change=self._paused)
+        self.pause_watcher = PauseWatcher(
+            self.keys, self.redis, on_change=self._paused, cancels=self.cancels
+        )
         self.manager = Manager(
             config,
             self.fetch,
@@ -178,6 +186,7 @@ class Launcher:
         self.periodic = leader_service(config, self.commands, self.identity, self.report)
         self._stop_threads = threading.Event()
         self._deadline: float | None = None
+        self._recycling = False
         self._exit_code = 0
         self._retire_reason = ""
 
@@ -228,29 +237,35 @@ class Launcher:
                 self._handle(event)
             self._tell_supervisor()
             self._update_title()
-            if self._deadline is not None and (
-                self.manager.busy() == 0 or time.monotonic() >= self._deadline
-            ):
+            if self._finished():
                 return self._shutdown()
 
     def _prepare(self) -> None:
         """Before fetching: warn about Redis settings that break the guarantees, beat once
         (so no private list exists without a known identity), recover the jobs of this
-        host's dead processes at once, and read the paused queues so none is fetched from
-        in the first moments. None of it may stop the start: when Redis refuses (down,
-        ``OOM``, ``READONLY``), the worker starts anyway, logs it, and its threads keep
-        trying."""
+        host's dead processes at once, and read the paused queues and the pending cancel
+        marks so none is fetched from, or started, in the first moments. None of it may
+        stop the start: when Redis refuses (down, ``OOM``, ``READONLY``), the worker starts
+        anyway, logs it, and its threads keep trying."""
         warn_about_redis(self.redis)
         if not self.heartbeat.beat():
             log.warning("starting without a heartbeat written; the heartbeat keeps trying")
         self.recovery.recover_host()
         try:
             self.pause_watcher.refresh()
+            self.cancels.reload()
         except Exception as exc:
-            log.error("could not read the paused queues yet: %s", exc)
+            log.error("could not read the paused queues or cancel marks yet: %s", exc)
+
+    def _finished(self) -> bool:
+        """Time to shut down: stopping (TERM) and idle or past ``-t``, or recycling (USR1)
+        and idle."""
+        if self._deadline is not None:
+            return self.manager.busy() == 0 or time.monotonic() >= self._deadline
+        return self._recycling and self.manager.busy() == 0
 
     def _wait_slice(self) -> float:
-        if self._deadline is None:
+        if self._deadline is None and not self._recycling:
             return 1.0
         return 0.05
 
@@ -273,12 +288,28 @@ class Launcher:
             else:
                 log.info("second %s: stopping now", event)
                 self._deadline = time.monotonic()
+        elif event == "USR1":
+            self._recycle()
         elif event == "TTIN":
             self._dump_threads()
         elif event == "RETIRE":
             self._retire_now()
         else:
             log.warning("ignored signal %s", event)
+
+    def _recycle(self) -> None:
+        """USR1, a swarm's recycle (``--max-memory``, ``--max-jobs``, USR2): go quiet and
+        exit 0 once the running jobs have finished, with no ``-t`` deadline: a recycle is
+        not a deploy, so no job is pushed back and run twice because of it (Celery's
+        ``max_memory_per_child`` also lets the child finish its task). A TERM arriving
+        meanwhile is a real stop: ``-t``, then push back."""
+        self.periodic.step_down()
+        if self._recycling or self._deadline is not None:
+            return
+        self._recycling = True
+        log.info("recycling: no new jobs will be fetched; exiting once %d running job(s) "
+                 "finish", self.manager.busy())
+        self.manager.quiet_down()
 
     def _shutdown(self) -> int:
         busy = self.manager.busy()
@@ -333,6 +364,8 @@ class Launcher:
         state = ""
         if self._deadline is not None:
             state = " stopping"
+        elif self._recycling:
+            state = " recycling"
         elif self.manager.quiet:
             state = " quiet"
         tag = f" {self.config.tag}" if self.config.tag else ""

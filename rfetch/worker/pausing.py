@@ -5,6 +5,10 @@ The admin side (``rfetch.api``) adds a queue to the ``paused`` set and publishes
 arrives and whenever its subscription is (re)established, so a pause takes effect within
 milliseconds and costs an idle worker no command at all (a subscribed connection only
 listens: the idle-cost budget).
+
+The same subscription carries the cancel announcements (``rfetch:cancel``) to the worker's
+:class:`~rfetch.worker.cancels.CancelMarks`, which reads its whole index again each time
+the subscription is made.
 """
 
 from __future__ import annotations
@@ -13,11 +17,13 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from redis import Redis
 
 from rfetch.guard import ThreadGuard
 from rfetch.store.keys import Keys
+from rfetch.worker.cancels import CancelMarks
 
 log = logging.getLogger("rfetch.pausing")
 
@@ -29,6 +35,7 @@ class PauseWatcher:
         keys: key names of the namespace.
         redis: the client (one pooled connection is used for the subscription).
         on_change: called with the new set of paused queue names when it changes.
+        cancels: also told the jids announced on ``rfetch:cancel`` (None: not listened to).
     """
 
     def __init__(
@@ -36,8 +43,10 @@ class PauseWatcher:
         keys: Keys,
         redis: Redis,
         on_change: Callable[[frozenset[str]], None] | None = None,
+        cancels: CancelMarks | None = None,
     ) -> None:
         self.keys = keys
+        self.cancels = cancels
         self.redis = redis
         self.on_change = on_change
         self._paused: frozenset[str] = frozenset()
@@ -67,14 +76,28 @@ class PauseWatcher:
         while not stop.is_set():
             pubsub = self.redis.pubsub()  # type: ignore[no-untyped-call]
             try:
-                pubsub.subscribe(self.keys.pause_channel)
+                channels = [self.keys.pause_channel]
+                if self.cancels is not None:
+                    channels.append(self.keys.cancel_channel)
+                pubsub.subscribe(*channels)
                 while not stop.is_set():
                     message = pubsub.get_message(timeout=1.0)
                     if message is not None and message["type"] in ("subscribe", "message"):
-                        self.refresh()
+                        self._heard(message)
                         self.guard.succeeded()
             except Exception as exc:
                 stop.wait(self.guard.failed(exc))
             finally:
                 with contextlib.suppress(Exception):  # closing a broken connection may raise
                     pubsub.close()
+
+    def _heard(self, message: dict[str, Any]) -> None:
+        """A subscription made, or an announcement: pause, or cancel."""
+        channel = message["channel"]
+        name = channel.decode() if isinstance(channel, bytes) else str(channel)
+        if self.cancels is None or name != self.keys.cancel_channel:
+            self.refresh()
+        elif message["type"] == "subscribe":
+            self.cancels.reload()
+        else:
+            self.cancels.note(message["data"])

@@ -8,12 +8,11 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from rfetch.batch.context import enter_job
 from rfetch.config import Config
-from rfetch.errors import InvalidJob, JobCancelled, OverLimit, ResultNotSerializable, UnknownJob
+from rfetch.errors import InvalidJob, JobCancelled, OverLimit, ResultNotSerializable
 from rfetch.job import Job
 from rfetch.limits import JobControl, timeout_of
 from rfetch.log_context import JobContext
@@ -22,7 +21,9 @@ from rfetch.middleware import run_server_chain, run_server_chain_async
 from rfetch.payload import Payload, Routing, loads
 from rfetch.stats import Stats
 from rfetch.store.workflow_commands import Ending
+from rfetch.worker.cancels import CancelCheck
 from rfetch.worker.expiry import Expiry
+from rfetch.worker.job_run import JobRun
 from rfetch.worker.outcome import RecordedUnit, recorded_ttl, result_text
 from rfetch.worker.registry import Registry
 from rfetch.worker.reporting import ErrorReporter
@@ -39,51 +40,6 @@ Handled = Literal["done", "rfetch-failed", "stuck"]
 
 COALESCE_MAX = 1000
 """Waiting jobs of a key merged into one execution at most; the rest form the next one."""
-
-
-@dataclass
-class JobRun:
-    """One execution of a fetched job: the job, its coalesced followers, its class (None
-    for a name this worker does not know), its start (``time.perf_counter``) and, once
-    made, its instance and its time limit and cancel flag."""
-
-    unit: UnitOfWork
-    job: Payload
-    followers: list[tuple[UnitOfWork, Payload]]
-    cls: type[Job] | None
-    started: float
-    instance: Job | None = None
-    control: JobControl | None = None
-    value: object = None
-    """What ``perform`` returned (recorded for a ``store_result`` job)."""
-
-    def owned(self) -> bool:
-        """Whether this execution still owns its outcome (acknowledge it or record its
-        failure): False when the timekeeper's hard path recorded it first."""
-        return self.control is None or self.control.finish()
-
-    def instantiate(self) -> Job:
-        """A new instance of the class, with its jid (part of the execution: whatever it
-        raises fails the job).
-
-        Raises:
-            UnknownJob: no class of the job's name is registered in this worker.
-        """
-        if self.cls is None:
-            raise UnknownJob(
-                f"no job named {self.job['class']!r} is registered in this worker (is the "
-                "module that defines it passed with -r, and deployed?)"
-            )
-        self.instance = self.cls()
-        self.instance.jid = self.job["jid"]
-        bid = self.job.get("bid")
-        if isinstance(bid, str) and bid:
-            self.instance.bid = bid
-        return self.instance
-
-    def elapsed_ms(self) -> float:
-        """Milliseconds since the start, rounded to microseconds."""
-        return round((time.perf_counter() - self.started) * 1000, 3)
 
 
 class Processor:
@@ -115,6 +71,8 @@ class Processor:
         progress: where jobs' ``self.progress(...)`` writes (None: only checked).
         expiry: drops a job past its ``expires_at`` before it runs (expiring jobs; None:
             no check, as in tests that run the processor alone).
+        cancels: records a job with a cancel mark as cancelled before it runs (None: no
+            check, as in tests that run the processor alone).
     """
 
     def __init__(
@@ -129,8 +87,10 @@ class Processor:
         job_context: JobContext | None = None,
         progress: ProgressWriter | None = None,
         expiry: Expiry | None = None,
+        cancels: CancelCheck | None = None,
     ) -> None:
         self.progress = progress
+        self.cancels = cancels
         self.config = config
         self.expiry = expiry
         self.work = work
@@ -191,6 +151,8 @@ class Processor:
         # "in" first: a job without an expiry (most) costs one dict lookup here.
         if "expires_at" in job and self.expiry is not None and self.expiry.dropped(unit, job):
             return
+        if self.cancels is not None and self.cancels.dropped(unit, job):
+            return
         routing = unit.routing
         followers = self._take_followers(unit) if routing and routing.coalesced else []
         execution = self._start(unit, job, followers)
@@ -229,6 +191,13 @@ class Processor:
             expiry is not None
             and "expires_at" in job
             and await loop.run_in_executor(None, expiry.dropped, unit, job)
+        ):
+            return
+        cancels = self.cancels
+        if (
+            cancels is not None
+            and cancels.pending(job)
+            and await loop.run_in_executor(None, cancels.dropped, unit, job)
         ):
             return
         routing = unit.routing

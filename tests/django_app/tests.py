@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from django.db import connection, transaction
 from django.test import TestCase, TransactionTestCase
 
 import rfetch
+from rfetch import testing
 from rfetch.integrations.django import immediate_client
 from rfetch.integrations.django.apps import app_config
 from tests.django_app.jobs import RecordBackend, WelcomeSignup
@@ -161,6 +163,58 @@ class AsyncOnCommitTests(TransactionTestCase):
         self.assertEqual(queued_jids(self.redis), [jid])
 
 
+class FakeModeOnCommitTests(TransactionTestCase):
+    """rfetch.testing's fake mode keeps the on-commit behaviour: a push inside a
+    transaction reaches the fake queues at commit, never on rollback; nothing reaches
+    Redis, not even through the immediate client."""
+
+    def setUp(self) -> None:
+        self.redis = redis_client()
+        self.redis.flushdb()
+
+    def tearDown(self) -> None:
+        self.assertEqual(queued_jids(self.redis), [])  # nothing ever reached Redis
+        self.redis.close()
+
+    def test_a_push_is_recorded_at_commit(self) -> None:
+        with testing.fake() as queues:
+            with transaction.atomic():
+                signup = Signup.objects.create(email="fay@example.com")
+                WelcomeSignup.perform_async(signup.pk)
+                self.assertEqual(queues.jobs(), [])  # not before the row is visible
+            queues.assert_enqueued(WelcomeSignup, args=[signup.pk], queue="django")
+            self.assertEqual(queues.drain(), 1)
+        self.assertTrue(Signup.objects.get(pk=signup.pk).welcomed)
+
+    def test_a_rolled_back_transaction_records_nothing(self) -> None:
+        with testing.fake() as queues:
+            try:
+                with transaction.atomic():
+                    signup = Signup.objects.create(email="gus@example.com")
+                    WelcomeSignup.perform_async(signup.pk)
+                    raise RuntimeError("rolled back")
+            except RuntimeError:
+                pass
+            self.assertEqual(queues.jobs(), [])
+
+    def test_the_immediate_client_is_intercepted_too(self) -> None:
+        with testing.fake() as queues, transaction.atomic():
+            jid = WelcomeSignup.set(client=immediate_client()).perform_async(5)
+            self.assertEqual([j["jid"] for j in queues.jobs()], [jid])
+
+
+class FakeModeInTestCaseTests(TestCase):
+    """In a TestCase (each test inside a transaction that never commits), on-commit pushes
+    run when the test captures the on-commit callbacks: Celery's pattern."""
+
+    def test_captured_on_commit_callbacks_record_the_push(self) -> None:
+        with testing.fake() as queues:
+            with self.captureOnCommitCallbacks(execute=True):
+                WelcomeSignup.perform_async(6)
+                self.assertEqual(queues.jobs(), [])
+            queues.assert_enqueued(WelcomeSignup, args=[6], count=1)
+
+
 class WorkerTests(TransactionTestCase):
     """A real ``rfetch worker`` with Django loaded: jobs use the ORM, and a database
     connection the server closed costs no job."""
@@ -250,14 +304,26 @@ class WebUITests(TestCase):
         self.assertEqual(self.client.get("/rfetch/static/rfetch.css").status_code, 200)
 
         self.redis.sadd("queues", "django")
-        self.assertEqual(self.client.get("/rfetch/queues").status_code, 200)
+        page = self.client.get("/rfetch/queues")
+        self.assertEqual(page.status_code, 200)
         cookie = self.client.cookies["rfetch_csrf"]  # set by rfetch, through the view
         self.assertEqual(cookie["path"], "/rfetch")
-        token = cookie.value
+        found = re.search(r'name="csrf-token" content="([^"]+)"', page.content.decode())
+        assert found is not None
+        token = found.group(1)
         refused = self.client.post("/rfetch/queues/django", {"action": "pause"})
         self.assertEqual(refused.status_code, 403)  # rfetch's own CSRF check
+        for forged in ({"csrf_token": cookie.value}, {"csrf_token": token}):
+            # the cookie's value is no token; another port of the host is another origin
+            refused = self.client.post(
+                "/rfetch/queues/django", {"action": "pause", **forged},
+                headers={"Origin": "http://testserver:8000"},
+            )
+            self.assertEqual(refused.status_code, 403)
+        self.assertFalse(self.redis.sismember("paused", "django"))
         response = self.client.post(
-            "/rfetch/queues/django", {"action": "pause", "csrf_token": token}
+            "/rfetch/queues/django", {"action": "pause", "csrf_token": token},
+            headers={"Origin": "http://testserver", "Sec-Fetch-Site": "same-origin"},
         )
         self.assertEqual(response.status_code, 303)
         self.assertEqual(response["Location"], "/rfetch/queues/django")

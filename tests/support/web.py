@@ -92,7 +92,8 @@ def failed(jid: str, cls: str = "app.Mail", args: list[Any] | None = None,
 
 def add_process(r: redis.Redis, identity: str = IDENTITY, *, busy: int = 1,
                 quiet: bool = False, running: list[str] | None = None) -> None:
-    """A heartbeat as a worker writes it, with running jobs in ``<identity>:work``."""
+    """A heartbeat as a worker writes it, with running jobs in ``<identity>:work`` and,
+    as a worker holds them until they end, in its private list of queue default."""
     info = {"hostname": "web-1", "pid": 4242, "tag": "api", "concurrency": 5,
             "queues": ["default", "mail"], "labels": ["blue"], "started_at": time.time() - 90,
             "version": "0.1.0"}
@@ -102,23 +103,27 @@ def add_process(r: redis.Redis, identity: str = IDENTITY, *, busy: int = 1,
     for i, job in enumerate(running or []):
         r.hset(f"{identity}:work", f"t{i}", json.dumps(
             {"queue": "default", "payload": job, "run_at": time.time() - 3}))
+        r.lpush(f"queue:sq|{identity}|default", job)
 
 
 # -- the Werkzeug test client ---------------------------------------------------------------
 
-TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
+TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"|<meta name="csrf-token" content="([^"]+)">')
+
+
+def token_in(html: str) -> str:
+    """The CSRF token of a page: its forms' field, or the one its head names (every page's
+    head does, for scripts that send it in the ``X-CSRF-Token`` header)."""
+    found = TOKEN.search(html)
+    assert found, "no CSRF token in the page"
+    return found.group(1) or found.group(2)
 
 
 def token_of(client: Client, path: str = "/queues") -> str:
     """The CSRF token a page's forms carry (the GET also sets the cookie)."""
     response = client.get(path)
     assert response.status_code == 200, response.get_data(as_text=True)[:500]
-    found = TOKEN.search(response.get_data(as_text=True))
-    if found:
-        return found.group(1)
-    cookie = client.get_cookie("rfetch_csrf")
-    assert cookie is not None
-    return cookie.value
+    return token_in(response.get_data(as_text=True))
 
 
 def post(client: Client, path: str, data: dict[str, Any], *, token: str | None = None,

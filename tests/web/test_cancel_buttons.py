@@ -53,6 +53,15 @@ def test_cancel_a_running_job_and_an_unknown_one(client: Client, r: redis.Redis)
     assert post(client, "/cancel", {"jid": " "}, page="/busy").status_code == 400
 
 
+def test_cancel_a_fetched_job_says_it_will_not_start(client: Client, r: redis.Redis) -> None:
+    add_process(r, busy=0)
+    r.lpush(f"queue:sq|{IDENTITY}|default", payload(JID))
+    response = post(client, "/cancel", {"jid": JID, "next": "/busy"}, page="/busy")
+    assert "not started: it will not start" in flash(client, response)
+    body = text(client.get(f"/explain?jid={JID}"))
+    assert "cancel requested (cancelled in the web UI): it will not start" in body
+
+
 def test_read_only_ui_has_no_cancel(make_app: Callable[..., WebApp], r: redis.Redis) -> None:
     r.sadd("queues", "default")
     r.lpush("queue:default", payload(JID))

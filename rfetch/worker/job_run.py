@@ -1,0 +1,57 @@
+"""One execution of a fetched job, as the processor carries it from start to end."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from rfetch.errors import UnknownJob
+from rfetch.job import Job
+from rfetch.limits import JobControl
+from rfetch.payload import Payload
+from rfetch.worker.unit import UnitOfWork
+
+
+@dataclass
+class JobRun:
+    """One execution of a fetched job: the job, its coalesced followers, its class (None
+    for a name this worker does not know), its start (``time.perf_counter``) and, once
+    made, its instance and its time limit and cancel flag."""
+
+    unit: UnitOfWork
+    job: Payload
+    followers: list[tuple[UnitOfWork, Payload]]
+    cls: type[Job] | None
+    started: float
+    instance: Job | None = None
+    control: JobControl | None = None
+    value: object = None
+    """What ``perform`` returned (recorded for a ``store_result`` job)."""
+
+    def owned(self) -> bool:
+        """Whether this execution still owns its outcome (acknowledge it or record its
+        failure): False when the timekeeper's hard path recorded it first."""
+        return self.control is None or self.control.finish()
+
+    def instantiate(self) -> Job:
+        """A new instance of the class, with its jid (part of the execution: whatever it
+        raises fails the job).
+
+        Raises:
+            UnknownJob: no class of the job's name is registered in this worker.
+        """
+        if self.cls is None:
+            raise UnknownJob(
+                f"no job named {self.job['class']!r} is registered in this worker (is the "
+                "module that defines it passed with -r, and deployed?)"
+            )
+        self.instance = self.cls()
+        self.instance.jid = self.job["jid"]
+        bid = self.job.get("bid")
+        if isinstance(bid, str) and bid:
+            self.instance.bid = bid
+        return self.instance
+
+    def elapsed_ms(self) -> float:
+        """Milliseconds since the start, rounded to microseconds."""
+        return round((time.perf_counter() - self.started) * 1000, 3)
