@@ -2,8 +2,9 @@
 
 The one set of formatters used by the CLI's tables, the web UI's templates, ``explain``'s
 sentences and the start-up messages, so a duration or a time reads the same everywhere.
-Pure functions on plain values (standard library only): the read/admin API, the web UI and
-the worker may all import this module, and it imports none of them.
+Pure functions on plain values; counts, durations and sizes are worded by the ``humanize``
+library, this module picks its options. The read/admin API, the web UI and the worker may
+all import this module, and it imports none of them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import math
 import time
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+import humanize
 
 DASH = "\u2013"
 """An en dash: what a missing value shows in the web UI."""
@@ -28,8 +31,8 @@ def number(value: int | float | None, missing: str = DASH) -> str:
     if value is None:
         return missing
     if isinstance(value, float) and not value.is_integer():
-        return f"{value:,.1f}"
-    return f"{int(value):,}"
+        return humanize.intcomma(value, ndigits=1)
+    return humanize.intcomma(int(value))
 
 
 def utc_time(at: float | None, *, zone: bool = True, missing: str = DASH) -> str:
@@ -55,27 +58,23 @@ def iso_time(at: float | None) -> str:
 
 
 def duration(seconds: float, *, tenths_below: float = 0.0) -> str:
-    """A duration in seconds for people: ``42 s``, ``3.5 min``, ``2.0 h``, ``4.1 days``.
+    """A duration in seconds for people (:func:`humanize.naturaldelta`, days rather than
+    months): ``42 seconds``, ``3 minutes``, ``2 hours``, ``29 days``.
 
     Args:
         seconds: the duration (its sign is ignored).
-        tenths_below: show tenths of a second below this many seconds (``0.4 s``); the web
-            UI gives 10, ``explain`` 0 (whole seconds).
+        tenths_below: show tenths of a second below this many seconds (``0.4 seconds``);
+            the web UI gives 10, ``explain`` 0 (whole units: ``a moment`` below 1 s).
     """
     s = abs(seconds)
     if s < tenths_below:
-        return f"{s:.1f} s"
-    if s < 120:
-        return f"{s:.0f} s"
-    if s < 7200:
-        return f"{s / 60:.1f} min"
-    if s < 172800:
-        return f"{s / 3600:.1f} h"
-    return f"{s / 86400:.1f} days"
+        return humanize.precisedelta(s, minimum_unit="seconds", format="%0.1f")
+    return humanize.naturaldelta(s, months=False)
 
 
 def relative(at: float, now: float, *, tenths_below: float = 0.0) -> str:
-    """``in 3.5 min`` or ``42 s ago``: epoch seconds ``at`` seen from epoch seconds ``now``.
+    """``in 3 minutes`` or ``42 seconds ago``: epoch seconds ``at`` seen from epoch seconds
+    ``now``.
 
     With ``tenths_below`` (see :func:`duration`), less than a second away reads ``now``.
     """
@@ -114,15 +113,11 @@ def _bound(ms: float) -> str:
 
 
 def memory(n_bytes: int | float | None, missing: str = DASH) -> str:
-    """Bytes as ``512 B``, ``12.3 MB``, ``2.0 GB`` (powers of 1024)."""
+    """Bytes as ``512 Bytes``, ``12.3 MiB``, ``2.0 GiB`` (:func:`humanize.naturalsize`,
+    powers of 1024)."""
     if n_bytes is None:
         return missing
-    value = float(n_bytes)
-    for unit in ("B", "KB", "MB"):
-        if value < 1024:
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GB"
+    return humanize.naturalsize(n_bytes, binary=True, format="%.1f")
 
 
 def shorten(text: str | None, limit: int = 120, ellipsis: str = "…") -> str:

@@ -23,18 +23,20 @@ from rfetch.stats import BUCKETS_MS
 __all__ = ["DASH", "FILTERS", "entry_key", "parse_entry_key", "safe_url"]
 
 TENTHS_BELOW = 10.0
-"""Durations shorter than this many seconds show tenths (``4.2 s``)."""
+"""Durations shorter than this many seconds show tenths (``4.2 seconds``)."""
 
 
 def span(seconds: float | None) -> str:
-    """A duration for people: ``0.4 s``, ``42 s``, ``3.5 min``, ``2.0 h``, ``4.1 days``."""
+    """A duration in seconds for people: ``0.4 seconds``, ``42 seconds``, ``3 minutes``,
+    ``2 hours``, ``29 days`` (:func:`rfetch.formatting.duration`); a dash for None."""
     if seconds is None:
         return DASH
     return formatting.duration(seconds, tenths_below=TENTHS_BELOW)
 
 
 def relative(at: float | None, now: float | None = None) -> str:
-    """``in 3.5 min``, ``42 s ago`` or ``now`` (epoch seconds; ``now`` defaults to the clock)."""
+    """``in 3 minutes``, ``42 seconds ago`` or ``now`` (epoch seconds; ``now`` defaults to
+    the clock)."""
     if at is None:
         return DASH
     return formatting.relative(at, time.time() if now is None else now,

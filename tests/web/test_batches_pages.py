@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -103,3 +104,25 @@ def test_cli_and_metrics(client: Client, two_batches: tuple[rfetch.Batch, rfetch
     metrics = client.get("/metrics").get_data(as_text=True)
     assert "rfetch_batches_created_total 2.0" in metrics
     assert "rfetch_batches_died_total 1.0" in metrics
+
+
+def test_a_batch_page_says_when_it_expires_in_words(
+    redis_server: RedisServer, r: redis.Redis, client: Client
+) -> None:
+    """Its TTL (a month before anything ran) reads as days, not ``2,591,946 s``."""
+    sys.path.insert(0, str(JOBS_DIR))
+    try:
+        bj: ModuleType = importlib.import_module("batch_jobs")
+    finally:
+        sys.path.remove(str(JOBS_DIR))
+    rfetch.configure(redis_url=redis_server.url)
+    try:
+        batch = rfetch.Batch(description="waiting")
+        with batch.jobs():
+            bj.Item.perform_async(1)
+    finally:
+        DEFAULT.set(None)
+    ttl = r.ttl(f"b-{batch.bid}")
+    assert 29 * 86400 < ttl <= 30 * 86400
+    page = client.get(f"/batches/{batch.bid}").get_data(as_text=True)
+    assert re.search(r"<th>Expires</th><td>in (29|30) days</td>", page), page

@@ -196,7 +196,7 @@ def test_explain_page_links_to_the_job(client: Client, api: Api, r: redis.Redis)
     body = text(client.get(f"/explain?jid={jid_of(7)}"))
     assert "dead since" in body
     key = entry_key(api.dead.page().jobs[0])
-    assert f'href="/dead/{key}"' in body
+    assert f'href="/dead/{key}?jid={jid_of(7)}"' in body
     r.sadd("queues", "q")
     r.sadd("paused", "q")
     r.lpush("queue:q", payload(jid_of(8), queue="q"))
@@ -248,3 +248,30 @@ def test_large_retry_set_pages_without_loading_it(client: Client, r: redis.Redis
         assert jid_of(first) in body, path
         assert elapsed < 5, f"{path} took {elapsed:.2f} s"
     assert "90,001\u201390,025" in text(client.get("/retries?offset=90000"))
+
+
+def test_a_set_jobs_link_follows_the_job_once_it_has_moved(client: Client, api: Api,
+                                                          r: redis.Redis) -> None:
+    """A retry's detail link, opened after the job was retried, shows where it is now."""
+    r.sadd("queues", "default")
+    r.zadd("retry", {failed(jid_of(7)): time.time() + 600})
+    listing = text(client.get("/retries"))
+    link = re.findall(r'<a href="(/retries/[^"]+)"', listing)[0].replace("&amp;", "&")
+    assert f"jid={jid_of(7)}" in link
+    assert jid_of(7) in text(client.get(link))  # still there: its own page
+    api.retries.apply("retry", api.retries.page().jobs)  # to its queue
+    moved = client.get(link, follow_redirects=True)
+    assert moved.status_code == 200
+    body = text(moved)
+    assert "no longer at that place in the retries set" in body
+    assert "waiting in queue default at position 1 of 1" in body
+    job = r.rpop("queue:default")  # failed again: a new entry in the retry set
+    assert job is not None
+    r.zadd("retry", {failed(jid_of(7), retry_count=1): time.time() + 900})
+    body = text(client.get(link, follow_redirects=True))
+    assert "in the retry set" in body and "Open in retries" in body
+    r.delete("retry")  # finished, or deleted: held nowhere
+    body = text(client.get(link, follow_redirects=True))
+    assert f"jid {jid_of(7)}: not found" in body
+    # An old link without a jid still answers 404.
+    assert client.get(link.partition("?")[0]).status_code == 404

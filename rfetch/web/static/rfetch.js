@@ -59,7 +59,7 @@
   var interval = parseFloat(canvas.getAttribute("data-interval")) || 5;
   var maxPoints = 60;
   var points = [];       // {t, processed, failed}: rates per second
-  var last = null;       // previous sample
+  var last = seed();     // previous sample: at first, the totals the page was rendered with
   var timer = null;
   var paused = false;
   var status = document.getElementById("live-status");
@@ -73,6 +73,15 @@
     text: style.getPropertyValue("--muted").trim() || "#667085"
   };
   var numberFormat = new Intl.NumberFormat();
+
+  // The page carries the totals it was rendered with, so the first poll (at once) already
+  // gives a rate to draw, instead of "Waiting for data…" for a whole poll interval.
+  function seed() {
+    try {
+      var value = JSON.parse(canvas.getAttribute("data-seed") || "null");
+      return value && typeof value.time === "number" ? value : null;
+    } catch (e) { return null; }
+  }
 
   function setStatus(text) { if (status) { status.textContent = text; } }
 
@@ -135,9 +144,9 @@
       return;
     }
 
-    var step = plotW / (maxPoints - 1);
-    var offset = maxPoints - points.length;
-    function x(index) { return left + (offset + index) * step; }
+    // The samples so far span the whole width (the first interval too, on a cold load).
+    var step = plotW / (points.length - 1);
+    function x(index) { return left + index * step; }
     function yOf(value) { return top + plotH - (plotH * value) / scale; }
 
     function line(key, color, fill) {
@@ -211,6 +220,8 @@
           processed: Math.max(stats.processed - last.processed, 0) / seconds,
           failed: Math.max(stats.failed - last.failed, 0) / seconds
         };
+        // The first rate holds over the whole first interval: drawn as a level line.
+        if (points.length === 0) { points.push({ t: last.time, processed: point.processed, failed: point.failed }); }
         points.push(point);
         if (points.length > maxPoints) { points.shift(); }
         updateLegend(point);

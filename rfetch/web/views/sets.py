@@ -145,9 +145,20 @@ def _by_shard(keys: list[str], sharded: bool) -> dict[int | None, list[str]]:
 
 
 def set_job(ctx: Ctx, kind: str, key: str) -> Response:
-    """``GET /<kind>/<key>``: one entry (404 when it has left the set)."""
+    """``GET /<kind>/<key>[?jid=J]``: one entry.
+
+    An entry that has left the set (retried, run, killed, or failed again and stored anew)
+    is followed by its jid when the link gave one: a redirect to "Find a job", which says
+    where the job is now (a queue, a set, running) or that it is no longer held. Without
+    a jid: 404.
+    """
     record = _find_entry(ctx.api.job_set(kind), key)
     info = SET_KINDS[kind]
+    jid = (ctx.request.args.get("jid") or "").strip()
+    if record is None and jid:
+        raise Redirect(ctx.url_for("explain", jid=jid),
+                       f"Job {jid} is no longer at that place in the {info.title.lower()} "
+                       "set: here is where it is now.", "warn")
     return ctx.render("job.html", kind=info, job=record, key=key,
                       actions=info.actions, action_labels=info.labels,
                       status=200 if record is not None else 404)
