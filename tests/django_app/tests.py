@@ -254,6 +254,10 @@ class WorkerTests(TransactionTestCase):
         signup = Signup.objects.create(email="cy@example.com")
         WelcomeSignup.perform_async(signup.pk)
         wait_for(lambda: Signup.objects.get(pk=signup.pk).welcomed, 30, "the welcome job")
+        # The documented command warns about neither -r (the first is a setup module).
+        log = self.log_path.read_text(errors="replace")
+        self.assertIn("job classes:", log)
+        self.assertNotIn("adds no job class", log)
 
     def test_a_connection_closed_by_the_server_costs_no_job(self) -> None:
         RecordBackend.perform_async("first")
