@@ -37,7 +37,7 @@ from rfetch.metric_names import window_summary, with_deprecated
 from rfetch.stats import BUCKETS_MS
 
 if TYPE_CHECKING:
-    from rfetch.api import Api, ClassMetrics
+    from rfetch.api import Api, ClassMetrics, ProcessInfo
     from rfetch.job import Job
 
 DURATION_BUCKETS = tuple(ms / 1000 for ms in BUCKETS_MS)
@@ -98,14 +98,7 @@ class ApiCollector(Collector):
         yield _gauge("rfetch_scheduled_jobs", "Jobs in the scheduled set.", stats.scheduled_size)
         yield _gauge("rfetch_retry_jobs", "Jobs in the retry set.", stats.retry_size)
         yield _gauge("rfetch_dead_jobs", "Jobs in the dead set.", stats.dead_size)
-        yield _gauge("rfetch_processes", "Worker processes with a live heartbeat.",
-                     len(processes))
-        yield _gauge("rfetch_busy_threads", "Threads running a job, over live processes.",
-                     sum(p.busy for p in processes))
-        yield _gauge("rfetch_concurrency_threads", "Processor threads, over live processes.",
-                     sum(p.concurrency for p in processes))
-        yield _gauge("rfetch_quiet_processes", "Live processes that are quiet (not fetching).",
-                     sum(1 for p in processes if p.quiet))
+        yield from _process_gauges(processes)
 
         size = GaugeMetricFamily("rfetch_queue_jobs", "Jobs waiting in the queue.",
                                  labels=["queue"])
@@ -136,6 +129,17 @@ class ApiCollector(Collector):
                      self.window_minutes * 60)
         yield _gauge("rfetch_scrape_duration_seconds",
                      "Time this scrape took to read Redis.", time.perf_counter() - started)
+
+
+def _process_gauges(processes: list[ProcessInfo]) -> Iterator[Metric]:
+    """Live processes, their busy and processor threads, and the quiet ones."""
+    yield _gauge("rfetch_processes", "Worker processes with a live heartbeat.", len(processes))
+    yield _gauge("rfetch_busy_threads", "Threads running a job, over live processes.",
+                 sum(p.busy for p in processes))
+    yield _gauge("rfetch_concurrency_threads", "Processor threads, over live processes.",
+                 sum(p.concurrency for p in processes))
+    yield _gauge("rfetch_quiet_processes", "Live processes that are quiet (not fetching).",
+                 sum(1 for p in processes if p.quiet))
 
 
 def _class_counters(totals: list[ClassMetrics]) -> Iterator[Metric]:
