@@ -37,6 +37,7 @@ from rfetch.store.connection import REDIS_DOWN
 from rfetch.worker.acks import ACK_MAX_DELAY, DeferredAcks
 from rfetch.worker.event_loop import AsyncPool
 from rfetch.worker.fetch import ReliableFetch
+from rfetch.worker.fetch_room import FetchRoom
 from rfetch.worker.handoff import BlockingFetch, HandOff, Request
 from rfetch.worker.prefetch import PrefetchPolicy
 from rfetch.worker.processor import Handled, Processor
@@ -99,6 +100,7 @@ class Manager:
             else None
         )
         self._loop_slots = self.aio.size if self.aio is not None else 0
+        self.room = FetchRoom(all_async=not registry.has_sync)
         self._low_water = config.concurrency
         self._stuck: dict[int, UnitOfWork] = {}
         """Jobs rfetch failed on and could not push back: left in the private lists."""
@@ -250,6 +252,8 @@ class Manager:
         if self.aio is None:
             return [], units
         looped = [unit for unit in units if self.aio.accepts(unit)]
+        with self.pool.cond:
+            self.room.observed(len(units), len(looped))
         if not looped:
             return [], units
         ids = {id(unit) for unit in looped}
@@ -329,18 +333,28 @@ class Manager:
             while not self.work.quiet:
                 ready = self.prefetch.ready_soon(self.pool.started.values(), time.monotonic())
                 waiting = self.pool.waiting()
-                capacity = (
-                    self.config.concurrency + self._loop_slots + self.prefetch.allowance(ready)
+                threads = self.config.concurrency + self.prefetch.allowance(ready)
+                # Threads and loop slots are separate room (rfetch.worker.fetch_room): the
+                # slots count only while recent fetches brought async jobs.
+                looped = len(self.pool.looped)
+                slots = self._loop_slots if self.room.expects_async else 0
+                capacity = threads + slots
+                room = self.room.size(
+                    threads - (len(self.pool.held) - looped),
+                    slots - looped,
+                    threads + self._loop_slots - len(self.pool.held),
                 )
-                room = capacity - len(self.pool.held)
                 min_batch = max(1, capacity // 4)
                 self._low_water = capacity - min_batch
                 give_back = []
                 if self.prefetch.give_back(waiting, ready):
                     give_back = self.pool.take_waiting(lambda unit: True, quiet=False)
                 # After an empty fetch, fetch again once a thread is free with nothing
-                # waiting; else once threads starve or there is room for a batch.
-                starving = waiting == 0 or (self.aio is not None and self.aio.idle())
+                # waiting; else once threads starve or there is room for a batch. An idle
+                # loop starves only while async jobs are being fetched.
+                starving = waiting == 0 or (
+                    self.aio is not None and self.room.expects_async and self.aio.idle()
+                )
                 wanted = self.pool.thread_free() if idle else starving or room >= min_batch
                 # A sweep goes at once: the strays it pushes back wait for no thread here.
                 sweep = self._sweep is not None
