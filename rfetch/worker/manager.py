@@ -43,6 +43,7 @@ from rfetch.worker.prefetch import PrefetchPolicy
 from rfetch.worker.processor import Handled, Processor
 from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.stall import StallGuard
+from rfetch.worker.started import StartMarks
 from rfetch.worker.unit import UnitOfWork
 from rfetch.worker.work_state import WorkState
 
@@ -92,10 +93,13 @@ class Manager:
             config.concurrency, config.prefetch_count, config.prefetch_horizon
         )
         self.stall = StallGuard(config, fetch)
+        self.marks = StartMarks(fetch.redis, fetch.keys, fetch.identity)
         self.pool = HandOff(config.concurrency)
         registry = processor.registry
         self.aio = (
-            AsyncPool(config, processor, registry, work, report, on_done=self._async_done)
+            AsyncPool(
+                config, processor, registry, work, report, self._async_done, self.marks
+            )
             if registry.has_async
             else None
         )
@@ -290,6 +294,7 @@ class Manager:
                 now = time.monotonic()
                 with self.pool.cond:
                     self.pool.started[ident] = now
+        self.marks.mark(f"t{ident:x}", unit)  # before perform: poison-pill counting
         self.work.begin(ident, unit)
         try:
             try:

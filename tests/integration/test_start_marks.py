@@ -1,0 +1,46 @@
+"""Start marks with a real ``rfetch worker``: a thread and an event-loop slot each write the
+exact payload of the job they start into ``<identity>:started`` before ``perform`` (what
+orphan recovery reads to count only started jobs as possible poison pills), and a clean
+stop removes the hash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import redis
+
+from rfetch.client import Client
+from rfetch.config import Config
+from rfetch.store.keys import Keys
+from tests.support.redis_server import RedisServer
+from tests.support.wait import wait_for
+from tests.support.workers import FAST_ENV, WorkerProcess
+
+KEYS = Keys()
+
+
+def test_a_worker_marks_each_job_it_starts_and_drops_the_marks_at_stop(
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
+) -> None:
+    worker = WorkerProcess(
+        redis_server.url, ["-c", "2", "-r", "testjobs", "-r", "async_jobs"], FAST_ENV, tmp_path
+    )
+    try:
+        identity = worker.identity(r)
+        client = Client(Config(redis_url=redis_server.url), r)
+        client.push("testjobs.Sleep", [30])
+        client.push("async_jobs.Waits", [30])
+        private = KEYS.private(identity, "default")
+        wait_for(lambda: r.llen(private) == 2, 20, worker.log)
+        held = set(r.lrange(private, 0, -1))  # type: ignore[arg-type]
+
+        def marked() -> bool:
+            marks: dict[bytes, bytes] = r.hgetall(KEYS.started(identity))  # type: ignore[assignment]
+            return set(marks.values()) == held
+
+        wait_for(marked, 20, worker.log)
+        fields = {f.decode()[0] for f in r.hkeys(KEYS.started(identity))}  # type: ignore[union-attr]
+        assert fields == {"t", "a"}  # one thread's mark, one loop slot's
+    finally:
+        assert worker.stop(30) == 0
+    assert not r.exists(KEYS.started(identity))
