@@ -68,8 +68,11 @@ class Manager:
     When the processor's registry has async job classes, the manager also runs an
     :class:`AsyncPool` (one event-loop thread, ``config.async_concurrency`` jobs at once)
     and hands it the async jobs it fetches; the process then holds at most ``concurrency
-    + async_concurrency + prefetch`` jobs. The threads stay: an idle one runs the blocking
-    fetch, and hands an async job it gets to the loop.
+    + async_concurrency + prefetch`` jobs, and ``concurrency + prefetch`` while only sync
+    jobs come (:class:`FetchRoom`: the loop's slots are room for async jobs only). The
+    threads stay: an idle one runs the blocking fetch, and hands an async job it gets to the
+    loop. A thread or loop slot marks each job it starts (:class:`StartMarks`) for
+    poison-pill counting.
     """
 
     def __init__(
@@ -199,6 +202,7 @@ class Manager:
             if cancelled:
                 log.info("cancelled %d async job(s) still running", cancelled)
             self.aio.stop()
+        self.marks.close()
         try:
             return self.fetch.requeue_unheld((), "shutdown")
         except REDIS_DOWN as exc:

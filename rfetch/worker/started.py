@@ -18,8 +18,11 @@ back without counting.
 from __future__ import annotations
 
 import logging
+import select
+import threading
 
 import redis
+from redis.connection import AbstractConnection, ConnectionPool
 from redis.exceptions import RedisError
 
 from rfetch.store.keys import Keys
@@ -31,8 +34,15 @@ log = logging.getLogger("rfetch.manager")
 class StartMarks:
     """Writes the start marks of one process.
 
+    The marks go out on a connection of their own on which Redis sends no replies
+    (``CLIENT REPLY OFF``, Redis 3.2+): a mark is one ``sendall`` of an ``HSET``, no round
+    trip, so the threads do not wait for Redis before ``perform``. Bytes handed to the
+    kernel are delivered even if the process is SIGKILLed right after. With a Redis Cluster
+    client (whose key-to-node routing this connection would bypass), a mark is a plain
+    ``HSET``.
+
     Args:
-        client: the worker's Redis client.
+        client: the worker's Redis client (its connection pool's settings are reused).
         keys: key names.
         identity: the process identity ``host:pid:hex``.
     """
@@ -40,18 +50,59 @@ class StartMarks:
     def __init__(self, client: redis.Redis, keys: Keys, identity: str) -> None:
         self.redis = client
         self.key = keys.started(identity)
+        self._lock = threading.Lock()
+        pool = getattr(client, "connection_pool", None)
+        self._conn: AbstractConnection | None = (
+            pool.connection_class(**pool.connection_kwargs)
+            if isinstance(pool, ConnectionPool)
+            else None
+        )
+        self._ready = False
 
     def mark(self, slot: str, unit: UnitOfWork) -> None:
         """Note that ``slot`` (a thread's or a loop slot's name) starts ``unit`` now.
 
-        Never raises: when Redis does not answer, the job still runs (it would fail on its
-        own Redis writes anyway) and, should the process die running it, its recovery is
-        not counted; the error is logged.
+        Never raises: when Redis cannot be written, the job still runs (it would fail on
+        its own Redis writes anyway) and, should the process die running it, its recovery
+        is not counted; the error is logged.
         """
         try:
-            self.redis.hset(self.key, slot, unit.raw)
+            if self._conn is None:
+                self.redis.hset(self.key, slot, unit.raw)
+                return
+            with self._lock:
+                self._send(self._conn, slot, unit.raw)
         except (RedisError, OSError) as exc:
             log.warning("could not write a start mark (%s): %s", unit.queue, exc)
+
+    def _send(self, conn: AbstractConnection, slot: str, raw: bytes) -> None:
+        """Hold ``_lock``. A connection Redis closed (idle ``timeout``, a restart) turns
+        readable, since Redis never writes to it otherwise: it is then opened again."""
+        sock = conn._get_socket() if self._ready else None  # no public way to peek
+        if sock is not None and select.select([sock], [], [], 0)[0]:
+            sock = None
+        if sock is None:
+            conn.disconnect()  # type: ignore[no-untyped-call]
+            self._ready = False
+            conn.connect()  # type: ignore[no-untyped-call]
+            conn.send_command(  # type: ignore[no-untyped-call]
+                "CLIENT", "REPLY", "OFF", check_health=False
+            )
+            self._ready = True
+        try:
+            conn.send_command(  # type: ignore[no-untyped-call]
+                "HSET", self.key, slot, raw, check_health=False
+            )
+        except BaseException:
+            self._ready = False
+            raise
+
+    def close(self) -> None:
+        """Close the marks' connection (at the worker's stop)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.disconnect()  # type: ignore[no-untyped-call]
+                self._ready = False
 
 
 def started_payloads(client: redis.Redis, keys: Keys, identity: str) -> frozenset[bytes]:

@@ -6,12 +6,15 @@ stop removes the hash."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
 import redis
 
 from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.store.keys import Keys
+from rfetch.worker.started import StartMarks
+from rfetch.worker.unit import UnitOfWork
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
 from tests.support.workers import FAST_ENV, WorkerProcess
@@ -44,3 +47,20 @@ def test_a_worker_marks_each_job_it_starts_and_drops_the_marks_at_stop(
     finally:
         assert worker.stop(30) == 0
     assert not r.exists(KEYS.started(identity))
+
+
+def test_marks_go_on_after_redis_closes_their_connection(r: redis.Redis) -> None:
+    """The marks' connection gets no replies (``CLIENT REPLY OFF``); one Redis closed is
+    seen (it turns readable) and opened again, so the next mark is written."""
+    marks = StartMarks(r, KEYS, "host:1:marks")
+    unit = UnitOfWork("default", b'{"jid":"one"}', "private", None, cast("Any", None))
+    marks.mark("t1", unit)
+    wait_for(lambda: r.hget(KEYS.started("host:1:marks"), "t1") == unit.raw, 10)
+    clients: list[dict[str, Any]] = r.client_list()  # type: ignore[assignment]
+    [victim] = [c for c in clients if c.get("cmd") == "hset"]
+    r.client_kill_filter(_id=victim["id"])
+    wait_for(lambda: all(c["id"] != victim["id"] for c in r.client_list()), 10)
+    again = UnitOfWork("default", b'{"jid":"two"}', "private", None, cast("Any", None))
+    marks.mark("t1", again)
+    wait_for(lambda: r.hget(KEYS.started("host:1:marks"), "t1") == again.raw, 10)
+    marks.close()
