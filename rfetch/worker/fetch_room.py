@@ -35,10 +35,12 @@ class FetchRoom:
     thread-safe: the manager calls it under its own lock.
 
     Args:
+        slots: the event loop's slots (``async_concurrency``; 0 without a loop).
         all_async: every registered class is async (each fetched job goes to the loop).
     """
 
-    def __init__(self, all_async: bool) -> None:
+    def __init__(self, slots: int, all_async: bool) -> None:
+        self.slots = slots
         self.share = 1.0 if all_async else 0.0
         """Weighted share of async jobs among the jobs fetched recently (0 to 1)."""
 
@@ -54,6 +56,23 @@ class FetchRoom:
     def expects_async(self) -> bool:
         """Whether recent fetches brought async jobs (the loop's room then counts)."""
         return self.share > 0.0
+
+    def plan(self, threads: int, held: int, looped: int) -> tuple[int, int]:
+        """The fetch size now and the capacity it is taken from (the fetcher waits for room
+        for a quarter of the capacity before it fetches again).
+
+        Args:
+            threads: room of the threads: ``concurrency`` plus the fetch-ahead allowance.
+            held: jobs the process holds (running, waiting, or handed to the loop).
+            looped: of those, the jobs handed to the loop.
+
+        Returns:
+            (jobs to ask for, capacity): the loop's slots are in the capacity only while
+            recent fetches brought async jobs.
+        """
+        slots = self.slots if self.expects_async else 0
+        room = self.size(threads - (held - looped), slots - looped, threads + self.slots - held)
+        return room, threads + slots
 
     def size(self, sync_room: int, async_room: int, total_room: int) -> int:
         """Jobs to ask for now.

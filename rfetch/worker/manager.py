@@ -100,14 +100,12 @@ class Manager:
         self.pool = HandOff(config.concurrency)
         registry = processor.registry
         self.aio = (
-            AsyncPool(
-                config, processor, registry, work, report, self._async_done, self.marks
-            )
+            AsyncPool(config, processor, registry, work, report, self._async_done, self.marks)
             if registry.has_async
             else None
         )
-        self._loop_slots = self.aio.size if self.aio is not None else 0
-        self.room = FetchRoom(all_async=not registry.has_sync)
+        self.room = FetchRoom(self.aio.size if self.aio is not None else 0,
+                              all_async=not registry.has_sync)
         self._low_water = config.concurrency
         self._stuck: dict[int, UnitOfWork] = {}
         """Jobs rfetch failed on and could not push back: left in the private lists."""
@@ -343,16 +341,9 @@ class Manager:
                 ready = self.prefetch.ready_soon(self.pool.started.values(), time.monotonic())
                 waiting = self.pool.waiting()
                 threads = self.config.concurrency + self.prefetch.allowance(ready)
-                # Threads and loop slots are separate room (rfetch.worker.fetch_room): the
-                # slots count only while recent fetches brought async jobs.
-                looped = len(self.pool.looped)
-                slots = self._loop_slots if self.room.expects_async else 0
-                capacity = threads + slots
-                room = self.room.size(
-                    threads - (len(self.pool.held) - looped),
-                    slots - looped,
-                    threads + self._loop_slots - len(self.pool.held),
-                )
+                # Threads and loop slots are separate room (worker/fetch_room.py).
+                room, capacity = self.room.plan(threads, len(self.pool.held),
+                                                len(self.pool.looped))
                 min_batch = max(1, capacity // 4)
                 self._low_water = capacity - min_batch
                 give_back = []

@@ -324,20 +324,15 @@ class OrphanRecovery:
         pipe.hdel(self.keys.identities, identity)
         pipe.hdel(self.keys.suspects, identity)
         pipe.srem(self.keys.processes, identity)
-        pipe.unlink(
-            self.keys.process(identity),
-            self.keys.work(identity),
-            self.keys.workers(identity),
-            self.keys.started(identity),
-        )
+        pipe.unlink(self.keys.process(identity), self.keys.work(identity),
+                    self.keys.workers(identity), self.keys.started(identity))
         pipe.execute()
         log.warning("reaped dead process %s: %d job(s) pushed back", identity, recovered)
         return recovered
 
     def _recover_one(self, unit: UnitOfWork, started: frozenset[bytes]) -> int:
-        """Push back one job of a dead process; counted against its poison-pill limit only
-        if the process had started it (its payload is among ``started``, the process's
-        start marks, :mod:`rfetch.worker.started`)."""
+        """Push back one job of a dead process, counted as a possible poison pill only if
+        the process had started it (in ``started``, its start marks: ``worker/started.py``)."""
         try:
             job: Payload | None = loads(unit.raw)
         except InvalidJob:

@@ -45,10 +45,11 @@ def sample_drain(
     jobs: int,
     seconds: float,
     job_seconds: float = 0.0,
+    env: dict[str, str] | None = None,
 ) -> Hoard:
     """Push ``jobs`` ``testjobs.Sleep`` jobs of ``job_seconds`` each, start ``rfetch
     worker <args>``, sample its private list for ``seconds`` (or until the queue is
-    empty), stop it by TERM.
+    empty), stop it by TERM. ``env``: the worker's extra environment.
 
     Raises:
         AssertionError: the worker showed no heartbeat.
@@ -60,7 +61,7 @@ def sample_drain(
         pusher.push_bulk(
             "testjobs.Sleep", [[job_seconds] for _ in range(min(1000, jobs - start))]
         )
-    proc = WorkerProcess(url, args, {}, log_dir)
+    proc = WorkerProcess(url, args, env or {}, log_dir)
     try:
         private = keys.private(proc.identity(client), "default")
         queue = keys.queue("default")
