@@ -2,7 +2,8 @@
 
 An :class:`AsyncClient` is the asyncio face of one :class:`rfetch.Client` (``client.aio``):
 it builds and checks payloads and runs the client middleware with the same code, gives
-them to the same sink (test modes, the Django on-commit deferral), and writes them through
+them to the same sink (the Django on-commit deferral) and test mode (:mod:`rfetch.sink`),
+and writes them through
 ``redis.asyncio`` with the same Lua script as the sync client: one ``push.lua`` call per
 push or bulk push, all or none, its KEYS and ARGV built by the same code.
 
@@ -13,6 +14,16 @@ Redis answers; while the buffer holds jobs, newer pushes go after them through t
 
 The middleware receive the sync client's ``redis`` (Sidekiq passes its connection pool), so
 one chain serves both clients; a middleware that calls Redis blocks the loop while it does.
+
+The Redis topology is the sync client's too: a ``redis+sentinel://`` URL gives redis-py's
+asyncio Sentinel client of the master, which follows a failover, and ``Config.cluster`` its
+asyncio ``RedisCluster`` (:func:`rfetch.store.connection.connect_async`); the keys, and so
+the hash slot of a ``{tag}`` namespace, are built by the same code. With
+``Config.min_replicas`` a push is written by the sync client's delivery in a worker thread:
+``WAIT`` (or ``WAITAOF``) must run on the connection that wrote, and a push not yet on
+enough replicas stays in the one buffer whose delivery thread asks again on that connection
+(:mod:`rfetch.replicas`), so the asyncio push returns once the replicas have it, as the sync
+one does.
 
 An asyncio Redis client belongs to the event loop that uses it, so one is made per loop
 (a test suite that runs each test in its own loop gets a fresh one each time), and per
@@ -36,6 +47,7 @@ from rfetch.delivery import AsyncSender
 from rfetch.errors import BufferFull, QueueFull
 from rfetch.push_buffer import BufferedJob
 from rfetch.shards import positions_by_shard, shard_config
+from rfetch.sink import INTERCEPTION, AsyncSend, Send, awaitable, refused, routed
 from rfetch.store.async_commands import AsyncCommands
 from rfetch.store.connection import REDIS_DOWN, connect_async
 
@@ -111,14 +123,22 @@ class AsyncClient:
         collector = collecting()
         if collector is not None:  # written with the batch when its jobs() block ends
             return collector.take(list(jobs))
+        mode = INTERCEPTION.current()  # a test mode takes the write (rfetch.sink)
         sink = self.client.sink
-        if sink is None:
+        if sink is None and mode is None:
             return await self._send_or_buffer(jobs)
+        send: Send
+        if sink is None:
+            sink, send = mode, refused
+        else:
+            send = routed(mode, self.client.deliver)
         awrite = getattr(sink, "awrite", None)
-        if awrite is not None:  # a sink with an asyncio form (inline mode awaits jobs)
-            result: list[bool] | None = await awrite(jobs, self.client.deliver)
+        if awrite is not None:  # a sink with an asyncio form (inline mode, Django on-commit)
+            asend: AsyncSend = self._send_or_buffer if mode is None else awaitable(send)
+            result: list[bool] | None = await awrite(jobs, send, asend)
             return result
-        return sink.write(jobs, self.client.deliver)
+        assert sink is not None
+        return sink.write(jobs, send)
 
     async def _send_or_buffer(self, jobs: Sequence[BufferedJob]) -> list[bool] | None:
         """Write each job to its shard (the only one without shards), or buffer it when
@@ -137,9 +157,10 @@ class AsyncClient:
 
     async def _send_to(self, shard: int, jobs: Sequence[BufferedJob]) -> list[bool] | None:
         """Write to one shard, or buffer when it cannot be reached (:meth:`Delivery.write`'s
-        rules: never ahead of a buffered job)."""
+        rules: never ahead of a buffered job). With ``min_replicas`` the write is
+        :meth:`Delivery.write` itself, in a worker thread (see the module docstring)."""
         delivery = self.client.deliveries[shard]
-        if delivery.holding:
+        if delivery.holding or delivery.replica_wait is not None:
             return await asyncio.to_thread(delivery.write, jobs)
         try:
             return await self._sender(shard).send(jobs, self.config.max_queue_size)
@@ -153,7 +174,7 @@ class AsyncClient:
 
         Raises:
             RuntimeError: no event loop is running.
-            ConfigError: a setting the asyncio client does not support (see
+            ConfigError: a malformed Sentinel URL (see
                 :func:`rfetch.store.connection.connect_async`).
         """
         return self._sender(0).commands.redis

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import functools
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -24,16 +23,16 @@ from rfetch.config import Config
 from rfetch.delivery import Delivery
 from rfetch.errors import BufferFull, ConfigError, QueueFull
 from rfetch.middleware import run_client_chain
-from rfetch.options import check_options, unique_digest
+from rfetch.options import check_options
 from rfetch.payload import Payload, check_args, dumps, new_jid, new_jids
+from rfetch.payload_fields import add_option_fields
 from rfetch.push_buffer import BufferedJob, PushBuffer
 from rfetch.replicas import ReplicaWait
 from rfetch.shards import positions_by_shard, shard_config
-from rfetch.sink import Sink
+from rfetch.sink import INTERCEPTION, Send, Sink
 from rfetch.store.commands import Commands
 from rfetch.store.connection import connect
 from rfetch.store.keys import Keys
-from rfetch.workflow.options import WORKFLOW_FIELDS
 
 if TYPE_CHECKING:
     from rfetch.async_client import AsyncClient
@@ -109,7 +108,8 @@ class Client:
             args: JSON-native arguments.
             options: job options (see ``JOB_OPTIONS``).
             at: run time as float epoch seconds, or None to run now.
-            now: the push time (epoch seconds; default ``time.time()``).
+            now: the push time (epoch seconds; default ``time.time()``, or a test mode's
+                clock: :data:`rfetch.sink.INTERCEPTION`).
             jid: the jid to use (default: ``options["jid"]`` or a new one).
             checked: ``options`` were already checked (push_bulk checks them once).
 
@@ -122,7 +122,7 @@ class Client:
         args = list(args)
         check_args(args)
         if now is None:
-            now = time.time()
+            now = INTERCEPTION.now()
         payload: Payload = {
             "retry": options.get("retry", True),
             "queue": options.get("queue") or "default",
@@ -134,36 +134,7 @@ class Client:
         collector = collecting()
         if collector is not None:  # inside a batch's jobs() block (Sidekiq Pro's "bid")
             payload["bid"] = collector.bid
-        for name in ("dead", "backtrace", "retry_queue", "timeout", *WORKFLOW_FIELDS):
-            if options.get(name) is not None:
-                payload[name] = options[name]
-        if options.get("tags"):
-            payload["tags"] = list(options["tags"])
-        if options.get("key") is not None:
-            payload["ordering_key"] = options["key"]
-        if options.get("coalesce"):
-            if options.get("key") is None:
-                raise ConfigError(
-                    "coalesce needs an ordering key (key= or the class's ordering_key): "
-                    "only waiting jobs of one key are merged"
-                )
-            payload["coalesce"] = options["coalesce"]
-        if options.get("score") is not None:
-            payload["score"] = options["score"]
-        if options.get("tenant") is not None:
-            payload["tenant"] = options["tenant"]
-        if options.get("concurrency_key") is not None:
-            payload["concurrency_key"] = options["concurrency_key"]
-            payload["concurrency_limit"] = options["concurrency_limit"]
-        if options.get("expires_in") is not None:
-            # Sidekiq Pro's expiring jobs: counted from the run time, so a scheduled job
-            # has its whole window once due.
-            payload["expires_at"] = max(now, at or now) + float(options["expires_in"])
-        if options.get("unique_for") is not None:
-            payload["unique_key"] = unique_digest(
-                class_name, payload["queue"], args, options.get("unique_key")
-            )
-            payload["unique_until"] = max(now, at or now) + float(options["unique_for"])
+        add_option_fields(payload, options, at, now)
         if at is None or at <= now:
             payload["enqueued_at"] = now
         else:
@@ -302,7 +273,7 @@ class Client:
         check_options(options)
         arg_lists = list(args_list)
         jids = new_jids(len(arg_lists))
-        now = time.time()
+        now = INTERCEPTION.now()
         # Jobs whose options are all alike and whose fields do not depend on their
         # arguments (no per-job options, no unique digest) are copies of one payload built
         # once: build() per job was the largest part of a bulk push's own time (profiled).
@@ -382,9 +353,18 @@ class Client:
         collector = collecting()
         if collector is not None:  # written with the batch when its jobs() block ends
             return collector.take(list(jobs))
-        if self.sink is not None:
-            return self.sink.write(jobs, lambda held: self.deliver(held, buffer))
-        return self.deliver(jobs, buffer)
+        return self.route(jobs, lambda held: self.deliver(held, buffer))
+
+    def route(self, jobs: Sequence[BufferedJob], send: Send) -> list[bool] | None:
+        """Hand ``jobs`` to this client's sink with ``send`` as its write, or to ``send``
+        when there is no sink; inside a test mode (``rfetch.testing``) ``send`` is the test
+        mode's instead (:data:`rfetch.sink.INTERCEPTION`), so nothing reaches Redis.
+
+        Raises:
+            whatever the sink or ``send`` raises.
+        """
+        send = INTERCEPTION.send(send)
+        return send(jobs) if self.sink is None else self.sink.write(jobs, send)
 
     def deliver(self, jobs: Sequence[BufferedJob], buffer: bool = True) -> list[bool] | None:
         """Write through the delivery of each job's shard, past any sink (see
@@ -414,8 +394,9 @@ def _delivery(config: Config, client: Redis) -> Delivery:
 class DefaultClient:
     """Holder of the one process-wide client used by ``perform_async`` and friends.
 
-    This is the only module-level mutable state in rfetch: set by
-    :func:`rfetch.configure`, or built from ``Config.from_env()`` at the first push.
+    Set by :func:`rfetch.configure`, or built from ``Config.from_env()`` at the first push.
+    With :data:`rfetch.sink.INTERCEPTION` (the test modes' registry), the only module-level
+    mutable state in rfetch.
     """
 
     def __init__(self) -> None:

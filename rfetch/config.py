@@ -164,7 +164,8 @@ class Config:
             by one parent (Sidekiq Enterprise's swarm, :mod:`rfetch.swarm`); 1 runs one
             worker process with no supervisor.
         max_memory: megabytes of resident memory (RSS) past which a supervised child is
-            recycled (quiet, TERM, a fresh child); None for no limit.
+            recycled (a fresh child forked; the old one quiet, its running jobs finished
+            with no ``-t`` deadline, then exits); None for no limit.
         max_jobs: jobs after which a supervised child is recycled the same way; None for
             no limit.
         job_timeout: seconds a job may run when it sets no ``timeout`` of its own; None for

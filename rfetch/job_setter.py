@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol
@@ -15,6 +14,7 @@ from rfetch.client import DEFAULT, Client
 from rfetch.errors import ConfigError, UnrunnableJobWarning
 from rfetch.options import JobOptions, Unpack, check_options
 from rfetch.signature import Signature
+from rfetch.sink import INTERCEPTION
 from rfetch.workflow.depend import push_dependents
 from rfetch.workflow.options import after_as_id
 
@@ -174,7 +174,7 @@ class JobSetter(Generic[P]):
         self, interval: dt.timedelta | float, /, *args: P.args, **kwargs: P.kwargs
     ) -> str | None:
         """Enqueue to run after ``interval`` (seconds or timedelta); as perform_async."""
-        return self.perform_at(time.time() + to_seconds(interval), *args, **kwargs)
+        return self.perform_at(INTERCEPTION.now() + to_seconds(interval), *args, **kwargs)
 
     def perform_at(
         self, when: dt.datetime | float, /, *args: P.args, **kwargs: P.kwargs
@@ -217,7 +217,7 @@ class JobSetter(Generic[P]):
         self, interval: dt.timedelta | float, /, *args: P.args, **kwargs: P.kwargs
     ) -> str | None:
         """:meth:`perform_in` from asyncio code."""
-        return await self.aperform_at(time.time() + to_seconds(interval), *args, **kwargs)
+        return await self.aperform_at(INTERCEPTION.now() + to_seconds(interval), *args, **kwargs)
 
     async def aperform_at(
         self, when: dt.datetime | float, /, *args: P.args, **kwargs: P.kwargs

@@ -4,8 +4,8 @@ Loaded by pytest when rfetch is installed (entry point ``pytest11``); nothing to
 
     def test_signup(rfetch_fake: rfetch.testing.FakeQueues) -> None:
         signup("ann@example.com")
-        assert len(rfetch_fake.jobs(SendWelcome)) == 1
-        rfetch_fake.drain()
+        rfetch_fake.assert_enqueued(SendWelcome, args=[42, "ann@example.com"])
+        rfetch_fake.drain(retries=True)
 
 It only defines fixtures: a test that does not ask for one is not affected.
 """
@@ -21,13 +21,13 @@ from rfetch import testing
 
 @pytest.fixture
 def rfetch_fake() -> Iterator[testing.FakeQueues]:
-    """Fake mode for one test: pushes go to the yielded in-memory queues."""
+    """Fake mode for one test: every client's pushes go to the yielded in-memory queues."""
     with testing.fake() as queues:
         yield queues
 
 
 @pytest.fixture
 def rfetch_inline() -> Iterator[testing.InlineRunner]:
-    """Inline mode for one test: every push runs its job at once."""
+    """Inline mode for one test: every push, through any client, runs its job at once."""
     with testing.inline() as runner:
         yield runner

@@ -32,8 +32,9 @@ def create(config: rfetch.Config | None = None, client: rfetch.Client | None = N
 
     Args:
         config: Redis URL and namespace (default: ``Config.from_env()``).
-        client: the client to push through (default: one of ``config``); tests give one
-            with a sink, ``rfetch.Client(config, sink=rfetch.testing.FakeQueues(config))``.
+        client: the client to push through (default: one of ``config``). In tests the
+            ``rfetch_fake`` fixture intercepts either; a client with a sink of its own,
+            ``rfetch.Client(config, sink=rfetch.testing.FakeQueues(config))``, works too.
     """
     config = config if config is not None else rfetch.Config.from_env()
     client = client if client is not None else rfetch.Client(config)

@@ -177,9 +177,7 @@ class Batch:
             except ResponseError as exc:
                 raise _batch_error(self.bid, exc) from exc
 
-        written = send(collector.jobs) if client.sink is None else client.sink.write(
-            collector.jobs, send
-        )
+        written = client.route(collector.jobs, send)
         self._created = True
         if written is None:
             written = [True] * len(jids)

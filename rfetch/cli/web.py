@@ -36,6 +36,11 @@ from .options import NAMESPACE_HELP, REDIS_URL_HELP
               metavar="SECONDS", help="Default refresh of the dashboard's live chart.")
 @click.option("--metrics-window", type=click.IntRange(1, 120), default=5, show_default=True,
               metavar="MINUTES", help="Minutes of per-class figures in /metrics.")
+@click.option("--trusted-origin", "trusted_origins", multiple=True, metavar="ORIGIN",
+              envvar="RFETCH_WEB_TRUSTED_ORIGINS",
+              help="An origin (https://admin.example.com, or https://*.example.com) whose "
+              "forms may post actions although it is another site; repeatable "
+              "[env: RFETCH_WEB_TRUSTED_ORIGINS, space-separated].")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def web(
     bind: str,
@@ -46,14 +51,18 @@ def web(
     threads: int,
     poll_interval: float,
     metrics_window: int,
+    trusted_origins: tuple[str, ...],
     verbose: bool,
 ) -> None:
     """Serve the web UI and the Prometheus endpoint (/metrics) with waitress.
 
     Needs the web extra (pip install 'rfetch[web]'). Set RFETCH_WEB_USER and
     RFETCH_WEB_PASSWORD to require HTTP basic auth for every page, action and /metrics.
-    Every action is a POST with a CSRF token. With RFETCH_SHARDS, one merged view of every
-    shard (each row names its shard). Stop with INT or TERM.
+    Every action is a POST from the UI's own origin with a CSRF token signed with
+    RFETCH_WEB_SECRET_KEY (at least 16 characters; unset, a key drawn at start: tokens then
+    end with the process, so give every web process of a deployment the same key). With
+    RFETCH_SHARDS, one merged view of every shard (each row names its shard). Stop with INT
+    or TERM.
     """
     try:
         from rfetch.web import BasicAuth, create_app
@@ -75,7 +84,8 @@ def web(
         exposed = credentials is None and not is_loopback(host)
         app = create_app(config, read_only=read_only, prefix=prefix,
                          basic_auth=credentials or False, poll_interval=poll_interval,
-                         metrics_window=metrics_window, open_warning=exposed)
+                         metrics_window=metrics_window, open_warning=exposed,
+                         trusted_origins=trusted_origins)
     except (RfetchError, ValueError) as exc:
         listener.stop()
         raise click.ClickException(str(exc)) from None

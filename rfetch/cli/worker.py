@@ -115,9 +115,11 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
               "the CPUs this process may use). Not given (nor RFETCH_PROCESSES): one "
               "process, no supervisor, except as PID 1.")
 @click.option("--max-memory", type=click.IntRange(min=1), default=None, metavar="MB",
-              help="Swarm: recycle a worker past this resident memory (quiet, TERM, new).")
+              help="Swarm: recycle a worker past this resident memory: a new one starts, "
+              "the old one goes quiet, finishes its running jobs (no -t deadline, none "
+              "runs twice) and exits.")
 @click.option("--max-jobs", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Swarm: recycle a worker after this many jobs.")
+              help="Swarm: recycle a worker after this many jobs (as --max-memory).")
 @click.option("--job-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               metavar="SECONDS", help="Time limit of jobs that set no timeout of their own.")
 @click.option("--job-timeout-grace", type=click.FloatRange(min=0), default=None,
@@ -165,8 +167,10 @@ def worker(
     \b
     Signals: TSTP = quiet (stop fetching, finish running jobs);
     TERM/INT = quiet, wait up to -t seconds, push unfinished jobs back, exit 0
-    (a second TERM/INT stops at once); TTIN = log every thread's stack.
-    To a swarm's parent, the same for every worker, and USR2 = rolling restart.
+    (a second TERM/INT stops at once); USR1 = recycle: quiet, finish running
+    jobs (no deadline), exit 0; TTIN = log every thread's stack.
+    To a swarm's parent, the same for every worker, and USR2 = rolling restart
+    (every worker recycled, one at a time).
     """
     from rfetch.worker.registry import Registry, configure_from, require_all
 

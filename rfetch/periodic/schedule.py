@@ -61,6 +61,8 @@ class Schedule:
         args: the job's arguments (native JSON).
         options: job options, the class's defaults overridden by the registration's.
         catch_up: catch-up window in seconds as given, or None for the default.
+        external: the job runs in another process (a Ruby Sidekiq worker, another
+            application): pushed by name, not looked for among this worker's jobs.
     """
 
     name: str
@@ -69,6 +71,7 @@ class Schedule:
     args: tuple[Any, ...] = ()
     options: Mapping[str, Any] = field(default_factory=dict)
     catch_up: float | None = None
+    external: bool = False
 
     @property
     def queue(self) -> str:
@@ -127,30 +130,23 @@ def build_schedule(
     queue: str | None = None,
     tz: str = "UTC",
     catch_up: float | None = None,
+    external: bool = False,
     **job_options: Any,
 ) -> Schedule:
     """Check one registration and build its :class:`Schedule`.
 
     Raises:
         ConfigError: naming the schedule, for a bad expression or time zone, a job class
-            that is not a job, arguments that are not native JSON, a bad catch-up window
-            or a bad or unsupported job option.
+            that is not a job, ``external`` with a job class rather than a name, arguments
+            that are not native JSON, a bad catch-up window or a bad or unsupported job
+            option.
     """
-    from rfetch.options import check_options  # the client's option rules, imported late
-    from rfetch.payload import check_args
+    from rfetch.payload import check_args  # the client's rules, imported late
 
     cls = job_class_of(job_class)
     label = name or getattr(cls, "__name__", None) or repr(job_class)
     try:
-        if isinstance(job_class, str):
-            job_name, defaults = job_class, {}
-        elif callable(getattr(cls, "job_name", None)):
-            job_name, defaults = cls.job_name(), dict(cls.default_options())
-        else:
-            raise ConfigError(
-                f"{job_class!r} is not a job: give an rfetch.Job subclass, an @rfetch.job "
-                "function or a registered job name"
-            )
+        job_name, defaults = _job_of(job_class, external)
         label = name or job_name
         if not NAME_PATTERN.match(label):
             raise ConfigError(
@@ -159,25 +155,8 @@ def build_schedule(
         if not isinstance(args, (list, tuple)):
             raise ConfigError(f"args must be a list, got {type(args).__name__}")
         check_args(list(args))
-        if catch_up is not None and (
-            isinstance(catch_up, bool) or not isinstance(catch_up, (int, float))
-            or not MIN_CATCH_UP <= catch_up < float("inf")
-        ):
-            raise ConfigError(
-                f"catch_up must be a number of seconds >= {MIN_CATCH_UP}, got {catch_up!r}"
-            )
-        unsupported = UNSUPPORTED_OPTIONS & set(job_options)
-        if unsupported:
-            raise ConfigError(
-                f"option(s) {sorted(unsupported)} cannot be used by a periodic job (each tick "
-                "is pushed once already, without the ordering-key gate)"
-            )
-        options = {k: v for k, v in defaults.items() if k not in UNSUPPORTED_OPTIONS}
-        options.update(job_options)
-        if queue is not None:
-            options["queue"] = queue
-        options = {k: v for k, v in options.items() if v is not None}
-        check_options(options)
+        _check_catch_up(catch_up)
+        options = _job_options(defaults, job_options, queue)
         parsed = Cron(cron, tz)
     except ArgsNotSerializable as exc:
         raise ConfigError(f"periodic schedule {label!r}: {exc}") from None
@@ -190,7 +169,67 @@ def build_schedule(
         args=tuple(args),
         options=options,
         catch_up=None if catch_up is None else float(catch_up),
+        external=external,
     )
+
+
+def _job_of(job_class: Any, external: bool) -> tuple[str, dict[str, Any]]:
+    """The job name and default options of a registration's ``job_class``.
+
+    Raises:
+        ConfigError: ``job_class`` is neither a job nor a name; ``external`` with a class.
+    """
+    if isinstance(job_class, str):
+        return job_class, {}
+    cls = job_class_of(job_class)
+    if not callable(getattr(cls, "job_name", None)):
+        raise ConfigError(
+            f"{job_class!r} is not a job: give an rfetch.Job subclass, an @rfetch.job "
+            "function or a registered job name"
+        )
+    if external:
+        raise ConfigError(
+            "external=True takes the job's name (a string), not a class of this process"
+        )
+    return cls.job_name(), dict(cls.default_options())
+
+
+def _check_catch_up(catch_up: float | None) -> None:
+    """Raise ConfigError unless ``catch_up`` is None or a number of seconds (at least
+    ``MIN_CATCH_UP``, finite)."""
+    if catch_up is not None and (
+        isinstance(catch_up, bool) or not isinstance(catch_up, (int, float))
+        or not MIN_CATCH_UP <= catch_up < float("inf")
+    ):
+        raise ConfigError(
+            f"catch_up must be a number of seconds >= {MIN_CATCH_UP}, got {catch_up!r}"
+        )
+
+
+def _job_options(
+    defaults: Mapping[str, Any], given: Mapping[str, Any], queue: str | None
+) -> dict[str, Any]:
+    """The class's default options without those a periodic push refuses, overridden by
+    the registration's and ``queue``, checked by the client's rules.
+
+    Raises:
+        ConfigError: an option of ``UNSUPPORTED_OPTIONS`` given, or a bad option.
+    """
+    from rfetch.options import check_options  # the client's option rules, imported late
+
+    unsupported = UNSUPPORTED_OPTIONS & set(given)
+    if unsupported:
+        raise ConfigError(
+            f"option(s) {sorted(unsupported)} cannot be used by a periodic job (each tick "
+            "is pushed once already, without the ordering-key gate)"
+        )
+    options = {k: v for k, v in defaults.items() if k not in UNSUPPORTED_OPTIONS}
+    options.update(given)
+    if queue is not None:
+        options["queue"] = queue
+    options = {k: v for k, v in options.items() if v is not None}
+    check_options(options)
+    return options
 
 
 class PeriodicRegistry:
@@ -213,20 +252,26 @@ class PeriodicRegistry:
         queue: str | None = None,
         tz: str = "UTC",
         catch_up: float | None = None,
+        external: bool = False,
         **job_options: Any,
     ) -> Schedule:
         """Add a schedule: push ``job_class`` with ``args`` at every tick of ``cron``.
 
         Args:
             cron: 5 fields, 6 with seconds first, or a macro such as ``@hourly``.
-            job_class: an :class:`rfetch.Job` subclass, an ``@rfetch.job`` function, or the
-                registered name of a job (e.g. one a Ruby worker runs).
+            job_class: an :class:`rfetch.Job` subclass, an ``@rfetch.job`` function, or a
+                job's name (its payload ``class``): a job this worker runs, or with
+                ``external=True`` one that only another process runs.
             args: JSON-native arguments (default none).
             name: the schedule's name (default: the job's name); unique.
             queue: the queue (default: the class's).
             tz: IANA time zone the fields are read in (default ``"UTC"``).
             catch_up: seconds a tick may be pushed late after a leaderless gap (default:
                 one period of the expression, at least 4 leader TTLs, at most one hour).
+            external: the job is run by another process, such as a Ruby Sidekiq worker
+                (default False): its name is pushed as given, to ``queue``, as Sidekiq
+                Enterprise's periodic jobs push a class name, and the worker does not
+                require a job of that name at start. Needs a name, not a class.
             job_options: other job options (``retry``, ``dead``, ``tags``, ...), over the
                 class's own.
 
@@ -238,7 +283,7 @@ class PeriodicRegistry:
         """
         schedule = build_schedule(
             cron, job_class, args=args, name=name, queue=queue, tz=tz, catch_up=catch_up,
-            **job_options,
+            external=external, **job_options,
         )
         self._add(schedule)
         return schedule
@@ -270,20 +315,23 @@ class PeriodicRegistry:
             self._add(build_schedule(cron, cls, tz=getattr(cls, "cron_tz", None) or "UTC"))
 
     def check_jobs(self, known: Iterable[str]) -> None:
-        """Check that every schedule's job is one the worker runs.
+        """Check that every schedule's job is one the worker runs, unless the schedule is
+        ``external`` (another process, such as a Ruby worker, runs it).
 
         Args:
             known: the job names of the worker's registry.
 
         Raises:
-            ConfigError: naming the first schedule whose job is unknown.
+            ConfigError: naming the first schedule whose job is unknown and not external.
         """
         names = set(known)
         for schedule in self._schedules.values():
-            if schedule.job_name not in names:
+            if schedule.job_name not in names and not schedule.external:
                 raise ConfigError(
                     f"periodic schedule {schedule.name!r}: job {schedule.job_name!r} is not "
-                    "registered by this worker (is its module named with -r?)"
+                    "registered by this worker (is its module named with -r? A job that only "
+                    "another process runs, such as a Ruby worker, is registered with "
+                    "external=True)"
                 )
 
     def get(self, name: str) -> Schedule | None:

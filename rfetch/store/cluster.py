@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from typing import Any, cast
 
+import redis.asyncio
+import redis.asyncio.cluster
 from redis import Redis
 from redis.cluster import RedisCluster
 
@@ -57,6 +59,22 @@ def connect_cluster(url: str, connection_kwargs: dict[str, Any]) -> Redis:
     kwargs = dict(connection_kwargs)
     kwargs.pop("redis_connect_func", None)
     return cast(Redis, RedisCluster.from_url(url, **kwargs))
+
+
+def connect_cluster_async(url: str, connection_kwargs: dict[str, Any]) -> redis.asyncio.Redis:
+    """:func:`connect_cluster` for asyncio code: redis-py's
+    :class:`redis.asyncio.cluster.RedisCluster`, which discovers the cluster at its first
+    command (from a running event loop) and follows ``MOVED``, ``ASK`` and a failover as the
+    threaded client does. Returned as ``redis.asyncio.Redis``, whose commands and script
+    calls it has, for the same reason as :func:`connect_cluster`.
+
+    Args:
+        url, connection_kwargs: as :func:`connect_cluster`.
+    """
+    kwargs = dict(connection_kwargs)
+    kwargs.pop("redis_connect_func", None)
+    client = redis.asyncio.cluster.RedisCluster.from_url(url, **kwargs)
+    return cast(redis.asyncio.Redis, client)
 
 
 def node_client(redis: Redis, key: str) -> Redis:

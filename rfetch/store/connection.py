@@ -20,8 +20,8 @@ from redis.retry import Retry
 
 from rfetch.config import Config
 from rfetch.errors import ConfigError
-from rfetch.store.cluster import connect_cluster
-from rfetch.store.sentinel import connect_sentinel, is_sentinel_url
+from rfetch.store.cluster import connect_cluster, connect_cluster_async
+from rfetch.store.sentinel import connect_sentinel, connect_sentinel_async, is_sentinel_url
 
 REDIS_DOWN = (
     ConnectionError, TimeoutError, OSError, ClusterDownError, TryAgainError, AskError,
@@ -91,25 +91,31 @@ def _after_connect(callback: Callable[[], None]) -> Callable[[AbstractConnection
 
 
 def connect_async(config: Config) -> redis.asyncio.Redis:
-    """An asyncio Redis client for ``config.redis_url`` (:func:`connect`'s settings: no
-    automatic retries, ``network_timeout``), for the async client. It belongs to the event
-    loop that first uses it.
+    """An asyncio Redis client for ``config.redis_url`` with :func:`connect`'s settings (no
+    automatic retries, ``network_timeout``) and kinds: one server, the master behind
+    Sentinel (:func:`rfetch.store.sentinel.connect_sentinel_async`) or a Redis Cluster
+    (:func:`rfetch.store.cluster.connect_cluster_async`). It belongs to the event loop that
+    first uses it.
+
+    ``min_replicas`` needs no connection here: the asyncio client writes those pushes
+    through the threaded client's one push connection, where ``WAIT`` follows the write
+    (:class:`rfetch.async_client.AsyncClient`).
 
     Raises:
-        ConfigError: a Sentinel URL, cluster mode or ``min_replicas``, which the asyncio
-            client does not support yet (use the threaded client); a Config with shards
-            (give one shard's, :func:`rfetch.shards.shard_config`).
+        ConfigError: a malformed Sentinel URL; a Config with shards (give one shard's,
+            :func:`rfetch.shards.shard_config`).
     """
     if config.shards:
         raise ConfigError("connect_async connects to one Redis: give one shard's Config")
-    if is_sentinel_url(config.redis_url) or config.cluster or config.min_replicas:
-        raise ConfigError(
-            "the asyncio client does not support Sentinel, cluster mode or min_replicas "
-            "yet: push with the threaded rfetch.Client"
+    options: dict[str, Any] = {
+        "socket_timeout": config.network_timeout,
+        "socket_connect_timeout": config.network_timeout,
+        "retry": Retry(NoBackoff(), 0),
+    }
+    if is_sentinel_url(config.redis_url):
+        return connect_sentinel_async(
+            config.redis_url, options, sentinel_password=config.sentinel_password
         )
-    return redis.asyncio.Redis.from_url(
-        config.redis_url,
-        socket_timeout=config.network_timeout,
-        socket_connect_timeout=config.network_timeout,
-        retry=Retry(NoBackoff(), 0),
-    )
+    if config.cluster:
+        return connect_cluster_async(config.redis_url, options)
+    return redis.asyncio.Redis.from_url(config.redis_url, **options)

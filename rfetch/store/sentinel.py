@@ -10,6 +10,8 @@ is ``Config.sentinel_password``. The client is redis-py's own
 the current master, and a connection to a master that was demoted to a replica fails with a
 ``ConnectionError`` ("the previous master is now a slave"). rfetch's threads already treat
 that as "Redis unreachable" (back off, reconnect), so they follow a failover without a restart.
+The asyncio client uses redis-py's asyncio form of the same pool
+(:func:`connect_sentinel_async`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+import redis.asyncio
+import redis.asyncio.sentinel
 from redis import Redis
 from redis.exceptions import ConnectionError, ResponseError, TimeoutError
 from redis.sentinel import Sentinel
@@ -116,12 +120,10 @@ def connect_sentinel(
         RedisUnavailable: none of the sentinels answered (the message lists each error).
     """
     parsed = SentinelUrl.parse(url)
-    sentinel_kwargs = {k: v for k, v in connection_kwargs.items() if k.startswith("socket_")}
-    if sentinel_password is not None:
-        sentinel_kwargs["password"] = sentinel_password
     # redis-py's sentinel module has no type hints.
     sentinel = Sentinel(  # type: ignore[no-untyped-call]
-        list(parsed.sentinels), sentinel_kwargs=sentinel_kwargs
+        list(parsed.sentinels),
+        sentinel_kwargs=_sentinel_kwargs(connection_kwargs, sentinel_password),
     )
     check_master(sentinel, parsed)
     master: Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
@@ -132,6 +134,51 @@ def connect_sentinel(
         **connection_kwargs,
     )
     return master
+
+
+def connect_sentinel_async(
+    url: str,
+    connection_kwargs: dict[str, Any],
+    *,
+    sentinel_password: str | None = None,
+) -> redis.asyncio.Redis:
+    """:func:`connect_sentinel` for asyncio code: a ``redis.asyncio`` client of the master
+    that ``url`` names, whose connections ask the sentinels for the current master as the
+    threaded client's do, so it follows a failover the same way.
+
+    The sentinels are not asked here: the threaded client of the same Config asked them
+    when it was made (:class:`rfetch.Client`), and this is called from a running event loop.
+
+    Args:
+        url, connection_kwargs, sentinel_password: as :func:`connect_sentinel`.
+
+    Raises:
+        ConfigError: a malformed URL.
+    """
+    parsed = SentinelUrl.parse(url)
+    sentinel = redis.asyncio.sentinel.Sentinel(  # type: ignore[no-untyped-call]
+        list(parsed.sentinels),
+        sentinel_kwargs=_sentinel_kwargs(connection_kwargs, sentinel_password),
+    )
+    master: redis.asyncio.Redis = sentinel.master_for(
+        parsed.master,
+        db=parsed.db,
+        username=parsed.username,
+        password=parsed.password,
+        **connection_kwargs,
+    )
+    return master
+
+
+def _sentinel_kwargs(
+    connection_kwargs: dict[str, Any], sentinel_password: str | None
+) -> dict[str, Any]:
+    """The sentinels' own connection settings: the socket timeouts of the master's, and
+    their password."""
+    kwargs = {k: v for k, v in connection_kwargs.items() if k.startswith("socket_")}
+    if sentinel_password is not None:
+        kwargs["password"] = sentinel_password
+    return kwargs
 
 
 def check_master(sentinel: Sentinel, parsed: SentinelUrl) -> None:

@@ -12,11 +12,15 @@ The rules:
 * A child that dies unexpectedly is replaced at once (with :class:`RestartBackoff` when
   its slot's children keep dying at start), and the dead child's private lists are handed
   to ``recover`` at once: the parent knows it died, no heartbeat has to expire first.
-* A *planned* replacement (USR2's rolling restart, ``--max-memory``, ``--max-jobs``)
-  quiets the old child, sends it TERM and forks the new one at the same time; the next
-  planned replacement waits until the old child has exited and the new one said
-  ``ready``. Capacity (ready children not leaving) is thus never below ``processes - 1``
-  because of planned replacements, and at most ``processes + 1`` children exist.
+* A *planned* replacement, a recycle (USR2's rolling restart, ``--max-memory``,
+  ``--max-jobs``), sends the old child USR1 and forks the new one at the same time. The old
+  child goes quiet, lets its running jobs finish with no ``-t`` deadline (a recycle is not
+  a deploy: nothing is pushed back, so nothing runs twice because of it) and exits 0; it
+  gets no TERM and is never killed for taking long. The next planned replacement waits
+  until the new child said ``ready``. Capacity (ready children not leaving) is thus never
+  below ``processes - 1`` because of planned replacements; old children still finishing
+  their jobs exist beside the new ones until they do. A TERM/INT to the parent meanwhile
+  reaches them too (their one TERM: ``-t``, then push back).
 * A child that retires itself (a job overran its hard time limit) is replaced at once.
 * TSTP quiets every child; a quiet swarm starts and replaces no child (Sidekiq's quiet
   is final). TERM/INT: every child does its own TERM (push back after ``-t``) and the
@@ -248,20 +252,23 @@ class Supervisor:
                     self._spawn(slot, now)
 
     def _replace(self, child: Child, reason: str, now: float) -> None:
-        """A planned replacement: quiet the old child, TERM it, fork the new one."""
-        log.info("replacing worker %d (pid %d): %s", child.slot, child.pid, reason)
+        """A planned replacement (a recycle): USR1 to the old child (quiet, finish the
+        running jobs with no deadline, exit 0), and fork the new one now."""
+        log.info("replacing worker %d (pid %d): %s; its running jobs finish first",
+                 child.slot, child.pid, reason)
         child.retiring = reason
-        self.processes.send(child.pid, "TSTP")
-        self._term(child, now)
+        self.processes.send(child.pid, "USR1")
         self._replacing = child.slot
         self._spawn(child.slot, now)
 
     def _replacement_in_flight(self) -> bool:
+        """Whether the last planned replacement's new child has yet to say ``ready`` (the
+        old one may still be finishing its jobs: that can take as long as they do)."""
         slot = self._replacing
         if slot is None:
             return False
         active = self.children.active(slot)
-        if self.children.retiring_in(slot) or active is None or not active.ready:
+        if active is None or not active.ready:
             return True
         self._replacing = None
         return False

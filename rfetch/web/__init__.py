@@ -15,6 +15,8 @@ or in an ASGI application through ``a2wsgi.WSGIMiddleware``; serve it alone with
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from redis import Redis
 
 from rfetch.api import Api
@@ -22,6 +24,7 @@ from rfetch.api.shards import ShardedApi
 from rfetch.config import Config
 
 from .application import WebApp, normalize_prefix
+from .csrf import CsrfGuard
 from .security import AuthHook, BasicAuth
 
 
@@ -38,6 +41,8 @@ def create_app(
     metrics_window: int = 5,
     title: str = "rfetch",
     open_warning: bool = False,
+    secret_key: str | bytes | None = None,
+    trusted_origins: Sequence[str] = (),
 ) -> WebApp:
     """Build the web UI.
 
@@ -61,10 +66,18 @@ def create_app(
         title: name shown in the header.
         open_warning: show a banner on every page warning that anyone who can reach the UI
             can use it (``rfetch web`` sets it when bound beyond localhost without auth).
+        secret_key: the key the CSRF tokens are signed with (at least 16 characters);
+            default ``RFETCH_WEB_SECRET_KEY``, else random bytes drawn now: tokens then
+            stop working when the process restarts and are valid on this process only,
+            so give every web process of a deployment the same key.
+        trusted_origins: origins (``https://admin.example.com``, or
+            ``https://*.example.com`` for every subdomain) whose POSTs are let through
+            although the browser calls them another site (see :mod:`rfetch.web.csrf`).
 
     Raises:
-        ValueError: only one of ``RFETCH_WEB_USER`` / ``RFETCH_WEB_PASSWORD`` is set, or a
-            bad ``metrics_window``.
+        ValueError: only one of ``RFETCH_WEB_USER`` / ``RFETCH_WEB_PASSWORD`` is set, a
+            bad ``metrics_window``, a secret key under 16 characters or a malformed
+            trusted origin.
     """
     shards = None
     if api is None:
@@ -84,6 +97,7 @@ def create_app(
         credentials = BasicAuth(*basic_auth)
     if not 1 <= metrics_window <= 120:
         raise ValueError("metrics_window must be between 1 and 120 minutes")
+    csrf = CsrfGuard.from_settings(secret_key, trusted_origins)
     return WebApp(
         api,
         shards=shards,
@@ -95,7 +109,8 @@ def create_app(
         metrics_window=metrics_window,
         title=title,
         open_warning=open_warning,
+        csrf=csrf,
     )
 
 
-__all__ = ["AuthHook", "BasicAuth", "WebApp", "create_app", "normalize_prefix"]
+__all__ = ["AuthHook", "BasicAuth", "CsrfGuard", "WebApp", "create_app", "normalize_prefix"]

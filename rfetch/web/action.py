@@ -38,7 +38,9 @@ class Ctx:
         app: the application (its API, settings and templates).
         request: the request.
         urls: the routing table bound to this request (``url_for``).
-        csrf: this client's CSRF token; ``new_csrf`` when it is set by this response.
+        csrf: the CSRF token of this page's forms (:mod:`rfetch.web.csrf`).
+        csrf_cookie: the ``rfetch_csrf`` cookie value this response sets (a browser
+            that had none), or None.
         flash: the message of the previous action, as ``(kind, text)``.
         endpoint: the name of the matched route.
         shard: with shards, the index of the shard this request's page or action is on,
@@ -49,7 +51,7 @@ class Ctx:
     request: Request
     urls: MapAdapter
     csrf: str
-    new_csrf: bool
+    csrf_cookie: str | None
     flash: tuple[str, str] | None
     endpoint: str = ""
     shard: int | None = None

@@ -42,18 +42,10 @@ from .action import (
     cookie_path,
     read_flash,
 )
+from .csrf import CSRF_COOKIE, CSRF_FIELD, CsrfGuard
 from .formatting import FILTERS
 from .router import ACTION_LABELS, VIEWS, url_map
-from .security import (
-    CSRF_COOKIE,
-    CSRF_FIELD,
-    CSRF_HEADER,
-    AuthHook,
-    BasicAuth,
-    csrf_ok,
-    new_csrf_token,
-    valid_token_format,
-)
+from .security import AuthHook, BasicAuth
 
 log = logging.getLogger("rfetch.web")
 
@@ -98,6 +90,8 @@ class WebApp:
             can use it (``rfetch web`` sets it when bound beyond localhost without auth).
         shards: with ``Config.shards``, the merged view of every shard (``api`` is then
             the first shard's).
+        csrf: the CSRF checks and their secret key (default: ``RFETCH_WEB_SECRET_KEY``,
+            else a random per-process key; see :mod:`rfetch.web.csrf`).
     """
 
     def __init__(
@@ -113,6 +107,7 @@ class WebApp:
         metrics_window: int = 5,
         title: str = "rfetch",
         open_warning: bool = False,
+        csrf: CsrfGuard | None = None,
     ) -> None:
         self.api = api
         self.shards = shards
@@ -124,6 +119,7 @@ class WebApp:
         self.metrics_window = metrics_window
         self.title = title
         self.open_warning = open_warning
+        self.csrf = csrf if csrf is not None else CsrfGuard.from_settings()
         self.metrics_registries: dict[int, Any] = {}
         """The ``/metrics`` registry of each shard (0 without shards), built at first use."""
         self.url_map = url_map()
@@ -166,9 +162,8 @@ class WebApp:
         if denied is not None:
             return self._secure(denied)
         urls = self.url_map.bind_to_environ(request.environ)
-        cookie = request.cookies.get(CSRF_COOKIE)
-        new = not valid_token_format(cookie)
-        ctx = Ctx(self, request, urls, new_csrf_token() if new else str(cookie), new,
+        session, new = self.csrf.session(request)
+        ctx = Ctx(self, request, urls, self.csrf.token(session), session if new else None,
                   read_flash(request))
         try:
             endpoint, values = urls.match()
@@ -189,9 +184,9 @@ class WebApp:
             log.warning("Redis refused a command while serving %s: %s", request.path, exc)
             response = self._unavailable(ctx, f"Redis at {self._redis_name(ctx)}"
                                               f" refused the request: {exc}")
-        if ctx.new_csrf and response.mimetype == "text/html":
+        if ctx.csrf_cookie is not None and response.mimetype == "text/html":
             response.set_cookie(
-                CSRF_COOKIE, ctx.csrf, path=cookie_path(request), httponly=True,
+                CSRF_COOKIE, ctx.csrf_cookie, path=cookie_path(request), httponly=True,
                 samesite="Strict", secure=request.is_secure,
             )
         if ctx.flash is not None and response.mimetype == "text/html":
@@ -220,14 +215,9 @@ class WebApp:
     def _check_post(self, request: Request) -> None:
         if self.read_only:
             raise Forbidden("The web UI is read-only: actions are turned off.")
-        if request.headers.get("Sec-Fetch-Site", "").lower() == "cross-site":
-            raise Forbidden("Cross-site request refused.")
-        submitted = request.form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER)
-        if not csrf_ok(request.cookies.get(CSRF_COOKIE), submitted):
-            raise Forbidden(
-                "Missing or invalid CSRF token. Reload the page and try again "
-                "(cookies must be enabled)."
-            )
+        refusal = self.csrf.refusal(request)
+        if refusal is not None:
+            raise Forbidden(refusal)
 
     def _secure(self, response: Response) -> Response:
         for name, value in SECURITY_HEADERS.items():

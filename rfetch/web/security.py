@@ -1,14 +1,9 @@
-"""Authentication and CSRF protection of the web UI.
+"""Authentication of the web UI (CSRF protection is :mod:`rfetch.web.csrf`).
 
 * Authentication: optional HTTP basic auth (a user and password, e.g. from
   ``RFETCH_WEB_USER`` / ``RFETCH_WEB_PASSWORD``) and an optional hook, a callable that
   takes the WSGI environ and returns whether the request may go on (for a session of the
   host application, a header set by a proxy, a network check...). Both must pass.
-* CSRF: every state-changing request is a POST carrying a token equal to the one in the
-  ``rfetch_csrf`` cookie (double-submit cookie). The cookie is random, ``HttpOnly`` and
-  ``SameSite=Strict``; another site can neither read it nor make the browser send it, so it
-  cannot build a form with the matching token. A POST a browser marks as cross-site
-  (``Sec-Fetch-Site: cross-site``) is refused even with a token.
 """
 
 from __future__ import annotations
@@ -17,19 +12,12 @@ import base64
 import binascii
 import hmac
 import os
-import re
-import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 AuthHook = Callable[[dict[str, Any]], bool]
 """Takes the WSGI environ; True lets the request through, False answers 403."""
-
-CSRF_COOKIE = "rfetch_csrf"
-CSRF_FIELD = "csrf_token"
-CSRF_HEADER = "X-CSRF-Token"
-_TOKEN = re.compile(r"[A-Za-z0-9_-]{32,128}")
 
 USER_ENV = "RFETCH_WEB_USER"
 PASSWORD_ENV = "RFETCH_WEB_PASSWORD"
@@ -73,20 +61,3 @@ class BasicAuth:
         ok_user = hmac.compare_digest(user.encode(), self.user.encode())
         ok_password = hmac.compare_digest(password.encode(), self.password.encode())
         return ok_user and ok_password
-
-
-def new_csrf_token() -> str:
-    """A fresh random token (256 bits, URL-safe)."""
-    return secrets.token_urlsafe(32)
-
-
-def valid_token_format(token: str | None) -> bool:
-    """Whether ``token`` looks like one this module made (cookies are client input)."""
-    return bool(token and _TOKEN.fullmatch(token))
-
-
-def csrf_ok(cookie: str | None, submitted: str | None) -> bool:
-    """Whether a POST's token matches its cookie (constant-time comparison)."""
-    if not valid_token_format(cookie) or not submitted:
-        return False
-    return hmac.compare_digest(str(cookie).encode(), submitted.encode())

@@ -2,11 +2,13 @@
 
 A worker restarted by systemd after a kill -9 finds the private lists of its predecessor,
 whose heartbeat has not expired yet. Its pid can answer at once whether it is gone: no
-process has that pid, or the process with that pid started at another moment (the pid was
-reused). Linux's ``/proc/<pid>/stat`` gives the start time in clock ticks since boot;
-together with the boot id and the pid namespace (a container with the same host name has
-its own pids) it names one process for good. Where ``/proc`` is missing, nothing is known
-and nothing is decided here (the heartbeat-based recovery still applies).
+process has that pid, the process with that pid started at another moment (the pid was
+reused), or it is a zombie (it has ended, but its parent, a shell or a supervisor, has not
+reaped it yet: ``kill(pid, 0)`` still succeeds on it). Linux's ``/proc/<pid>/stat`` gives
+the state and the start time in clock ticks since boot; together with the boot id and the
+pid namespace (a container with the same host name has its own pids) the start time names
+one process for good. Where ``/proc`` is missing, nothing is known and nothing is decided
+here (the heartbeat-based recovery still applies).
 """
 
 from __future__ import annotations
@@ -63,17 +65,35 @@ def _read(path: str) -> str | None:
         return None
 
 
-def start_ticks(pid: int) -> int | None:
-    """Start time of ``pid`` in clock ticks after boot; None if unreadable."""
+ENDED_STATES = frozenset("ZX")
+"""``/proc/<pid>/stat`` states of a process that has ended: zombie (not yet reaped by its
+parent) and dead (being reaped)."""
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """Fields 3 onwards of ``/proc/<pid>/stat`` (``[0]`` is the state); None if unreadable."""
     text = _read(f"/proc/{pid}/stat")
     if text is None:
         return None
     # The command name (field 2) is in parentheses and may hold spaces: split after it.
-    fields = text[text.rfind(")") + 2 :].split()
+    return text[text.rfind(")") + 2 :].split()
+
+
+def start_ticks(pid: int) -> int | None:
+    """Start time of ``pid`` in clock ticks after boot; None if unreadable."""
+    fields = _stat_fields(pid)
     try:
-        return int(fields[19])  # field 22 overall; fields[0] is field 3
+        return int(fields[19]) if fields else None  # field 22 overall; fields[0] is field 3
     except (IndexError, ValueError):
         return None
+
+
+def has_ended(pid: int) -> bool:
+    """Whether ``pid`` is a process that has ended but was not reaped yet: a zombie (state
+    ``Z`` in ``/proc/<pid>/stat``) or one being reaped (``X``). False when it runs, sleeps
+    or is stopped, and when ``/proc`` cannot be read (nothing is known then)."""
+    fields = _stat_fields(pid)
+    return fields is not None and bool(fields) and fields[0] in ENDED_STATES
 
 
 def own_stamp() -> ProcessStamp | None:
@@ -93,9 +113,12 @@ def is_gone(stamp: ProcessStamp, mine: ProcessStamp) -> bool:
     """Whether the process ``stamp`` names is known to have ended.
 
     Only a process of this boot and this pid namespace can be judged (another container or
-    machine may use the same host name): it is gone when no process has its pid, or when
-    the process that has it started at another tick (a reused pid). A process that exists
-    but cannot be read (``hidepid``) is taken as alive.
+    machine may use the same host name): it is gone when no process has its pid, when
+    the process that has it started at another tick (a reused pid), or when that process is
+    a zombie: killed (kill -9, the OOM killer) but not reaped by a parent that does not wait
+    for it (a shell, a supervisor), ``kill(pid, 0)`` still succeeds on it though it will
+    never run again. A process that exists but cannot be read (``hidepid``) is taken as
+    alive.
 
     Args:
         stamp: the process to judge, from its heartbeat.
@@ -111,5 +134,7 @@ def is_gone(stamp: ProcessStamp, mine: ProcessStamp) -> bool:
         return True
     except PermissionError:
         pass  # exists, owned by another user
+    if has_ended(stamp.pid):
+        return True
     ticks = start_ticks(stamp.pid)
     return ticks is not None and ticks != stamp.start_ticks

@@ -7,6 +7,9 @@ Signals (Sidekiq's):
 * TERM / INT: quiet, wait up to ``shutdown_timeout`` seconds for running jobs, push the
   unfinished ones back to the head of their queue, exit 0. A second TERM/INT stops at once
   (still pushing back), as RQ's second signal does.
+* USR1: recycle (what a swarm's parent sends for ``--max-memory``, ``--max-jobs`` and
+  USR2): quiet, let the running jobs finish with no deadline, exit 0. Nothing is pushed
+  back, so nothing runs twice; a TERM meanwhile stops it as above.
 * TTIN: log every thread's stack.
 
 The same names popped from ``<identity>-signals`` by the heartbeat act the same way.
@@ -63,7 +66,7 @@ from rfetch.workflow.progress import ProgressWriter
 
 log = logging.getLogger("rfetch.launcher")
 
-HANDLED_SIGNALS = ("TERM", "INT", "TSTP", "TTIN")
+HANDLED_SIGNALS = ("TERM", "INT", "TSTP", "TTIN", "USR1")
 
 
 def set_title(text: str) -> None:
@@ -178,6 +181,7 @@ class Launcher:
         self.periodic = leader_service(config, self.commands, self.identity, self.report)
         self._stop_threads = threading.Event()
         self._deadline: float | None = None
+        self._recycling = False
         self._exit_code = 0
         self._retire_reason = ""
 
@@ -228,9 +232,7 @@ class Launcher:
                 self._handle(event)
             self._tell_supervisor()
             self._update_title()
-            if self._deadline is not None and (
-                self.manager.busy() == 0 or time.monotonic() >= self._deadline
-            ):
+            if self._finished():
                 return self._shutdown()
 
     def _prepare(self) -> None:
@@ -249,8 +251,15 @@ class Launcher:
         except Exception as exc:
             log.error("could not read the paused queues yet: %s", exc)
 
+    def _finished(self) -> bool:
+        """Time to shut down: stopping (TERM) and idle or past ``-t``, or recycling (USR1)
+        and idle."""
+        if self._deadline is not None:
+            return self.manager.busy() == 0 or time.monotonic() >= self._deadline
+        return self._recycling and self.manager.busy() == 0
+
     def _wait_slice(self) -> float:
-        if self._deadline is None:
+        if self._deadline is None and not self._recycling:
             return 1.0
         return 0.05
 
@@ -273,12 +282,28 @@ class Launcher:
             else:
                 log.info("second %s: stopping now", event)
                 self._deadline = time.monotonic()
+        elif event == "USR1":
+            self._recycle()
         elif event == "TTIN":
             self._dump_threads()
         elif event == "RETIRE":
             self._retire_now()
         else:
             log.warning("ignored signal %s", event)
+
+    def _recycle(self) -> None:
+        """USR1, a swarm's recycle (``--max-memory``, ``--max-jobs``, USR2): go quiet and
+        exit 0 once the running jobs have finished, with no ``-t`` deadline: a recycle is
+        not a deploy, so no job is pushed back and run twice because of it (Celery's
+        ``max_memory_per_child`` also lets the child finish its task). A TERM arriving
+        meanwhile is a real stop: ``-t``, then push back."""
+        self.periodic.step_down()
+        if self._recycling or self._deadline is not None:
+            return
+        self._recycling = True
+        log.info("recycling: no new jobs will be fetched; exiting once %d running job(s) "
+                 "finish", self.manager.busy())
+        self.manager.quiet_down()
 
     def _shutdown(self) -> int:
         busy = self.manager.busy()
@@ -333,6 +358,8 @@ class Launcher:
         state = ""
         if self._deadline is not None:
             state = " stopping"
+        elif self._recycling:
+            state = " recycling"
         elif self.manager.quiet:
             state = " quiet"
         tag = f" {self.config.tag}" if self.config.tag else ""

@@ -10,16 +10,10 @@ exhausted, an invalid payload, and orphan recovery's poison pills all go through
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import json
 import logging
-import math
 import random
 import time
-import traceback
-import zlib
-from typing import Any
 
 from rfetch.config import Config
 from rfetch.errors import InvalidJob, OverLimit
@@ -28,49 +22,32 @@ from rfetch.payload import Payload, dumps, loads
 from rfetch.store.keys import Keys
 from rfetch.store.workflow_commands import Ending
 from rfetch.worker import overlimit
+from rfetch.worker.failure import (
+    ERROR_MESSAGE_LIMIT,
+    backoff_seconds,
+    backtrace_lines,
+    compress_backtrace,
+    decompress_backtrace,
+    error_class_name,
+    mark_failed,
+    max_attempts,
+)
 from rfetch.worker.outcome import record_end, recorded_ttl
 from rfetch.worker.unit import UnitOfWork
 
 log = logging.getLogger("rfetch.retry")
 
-ERROR_MESSAGE_LIMIT = 10_000
-"""Characters of ``error_message`` kept (Sidekiq 7 truncates at 10,000)."""
-
-
-def backoff_seconds(count: int, rng: random.Random | None = None) -> float:
-    """Sidekiq 6.2.2-7.x delay before retry number ``count`` (0-based), in seconds:
-    ``count**4 + 15 + rand(10) * (count + 1)``."""
-    jitter = (rng or random).randrange(10)
-    return float(count**4 + 15 + jitter * (count + 1))
-
-
-def max_attempts(retry: Any, default_max: int) -> int:
-    """Retries allowed by the payload's ``retry`` field: True -> ``default_max``, an int -> it,
-    False / missing / other -> 0."""
-    if retry is True:
-        return default_max
-    if isinstance(retry, int) and not isinstance(retry, bool):
-        return max(retry, 0)
-    return 0
-
-
-def error_class_name(exc: BaseException) -> str:
-    """``module.Class`` of an exception; builtins by bare name (``ValueError``)."""
-    cls = type(exc)
-    if cls.__module__ == "builtins":
-        return cls.__qualname__
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def backtrace_lines(value: Any, default: int) -> int:
-    """Lines of backtrace to store for the payload's ``backtrace`` option: ``default`` for
-    True, a positive integer as given, else 0 (none; a value a producer wrote that is not
-    one of these is ignored, never an error)."""
-    if value is True:
-        return default
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    return 0
+__all__ = [  # the retry arithmetic lives in rfetch.worker.failure; its names stay here too
+    "ERROR_MESSAGE_LIMIT",
+    "JobRetry",
+    "attempts_id",
+    "backoff_seconds",
+    "backtrace_lines",
+    "compress_backtrace",
+    "decompress_backtrace",
+    "error_class_name",
+    "max_attempts",
+]
 
 
 def attempts_id(raw: bytes, job: Payload | None) -> str:
@@ -80,10 +57,6 @@ def attempts_id(raw: bytes, job: Payload | None) -> str:
     if job is not None and job["jid"].encode() in raw:
         return str(job["jid"])
     return "sha1-" + hashlib.sha1(raw).hexdigest()
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _stored(unit: UnitOfWork, job: Payload | None) -> bytes | str:
@@ -97,20 +70,6 @@ def _stored(unit: UnitOfWork, job: Payload | None) -> bytes | str:
     except (ValueError, TypeError, RecursionError) as exc:
         log.error("jid=%s stored in the dead set exactly as fetched: %r", job.get("jid"), exc)
         return unit.raw
-
-
-def compress_backtrace(exc: BaseException, limit: int) -> str:
-    """Sidekiq's ``error_backtrace``: base64 of zlib-deflated JSON of the lines, innermost
-    first, in Ruby's ``file:line:in `method'`` form."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    lines = [f"{f.filename}:{f.lineno}:in `{f.name}'" for f in reversed(frames)][:limit]
-    return base64.b64encode(zlib.compress(json.dumps(lines).encode())).decode("ascii")
-
-
-def decompress_backtrace(text: str) -> list[str]:
-    """Inverse of :func:`compress_backtrace` (also reads Sidekiq's own)."""
-    lines: list[str] = json.loads(zlib.decompress(base64.b64decode(text)))
-    return lines
 
 
 class JobRetry:
@@ -199,44 +158,21 @@ class JobRetry:
             ``"retry"``, ``"dead"``, ``"discarded"`` or ``"lost-ownership"`` (the job had
             been pushed back meanwhile and nothing was written).
         """
-        now = time.time()
-        if job.get("retry") is None:
-            # Sidekiq's job_retry.rb: a payload without "retry" takes the job class's option
-            # (a raw producer that leaves it out must not lose the class's retries).
-            job["retry"] = instance.retry if instance is not None else True
-        retry_queue = job.get("retry_queue")
-        if isinstance(retry_queue, str) and retry_queue:
-            job["queue"] = retry_queue
-        job["error_message"] = str(exc)[:ERROR_MESSAGE_LIMIT]
-        job["error_class"] = error_class_name(exc)
-        if _is_count(job.get("retry_count")):
-            job["retried_at"] = now
-            job["retry_count"] += 1
-        else:  # missing, or a value a producer wrote that is not a count: start again
-            job["failed_at"] = now
-            job["retry_count"] = 0
-        count: int = job["retry_count"]
-        limit = backtrace_lines(job.get("backtrace"), self.config.backtrace_lines_default)
-        if limit:
-            job["error_backtrace"] = compress_backtrace(exc, limit)
-
-        if job.get("retry") is False:
+        decision = mark_failed(job, instance, exc, self.config, self.rng, time.time())
+        if decision.outcome == "no-retry":
             # No retry set and no dead set; death handlers still run (Sidekiq's job_retry.rb).
             if self._discard(unit, job, exc):
                 self._run_death_handlers(job, exc)
             return "discarded"
-
-        decision = self._retry_in(instance, count, exc, job)
-        if decision == "discard":
+        if decision.outcome == "discard":
             self._discard(unit, job, exc)
             log.info("job %s jid=%s discarded by retry_in", job["class"], job["jid"])
             return "discarded"
-        if decision != "kill" and count < max_attempts(job.get("retry"), self.config.max_retries):
-            delay = backoff_seconds(count, self.rng) if decision is None else float(decision)
+        if decision.outcome == "retry":
             skip = instance is not None and instance.key_on_failure == "skip"
             written = unit.settle(
                 self.keys.retry,
-                now + delay,
+                decision.at,
                 dumps(job, 2**62),
                 outcome="skip" if skip else "retry",
             )
@@ -362,27 +298,6 @@ class JobRetry:
         )
         name = str(job.get("class", "")) if job is not None else ""
         return record_end(unit, name, ending)
-
-    def _retry_in(
-        self, instance: Job | None, count: int, exc: BaseException, job: Payload
-    ) -> float | str | None:
-        if instance is None:
-            return None
-        try:
-            decision = instance.retry_in(count, exc, job)
-        except Exception as hook_exc:  # Sidekiq falls back to the default on a broken hook
-            log.error("retry_in of %s raised %r; using the default backoff", job["class"], hook_exc)
-            return None
-        if decision is None or decision in ("discard", "kill"):
-            return decision
-        if (
-            isinstance(decision, (int, float))
-            and not isinstance(decision, bool)
-            and math.isfinite(decision)
-        ):
-            return float(decision)
-        log.error("retry_in of %s returned %r; using the default backoff", job["class"], decision)
-        return None
 
     def _run_death_handlers(self, job: Payload, exc: BaseException) -> None:
         for handler in self.config.death_handlers:

@@ -10,7 +10,8 @@ Each shard has its own leader for periodic jobs, which pushes the periodic jobs 
 shard's queues only.
 
 The signals are handled here, once, and forwarded to every launcher: TSTP quiets all, TERM
-stops all within ``-t`` (the launchers wait in parallel), TTIN dumps the threads. When one
+stops all within ``-t`` (the launchers wait in parallel), USR1 recycles all (each exits once
+its running jobs finished), TTIN dumps the threads. When one
 launcher stops on its own (a retire after a hard time limit), the others are stopped too, so
 the process exits as one worker would.
 """
@@ -64,6 +65,7 @@ class ShardedLauncher:
         self._codes: dict[int, int] = {}
         self._done = threading.Event()
         self._stopping = False
+        self._recycling = False
 
     def busy(self) -> int:
         """Jobs running in every shard's processors."""
@@ -100,7 +102,9 @@ class ShardedLauncher:
             log.exception("the launcher of shard %d failed", index)
             code = 1
         self._codes[index] = code
-        if len(self._codes) < len(self.launchers) and not self._stopping:
+        # A recycle (USR1) ends each launcher once its own jobs are done: the others are
+        # left to finish theirs, not stopped.
+        if len(self._codes) < len(self.launchers) and not (self._stopping or self._recycling):
             self._stopping = True
             log.info("shard %d stopped (exit %d): stopping the others", index, code)
             for other in self.launchers.values():
@@ -112,6 +116,8 @@ class ShardedLauncher:
         name = signal.Signals(signum).name[3:]
         if name in ("TERM", "INT"):
             self._stopping = True
+        elif name == "USR1":
+            self._recycling = True
         for launcher in self.launchers.values():
             launcher.events.put(name)
 

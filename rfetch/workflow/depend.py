@@ -10,6 +10,7 @@ from typing import Any
 from rfetch.client import Client
 from rfetch.errors import ConfigError
 from rfetch.payload import dumps, new_jid
+from rfetch.sink import INTERCEPTION
 from rfetch.store.workflow_commands import Dependent, WorkflowCommands
 
 CHAIN_RESULT_TTL = 24 * 3600
@@ -33,7 +34,7 @@ class Pushed:
 
 
 def _checked_client(client: Client) -> Client:
-    if client.sink is not None:
+    if client.sink is not None or INTERCEPTION.current() is not None:
         raise ConfigError(
             "jobs with after= and chains are written to Redis by one script: the test modes "
             "and the Django on-commit sink do not hold them (push them without a sink)"

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,11 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import redis
+from asgiref.sync import async_to_sync, sync_to_async
 from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.test import TestCase, TransactionTestCase
 
 import rfetch
+from rfetch import testing
 from rfetch.integrations.django import immediate_client
 from rfetch.integrations.django.apps import app_config
 from tests.django_app.jobs import RecordBackend, WelcomeSignup
@@ -96,6 +100,117 @@ class OnCommitTests(TransactionTestCase):
         with transaction.atomic(), self.assertRaises(rfetch.ArgsNotSerializable):
             WelcomeSignup.perform_async(object())  # type: ignore[arg-type]
         self.assertEqual(queued_jids(self.redis), [])
+
+
+class AsyncOnCommitTests(TransactionTestCase):
+    """``aperform_async`` and friends inside transaction.atomic() wait for the commit too.
+
+    Django's atomic() is synchronous: asyncio pushes reach it through ``async_to_sync`` from
+    the block's thread, whether the block is plain sync code or an async view's
+    ``sync_to_async`` call."""
+
+    def setUp(self) -> None:
+        self.redis = redis_client()
+        self.redis.flushdb()
+
+    def tearDown(self) -> None:
+        self.redis.close()
+
+    def test_an_async_push_inside_a_transaction_is_written_at_commit(self) -> None:
+        with transaction.atomic():
+            jid = async_to_sync(WelcomeSignup.aperform_async)(5)
+            self.assertIsNotNone(jid)
+            self.assertEqual(queued_jids(self.redis), [])
+        self.assertEqual(queued_jids(self.redis), [jid])
+
+    def test_a_rolled_back_transaction_drops_async_pushes(self) -> None:
+        try:
+            with transaction.atomic():
+                async_to_sync(WelcomeSignup.aperform_async)(6)
+                async_to_sync(WelcomeSignup.aperform_in)(60, 7)
+                async_to_sync(WelcomeSignup.aperform_bulk)([[8], [9]])
+                raise RuntimeError("rolled back")
+        except RuntimeError:
+            pass
+        self.assertEqual(queued_jids(self.redis), [])
+        self.assertEqual(self.redis.zcard("schedule"), 0)
+
+    def test_an_async_views_atomic_block_defers_and_drops_with_it(self) -> None:
+        queued_at_push: list[list[str]] = []
+
+        @transaction.atomic
+        def signup(email: str, fail: bool) -> str | None:
+            row = Signup.objects.create(email=email)
+            jid = async_to_sync(WelcomeSignup.aperform_async)(row.pk)
+            queued_at_push.append(queued_jids(self.redis))
+            if fail:
+                raise RuntimeError("rolled back")
+            return jid
+
+        async def view() -> str | None:
+            with contextlib.suppress(RuntimeError):
+                await sync_to_async(signup)("dan@example.com", True)
+            return await sync_to_async(signup)("eve@example.com", False)
+
+        jid = async_to_sync(view)()
+        self.assertEqual(queued_at_push, [[], []])
+        self.assertEqual(queued_jids(self.redis), [jid])
+
+    def test_outside_a_transaction_an_async_push_is_written_at_once(self) -> None:
+        jid = async_to_sync(WelcomeSignup.aperform_async)(10)
+        self.assertEqual(queued_jids(self.redis), [jid])
+
+
+class FakeModeOnCommitTests(TransactionTestCase):
+    """rfetch.testing's fake mode keeps the on-commit behaviour: a push inside a
+    transaction reaches the fake queues at commit, never on rollback; nothing reaches
+    Redis, not even through the immediate client."""
+
+    def setUp(self) -> None:
+        self.redis = redis_client()
+        self.redis.flushdb()
+
+    def tearDown(self) -> None:
+        self.assertEqual(queued_jids(self.redis), [])  # nothing ever reached Redis
+        self.redis.close()
+
+    def test_a_push_is_recorded_at_commit(self) -> None:
+        with testing.fake() as queues:
+            with transaction.atomic():
+                signup = Signup.objects.create(email="fay@example.com")
+                WelcomeSignup.perform_async(signup.pk)
+                self.assertEqual(queues.jobs(), [])  # not before the row is visible
+            queues.assert_enqueued(WelcomeSignup, args=[signup.pk], queue="django")
+            self.assertEqual(queues.drain(), 1)
+        self.assertTrue(Signup.objects.get(pk=signup.pk).welcomed)
+
+    def test_a_rolled_back_transaction_records_nothing(self) -> None:
+        with testing.fake() as queues:
+            try:
+                with transaction.atomic():
+                    signup = Signup.objects.create(email="gus@example.com")
+                    WelcomeSignup.perform_async(signup.pk)
+                    raise RuntimeError("rolled back")
+            except RuntimeError:
+                pass
+            self.assertEqual(queues.jobs(), [])
+
+    def test_the_immediate_client_is_intercepted_too(self) -> None:
+        with testing.fake() as queues, transaction.atomic():
+            jid = WelcomeSignup.set(client=immediate_client()).perform_async(5)
+            self.assertEqual([j["jid"] for j in queues.jobs()], [jid])
+
+
+class FakeModeInTestCaseTests(TestCase):
+    """In a TestCase (each test inside a transaction that never commits), on-commit pushes
+    run when the test captures the on-commit callbacks: Celery's pattern."""
+
+    def test_captured_on_commit_callbacks_record_the_push(self) -> None:
+        with testing.fake() as queues:
+            with self.captureOnCommitCallbacks(execute=True):
+                WelcomeSignup.perform_async(6)
+                self.assertEqual(queues.jobs(), [])
+            queues.assert_enqueued(WelcomeSignup, args=[6], count=1)
 
 
 class WorkerTests(TransactionTestCase):
@@ -187,14 +302,26 @@ class WebUITests(TestCase):
         self.assertEqual(self.client.get("/rfetch/static/rfetch.css").status_code, 200)
 
         self.redis.sadd("queues", "django")
-        self.assertEqual(self.client.get("/rfetch/queues").status_code, 200)
+        page = self.client.get("/rfetch/queues")
+        self.assertEqual(page.status_code, 200)
         cookie = self.client.cookies["rfetch_csrf"]  # set by rfetch, through the view
         self.assertEqual(cookie["path"], "/rfetch")
-        token = cookie.value
+        found = re.search(r'name="csrf-token" content="([^"]+)"', page.content.decode())
+        assert found is not None
+        token = found.group(1)
         refused = self.client.post("/rfetch/queues/django", {"action": "pause"})
         self.assertEqual(refused.status_code, 403)  # rfetch's own CSRF check
+        for forged in ({"csrf_token": cookie.value}, {"csrf_token": token}):
+            # the cookie's value is no token; another port of the host is another origin
+            refused = self.client.post(
+                "/rfetch/queues/django", {"action": "pause", **forged},
+                headers={"Origin": "http://testserver:8000"},
+            )
+            self.assertEqual(refused.status_code, 403)
+        self.assertFalse(self.redis.sismember("paused", "django"))
         response = self.client.post(
-            "/rfetch/queues/django", {"action": "pause", "csrf_token": token}
+            "/rfetch/queues/django", {"action": "pause", "csrf_token": token},
+            headers={"Origin": "http://testserver", "Sec-Fetch-Site": "same-origin"},
         )
         self.assertEqual(response.status_code, 303)
         self.assertEqual(response["Location"], "/rfetch/queues/django")

@@ -16,6 +16,7 @@ import rfetch
 from rfetch.api import Api
 from rfetch.config import Config
 from rfetch.errors import ConfigError
+from tests.support.aio import run_async
 from tests.support.cluster import ClusterSet
 from tests.support.wait import wait_for
 from tests.support.workers import FAST_ENV, WorkerProcess
@@ -85,6 +86,40 @@ def test_every_script_runs_on_one_slot(cluster: ClusterSet, tmp_path: Path) -> N
     # Every key of the namespace is on the one master of its slot.
     master = cluster.node_of(f"{NAMESPACE}:queues").client()
     assert all(key.startswith(NAMESPACE.encode()) for key in master.keys("*"))
+
+
+def test_async_pushes_on_a_cluster(cluster: ClusterSet, tmp_path: Path) -> None:
+    """``aperform_async`` with cluster mode: plain, bulk, scheduled and gated (ordering key,
+    tenant) pushes through the asyncio RedisCluster land in the namespace's slot, and a
+    worker runs them."""
+    config = cluster_config(cluster)
+    client = rfetch.Client(config)
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+
+    async def push_all() -> list[str | None]:
+        jids = [await client.aio.push("chaos_jobs.Tick", [i]) for i in range(3)]
+        jids += await client.aio.push_bulk("chaos_jobs.Tick", [[i] for i in range(3, 13)])
+        jids += [await client.aio.push("chaos_jobs.Tick", [i], {"key": f"k{i % 2}"})
+                 for i in range(13, 17)]
+        jids += [await client.aio.push("chaos_jobs.Tick", [i], {"tenant": "t"})
+                 for i in range(17, 19)]
+        jids.append(await client.aio.push("chaos_jobs.Tick", [19], at=time.time() + 1))
+        return jids
+
+    jids = run_async(push_all())
+    assert len(set(jids)) == 20 and None not in jids
+    assert client.pending() == 0
+    worker = WorkerProcess(
+        cluster.url, ["-r", "chaos_jobs", "-c", "2"],
+        env={**FAST_ENV, "RFETCH_CLUSTER": "1", "RFETCH_NAMESPACE": NAMESPACE,
+             "RFETCH_CHAOS_DIR": str(evidence), "RFETCH_NETWORK_TIMEOUT": "2"},
+        log_dir=tmp_path,
+    )
+    try:
+        wait_for(lambda: done(evidence) >= set(jids), 30, lambda: worker.log()[-3000:])
+    finally:
+        assert worker.stop(20) == 0, worker.log()[-3000:]
 
 
 def test_admin_api_on_a_cluster(cluster: ClusterSet) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 import rfetch
 from rfetch.config import Config
+from tests.support.aio import run_async
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
 
@@ -89,3 +90,30 @@ def test_an_unreplicated_push_lost_with_its_master_is_pushed_again(
     # The write's connection is gone, so WAIT cannot vouch for it: the job is pushed again.
     assert client.flush(15) == 0
     assert queued_args(master) == [1]
+
+
+def test_an_async_push_waits_for_the_replica_too(pair: tuple[RedisServer, RedisServer]) -> None:
+    """``aperform_async`` with ``min_replicas``: done at once when replicated; kept in the
+    buffer, not reported as done, while the replica lacks it; settled by WAIT on the same
+    connection without a second copy."""
+    master, replica = pair
+    client = client_for(master)
+
+    async def push_three() -> None:
+        await client.aio.push("X", [1])
+        await client.aio.push_bulk("X", [[2], [3]])
+
+    run_async(push_three())
+    assert client.pending() == 0
+    assert queued_args(replica) == [1, 2, 3]  # WAIT returned: the replica has them
+    replica.freeze()
+    try:
+        jid = run_async(client.aio.push("X", [4]))
+        assert isinstance(jid, str)
+        assert client.pending() == 1  # written to the master, not reported as done
+        assert queued_args(master) == [1, 2, 3, 4]
+    finally:
+        replica.thaw()
+    assert client.flush(15) == 0
+    assert queued_args(master) == [1, 2, 3, 4]
+    wait_for(lambda: queued_args(replica) == [1, 2, 3, 4], 10, "the replica to have job 4")

@@ -9,6 +9,7 @@ job.
 from __future__ import annotations
 
 import collections
+import json
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -92,6 +93,22 @@ def test_a_bad_schedule_stops_the_worker_before_it_starts(
     assert not r.exists("processes")
     assert not r.exists("rfetch:leader")
     assert not r.exists("rfetch:periodic")
+
+
+def test_a_schedule_of_a_job_only_ruby_runs_starts_and_pushes_by_class_name(
+    r: redis.Redis, start_worker: StartWorker
+) -> None:
+    """``external=True``: no job of that name in this worker, the start is not refused and
+    each tick is pushed by class name to the schedule's queue, for a Ruby Sidekiq process
+    (Sidekiq Enterprise's periodic jobs push a class name the same way)."""
+    worker = start_worker("ruby-only")
+    wait_for(lambda: r.llen("queue:ruby") >= 2, 30, "two ticks pushed to queue:ruby")
+    payload = json.loads(r.lindex("queue:ruby", -1) or b"{}")
+    assert payload["class"] == "RubyOnlyWorker"
+    assert payload["args"] == ["nightly"]
+    assert payload["periodic"] == "ruby-only"
+    assert b"ruby" in r.smembers("queues")
+    assert worker.proc.poll() is None
 
 
 def test_a_frozen_leader_whose_lease_was_taken_pushes_no_tick_twice(

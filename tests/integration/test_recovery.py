@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 from pathlib import Path
@@ -272,3 +273,53 @@ def test_a_worker_starting_on_the_host_recovers_its_dead_predecessor_at_once(
             if proc is not None:
                 proc.signal(signal.SIGTERM)
                 assert proc.wait(15) == 0
+
+
+@pytest.mark.slow  # a real worker SIGKILLed and left unreaped
+def test_a_killed_worker_left_unreaped_by_its_parent_is_recovered_at_once(
+    r: redis.Redis, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """A worker killed with kill -9 whose parent does not reap it (a shell, a supervisor
+    other than rfetch's; here this test) stays a zombie: ``kill(pid, 0)`` still succeeds.
+    A worker starting on the host still recovers its jobs at start-up, not after the
+    heartbeat TTL (60 s here) and a periodic check (none within 10 min)."""
+    record = tmp_path / "record"
+    env = {
+        "RFETCH_TEST_RECORD": str(record),
+        "RFETCH_HEARTBEAT_INTERVAL": "0.5",
+        "RFETCH_HEARTBEAT_TTL": "60",
+        "RFETCH_ORPHAN_CHECK_INTERVAL": "600",
+        "RFETCH_BLOCK_TIMEOUT": "0.5",
+    }
+
+    def starts(jid: str) -> list[int]:
+        lines = record.read_text().splitlines() if record.exists() else []
+        return [int(f[2]) for f in (ln.split() for ln in lines) if f[:2] == ["start", jid]]
+
+    def state(pid: int) -> str:
+        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+        return text[text.rfind(")") + 2]
+
+    client = Client(Config(redis_url=redis_server.url), r)
+    args = ["-r", "testjobs", "-q", "a", "-t", "1"]
+    dying = WorkerProcess(redis_server.url, args, env, tmp_path)
+    restarted: WorkerProcess | None = None
+    try:
+        dying_id = dying.identity(r)
+        held = client.push("testjobs.Sleep", [60], {"queue": "a"})
+        wait_for(lambda: starts(held) == [dying.pid], 10, "the worker to start its job")
+        os.kill(dying.pid, signal.SIGKILL)  # and no wait(): the zombie stays
+        wait_for(lambda: state(dying.pid) == "Z", 10, "the killed worker to be a zombie")
+        assert r.exists(KEYS.process(dying_id)), "the dead worker's heartbeat is still alive"
+
+        restarted = WorkerProcess(redis_server.url, args, env, tmp_path)
+        wait_for(lambda: starts(held) == [dying.pid, restarted.pid], 20, restarted.log)
+        assert state(dying.pid) == "Z", "still unreaped when its jobs were recovered"
+        assert r.llen(KEYS.private(dying_id, "a")) == 0
+        log = restarted.log()
+        assert f"process {dying_id} of this host no longer exists" in log, log
+    finally:
+        dying.kill()  # reaps the zombie
+        if restarted is not None:
+            restarted.signal(signal.SIGTERM)
+            assert restarted.wait(15) == 0

@@ -113,13 +113,15 @@ def test_usr2_replaces_every_child_one_at_a_time(make_swarm: MakeSwarm) -> None:
     old = swarm.live()
     swarm.proc.send_signal(signal.SIGUSR2)
     wait_for(lambda: old.isdisjoint(swarm.live()) and len(swarm.live()) == 3, 20, swarm.log)
-    # Each old child was quieted then stopped, and the next one only after it had exited.
-    assert {int(r[1]) for r in swarm.events("tstp")} == old
+    # Each old child was recycled (USR1: finish the running jobs, exit), never sent TSTP or
+    # TERM, and the next one only after the previous replacement had started.
+    assert {int(r[1]) for r in swarm.events("usr1")} == old
+    assert not swarm.events("tstp") and not swarm.events("term")
     order = (swarm.evidence / "events").read_text().splitlines()
-    exits = [i for i, line in enumerate(order) if line.startswith("exit")]
+    recycles = [i for i, line in enumerate(order) if line.startswith("usr1")]
     starts = [i for i, line in enumerate(order) if line.startswith("start")][3:]
-    assert len(exits) == 3 and len(starts) == 3
-    assert starts[1] > exits[0] and starts[2] > exits[1]
+    assert len(recycles) == 3 and len(starts) == 3
+    assert recycles[1] > starts[0] and recycles[2] > starts[1]
     swarm.proc.send_signal(signal.SIGTERM)
     assert swarm.proc.wait(10) == 0
 

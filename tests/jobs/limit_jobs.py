@@ -5,9 +5,11 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
+import redis
 from testjobs import record
 
 import rfetch
@@ -62,6 +64,23 @@ class Leak(rfetch.Job):
         record("start", self.jid)
         _LEAKED.append(b"x" * (50 * 1024 * 1024))
         time.sleep(0.3)
+        record("done", self.jid)
+
+
+class Hog(rfetch.Job):
+    """Holds ``mb`` MB (touched, so resident) for ``seconds``, counting its starts in Redis
+    (``INCR hog-starts:<jid>``) and recording start and finish; frees it on return."""
+
+    retry = 0
+
+    def perform(self, mb: int = 200, seconds: float = 8.0) -> None:
+        record("start", self.jid)
+        redis.Redis.from_url(os.environ["REDIS_URL"]).incr(f"hog-starts:{self.jid}")
+        held = bytearray(mb * 1024 * 1024)
+        for i in range(0, len(held), 4096):
+            held[i] = 1
+        time.sleep(seconds)
+        del held
         record("done", self.jid)
 
 

@@ -5,6 +5,8 @@
 * ``every-second`` (default): ``PeriodicTick`` every second on queue ``periodic``;
 * ``hundred``: 100 schedules of ``PeriodicTick`` that fire once a year, on January 1st
   (the idle-cost benchmark: none fires while it measures);
+* ``ruby-only``: every second, ``RubyOnlyWorker`` (``external=True``: no job of that name
+  here, only a Ruby process runs it) to queue ``ruby``;
 * ``bad-cron``, ``bad-tz``, ``unknown-job``, ``bad-args``: one faulty schedule.
 
 Evidence: a server middleware appends ``tick <schedule> <tick> <jid> <pid> <time>`` to the
@@ -59,6 +61,11 @@ def configure_worker(config: rfetch.Config) -> None:
             config.periodic.register(
                 f"{i % 60} {i % 24} 1 1 *", PeriodicTick, name=f"yearly-{i}", args=[i]
             )
+    elif kind == "ruby-only":
+        config.periodic.register(
+            "* * * * * *", "RubyOnlyWorker", name="ruby-only", queue="ruby", external=True,
+            args=["nightly"],
+        )
     elif kind == "bad-cron":
         config.periodic.register("61 * * * *", PeriodicTick, name="broken-cron")
     elif kind == "bad-tz":

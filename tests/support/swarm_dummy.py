@@ -2,8 +2,8 @@
 
 ``python -m tests.support.swarm_dummy EVIDENCE_DIR PROCESSES [-t SECONDS] [--subreaper]``
 runs :func:`rfetch.swarm.runtime.run_swarm` with children that only say ``ready`` and
-append ``<event> <slot> <pid> [<extra>]`` lines (``start``, ``tstp``, ``ttin``, ``term``,
-``exit``, ``grandchild``) to ``EVIDENCE_DIR/events`` with ``O_APPEND``: evidence kept
+append ``<event> <slot> <pid> [<extra>]`` lines (``start``, ``tstp``, ``ttin``, ``usr1``,
+``term``, ``exit``, ``grandchild``) to ``EVIDENCE_DIR/events`` with ``O_APPEND``: evidence kept
 outside the processes under test. A child whose slot file ``EVIDENCE_DIR/grandchild-<slot>``
 exists starts a ``sleep 1`` grandchild first (it is deleted, so only one child does).
 ``--subreaper`` makes the parent the reaper of orphaned descendants (Linux's
@@ -37,9 +37,10 @@ def _record(evidence: Path, event: str, spec: ChildSpec, extra: str = "") -> Non
 
 
 def dummy_child(evidence: Path, spec: ChildSpec) -> int:
-    """A child: records its signals; TERM ends it with 0."""
+    """A child: records its signals; TERM or USR1 (a recycle) ends it with 0."""
     stop: list[str] = []
-    signal.signal(signal.SIGTERM, lambda *_: stop.append("TERM"))
+    signal.signal(signal.SIGTERM, lambda *_: stop.append("term"))
+    signal.signal(signal.SIGUSR1, lambda *_: stop.append("usr1"))
     signal.signal(signal.SIGTSTP, lambda *_: _record(evidence, "tstp", spec))
     signal.signal(signal.SIGTTIN, lambda *_: _record(evidence, "ttin", spec))
     _record(evidence, "start", spec, spec.identity)
@@ -51,7 +52,7 @@ def dummy_child(evidence: Path, spec: ChildSpec) -> int:
     spec.status.ready()
     while not stop and os.getppid() == spec.parent_pid:
         time.sleep(0.02)
-    _record(evidence, "term" if stop else "orphaned", spec)
+    _record(evidence, stop[0] if stop else "orphaned", spec)
     _record(evidence, "exit", spec)
     return 0
 

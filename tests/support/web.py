@@ -106,19 +106,22 @@ def add_process(r: redis.Redis, identity: str = IDENTITY, *, busy: int = 1,
 
 # -- the Werkzeug test client ---------------------------------------------------------------
 
-TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
+TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"|<meta name="csrf-token" content="([^"]+)">')
+
+
+def token_in(html: str) -> str:
+    """The CSRF token of a page: its forms' field, or the one its head names (every page's
+    head does, for scripts that send it in the ``X-CSRF-Token`` header)."""
+    found = TOKEN.search(html)
+    assert found, "no CSRF token in the page"
+    return found.group(1) or found.group(2)
 
 
 def token_of(client: Client, path: str = "/queues") -> str:
     """The CSRF token a page's forms carry (the GET also sets the cookie)."""
     response = client.get(path)
     assert response.status_code == 200, response.get_data(as_text=True)[:500]
-    found = TOKEN.search(response.get_data(as_text=True))
-    if found:
-        return found.group(1)
-    cookie = client.get_cookie("rfetch_csrf")
-    assert cookie is not None
-    return cookie.value
+    return token_in(response.get_data(as_text=True))
 
 
 def post(client: Client, path: str, data: dict[str, Any], *, token: str | None = None,

@@ -119,6 +119,19 @@ def test_check_jobs_names_the_schedule_with_an_unknown_job() -> None:
         registry.check_jobs([f"{__name__}.Cleanup"])
 
 
+def test_check_jobs_accepts_an_external_job_name() -> None:
+    registry = PeriodicRegistry()
+    schedule = registry.register("@daily", "RubyOnlyWorker", queue="ruby", external=True)
+    registry.check_jobs([])
+    assert schedule.external
+    assert schedule.job_name == "RubyOnlyWorker"
+
+
+def test_external_takes_a_name_not_a_class() -> None:
+    with pytest.raises(ConfigError, match="external=True takes the job's name"):
+        PeriodicRegistry().register("@daily", Cleanup, external=True)
+
+
 def test_collect_registers_classes_with_a_cron_attribute() -> None:
     class Nightly(rfetch.Job):
         cron = "30 2 * * *"

@@ -213,20 +213,59 @@ def test_rolling_restart_replaces_every_child_one_at_a_time() -> None:
     swarm.start()
     old = set(swarm.pids())
     swarm.sup.signal("USR2")
-    for _ in range(40):
-        retiring = [c for c in swarm.sup.children if c.retiring]
-        assert len(retiring) <= 1
-        assert len(swarm.sup.children) <= 5
-        for child in retiring:
-            assert swarm.procs.signals_to(child.pid) == ["TSTP", "TERM"]
-            swarm.tick(0.5)
-            swarm.die(child.pid, 0)  # pushed back and exited
+    for _ in range(4):
+        # One replacement at a time: the next waits for the new child's ``ready``, not for
+        # the old child's running jobs (they finish with no deadline).
+        assert sum(1 for c in swarm.sup.children if not c.ready) == 1
         swarm.tick(0.5)
+        assert sum(1 for c in swarm.sup.children if not c.ready) == 1
         swarm.ready_all()
         swarm.tick(0.5)
-    assert old.isdisjoint(swarm.pids()) and len(swarm.pids()) == 4
+    assert old.isdisjoint(c.pid for c in swarm.sup.children if not c.retiring)
+    assert all(swarm.procs.signals_to(pid) == ["USR1"] for pid in old)
     assert min(swarm.capacity) == 3  # never below N - 1
+    for pid in old:
+        swarm.die(pid, 0)  # their jobs finished: nothing pushed back
+    assert len(swarm.pids()) == 4 and swarm.sup.children.working() == 4
     assert swarm.recovered == []  # they shut down cleanly: nothing left to recover
+
+
+def test_a_recycled_child_finishes_its_jobs_with_no_deadline() -> None:
+    swarm = Swarm(processes=2, max_memory=300)
+    swarm.start()
+    fat = swarm.pids()[1]
+    swarm.procs.rss[fat] = 310.0
+    swarm.tick(1.0)
+    swarm.ready_all()
+    swarm.tick(3600.0)  # a job of an hour: not TERMed, not killed
+    assert swarm.procs.signals_to(fat) == ["USR1"]
+    assert swarm.sup.exit_code == 0
+    swarm.die(fat, 0)
+    assert len(swarm.sup.children) == 2 and swarm.recovered == []
+
+
+def test_term_during_a_recycle_reaches_the_recycled_child_once() -> None:
+    swarm = Swarm(processes=2, max_jobs=10)
+    swarm.start()
+    pid = swarm.pids()[0]
+    swarm.sup.message(pid, Message("jobs", count=10))
+    swarm.tick(1.0)
+    swarm.sup.signal("TERM")  # a deploy: -t, then push back
+    assert swarm.procs.signals_to(pid) == ["USR1", "TERM"]
+    assert all(swarm.procs.signals_to(p).count("TERM") == 1 for p in swarm.pids())
+    swarm.tick(60.0)  # it outlived -t and its shutdown: now it is killed
+    assert swarm.procs.signals_to(pid) == ["USR1", "TERM", "KILL"]
+
+
+def test_a_recycled_child_killed_is_recovered() -> None:
+    swarm = Swarm(processes=2, max_memory=300)
+    swarm.start()
+    fat = swarm.pids()[0]
+    swarm.procs.rss[fat] = 310.0
+    swarm.tick(1.0)
+    swarm.die(fat, -9)  # the OOM killer: its jobs are recovered (poison-pill count)
+    assert swarm.recovered == [f"host:{fat}:abc"]
+    assert len(swarm.sup.children) == 2
 
 
 def test_a_second_usr2_during_a_rolling_restart_is_ignored() -> None:
@@ -246,7 +285,7 @@ def test_memory_recycling_replaces_the_child_past_the_limit() -> None:
     child = swarm.sup.children.get(fat)
     assert child is not None and child.retiring is not None
     assert child.retiring.startswith("max-memory")
-    assert swarm.procs.signals_to(fat) == ["TSTP", "TERM"]
+    assert swarm.procs.signals_to(fat) == ["USR1"]
     assert len(swarm.sup.children) == 3  # the fresh child runs already
 
 
@@ -258,11 +297,10 @@ def test_two_children_past_the_limit_are_recycled_one_after_the_other() -> None:
     swarm.tick(1.0)
     swarm.tick(1.0)
     assert [c.pid for c in swarm.sup.children if c.retiring] == [first]
-    swarm.die(first, 0)
-    swarm.ready_all()
+    swarm.ready_all()  # the next once the first one's replacement is ready
     swarm.tick(1.0)
     retiring = [c.pid for c in swarm.sup.children if c.retiring]
-    assert retiring == [second]
+    assert retiring == [first, second]
     assert min(swarm.capacity) >= 1
 
 
@@ -275,7 +313,7 @@ def test_job_count_recycling() -> None:
     assert swarm.procs.signals_to(pid) == []
     swarm.sup.message(pid, Message("jobs", count=1000))
     swarm.tick(1.0)
-    assert swarm.procs.signals_to(pid) == ["TSTP", "TERM"]
+    assert swarm.procs.signals_to(pid) == ["USR1"]
 
 
 def test_a_retiring_child_is_replaced_before_it_exits_and_not_sent_term() -> None:

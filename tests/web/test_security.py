@@ -62,6 +62,99 @@ def test_cross_site_post_is_refused_even_with_a_token(client: Client, r: redis.R
     assert r.zcard("retry") == 1
 
 
+@pytest.mark.parametrize("headers", [
+    {"Sec-Fetch-Site": "same-site"},
+    {"Sec-Fetch-Site": "same-site", "Origin": "http://localhost:8000"},
+    {"Origin": "http://localhost:8000"},
+    {"Origin": "http://evil.example"},
+    {"Origin": "null"},
+])
+def test_a_post_from_another_origin_is_refused_even_with_a_token(
+    client: Client, r: redis.Redis, retry_job: str, headers: dict[str, str]
+) -> None:
+    """Another port of the host or a sibling subdomain is the same site, not the same origin."""
+    response = post(client, "/retries", {"single": f"retry:{retry_job}"}, page="/retries",
+                    headers=headers)
+    assert response.status_code == 403
+    assert "refused" in text(response)
+    assert r.zcard("retry") == 1
+
+
+@pytest.mark.parametrize("headers", [
+    {"Sec-Fetch-Site": "same-origin", "Origin": "http://localhost"},
+    {"Sec-Fetch-Site": "none"},
+    {"Origin": "http://localhost"},  # an older browser, on the UI's own host
+    # The browser's verdict wins over a Host rewritten by a proxy (Go's rule).
+    {"Sec-Fetch-Site": "same-origin", "Origin": "https://jobs.example.com"},
+])
+def test_a_post_from_the_ui_itself_is_let_through(
+    client: Client, r: redis.Redis, retry_job: str, headers: dict[str, str]
+) -> None:
+    response = post(client, "/retries", {"single": f"retry:{retry_job}"}, page="/retries",
+                    headers=headers)
+    assert response.status_code == 303, text(response)[:500]
+    assert r.zcard("retry") == 0
+
+
+def test_trusted_origins(make_app: Callable[..., WebApp], r: redis.Redis, api: Api) -> None:
+    client = Client(make_app(trusted_origins=["https://admin.example.com",
+                                              "https://*.ops.example.com"]))
+    for origin, allowed in (("https://admin.example.com", True),
+                            ("https://a.ops.example.com", True),
+                            ("http://admin.example.com", False),
+                            ("https://ops.example.com", False),
+                            ("https://evil.example.com", False)):
+        r.zadd("retry", {failed(jid_of(1)): 1})
+        key = entry_key(api.retries.page().jobs[0])
+        response = post(client, "/retries", {"single": f"delete:{key}"}, page="/retries",
+                        headers={"Sec-Fetch-Site": "same-site", "Origin": origin})
+        assert response.status_code == (303 if allowed else 403), origin
+        assert r.zcard("retry") == (0 if allowed else 1), origin
+        r.delete("retry")
+    with pytest.raises(ValueError, match="not of the form"):
+        make_app(trusted_origins=["admin.example.com"])
+    with pytest.raises(ValueError, match="not one string"):
+        make_app(trusted_origins="https://admin.example.com")
+
+
+def test_tokens_are_bound_to_the_secret_key(
+    make_app: Callable[..., WebApp], monkeypatch: pytest.MonkeyPatch, r: redis.Redis,
+    retry_job: str,
+) -> None:
+    """A token is the HMAC of the cookie under the key: the cookie's own value is no token,
+    a token made under another key is refused, and web processes sharing the key (given, or
+    from RFETCH_WEB_SECRET_KEY) accept each other's tokens."""
+    form = {"single": f"retry:{retry_job}"}
+    one = Client(make_app(secret_key="k" * 32))
+    token = token_of(one, "/retries")
+    cookie = one.get_cookie("rfetch_csrf")
+    assert cookie is not None and token != cookie.value
+    assert post(one, "/retries", form, token=cookie.value).status_code == 403
+
+    other = Client(make_app(secret_key="o" * 32))  # same cookie, another key
+    other.set_cookie("rfetch_csrf", cookie.value)
+    assert post(other, "/retries", form, token=token).status_code == 403
+    assert r.zcard("retry") == 1
+
+    monkeypatch.setenv("RFETCH_WEB_SECRET_KEY", "k" * 32)
+    twin = Client(make_app())  # another process of the deployment
+    twin.set_cookie("rfetch_csrf", cookie.value)
+    assert post(twin, "/retries", form, token=token).status_code == 303
+    assert r.zcard("retry") == 0
+
+    with pytest.raises(ValueError, match="at least 16"):
+        make_app(secret_key="short")
+    assert not make_app().csrf.ephemeral
+    monkeypatch.delenv("RFETCH_WEB_SECRET_KEY")
+    assert make_app().csrf.ephemeral
+
+
+def test_every_page_names_its_token_for_scripts(client: Client) -> None:
+    body = text(client.get("/"))
+    token = re.search(r'<meta name="csrf-token" content="([^"]+)">', body)
+    assert token is not None and token.group(1) == token_of(client, "/retries")
+
+
 def test_csrf_cookie_is_http_only_and_same_site(client: Client) -> None:
     response = client.get("/")
     cookie = response.headers["Set-Cookie"]

@@ -2,7 +2,8 @@
 
 - ``INSTALLED_APPS += ["rfetch.integrations.django"]``: ``settings.RFETCH = {...}`` becomes
   the Config of the process-wide client (:mod:`.settings`), and a push inside
-  ``transaction.atomic()`` is written when the transaction commits (Sidekiq 7's
+  ``transaction.atomic()`` is written when the transaction commits, ``aperform_async`` and
+  the other asyncio pushes included (Sidekiq 7's
   transaction-aware client; ``RFETCH["on_commit"] = False`` turns it off, and
   :func:`immediate_client` pushes at once for one call:
   ``Job.set(client=immediate_client()).perform_async(...)``).

@@ -56,13 +56,21 @@ class RfetchConfig(AppConfig):
 
     def web_app(self) -> WebApp:
         """The web UI (built at first use; Django's staff login guards it, so rfetch's own
-        basic auth is off)."""
+        basic auth is off). Its CSRF tokens are signed with ``SECRET_KEY`` (under a salt of
+        their own), so every process of the site accepts them, and the origins of
+        ``CSRF_TRUSTED_ORIGINS`` may post to it, as to the rest of the site.
+
+        Raises:
+            ValueError: ``SECRET_KEY`` under 16 characters.
+        """
         from rfetch.web import create_app
 
         with self._lock:
             if self._web is None:
                 self._web = create_app(
-                    self.config, basic_auth=False, **self.options.web_app_options
+                    self.config, basic_auth=False, secret_key=settings.SECRET_KEY,
+                    trusted_origins=list(getattr(settings, "CSRF_TRUSTED_ORIGINS", [])),
+                    **self.options.web_app_options,
                 )
             return self._web
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from asgiref.sync import sync_to_async
 from django.db import transaction
 
 from rfetch.push_buffer import BufferedJob
-from rfetch.sink import Send
+from rfetch.sink import AsyncSend, Send
 
 
 class OnCommitSink:
@@ -15,6 +16,8 @@ class OnCommitSink:
     until the transaction commits (``transaction.on_commit``), and drops them if it rolls
     back, so a job never runs before the rows it reads exist, nor for rows that never will
     (Sidekiq 7's transaction-aware client). Outside a transaction jobs are written at once.
+
+    ``aperform_async`` and the other asyncio pushes follow the same rule (:meth:`awrite`).
 
     A deferred push returns its jid at once; a unique job's lock is then decided at commit
     (``perform_async`` cannot return None for it). A push that fails at commit time (the
@@ -30,8 +33,33 @@ class OnCommitSink:
 
     def write(self, jobs: Sequence[BufferedJob], send: Send) -> list[bool] | None:
         """Write ``jobs`` now, or at commit when a transaction is open."""
+        if self._deferred(jobs, send):
+            return [True] * len(jobs)
+        return send(jobs)
+
+    async def awrite(
+        self, jobs: Sequence[BufferedJob], send: Send, asend: AsyncSend
+    ) -> list[bool] | None:
+        """:meth:`write` for the asyncio client: ``asend`` now, or ``send`` at commit.
+
+        Django's transactions are synchronous and its connections belong to a thread, so
+        ``atomic()`` is open in a sync thread, and asyncio code inside it runs through
+        ``async_to_sync`` (in another thread, with its own event loop). The look at the
+        transaction therefore runs through ``sync_to_async(thread_sensitive=True)``, which
+        asgiref runs in the thread that called ``async_to_sync``, the thread of the
+        ``atomic()`` block; ``on_commit`` registers there, and ``send`` runs at its commit.
+        Outside a transaction the jobs are written by ``asend`` on the event loop.
+        """
+        held = list(jobs)
+        if await sync_to_async(self._deferred, thread_sensitive=True)(held, send):
+            return [True] * len(held)
+        return await asend(held)
+
+    def _deferred(self, jobs: Sequence[BufferedJob], send: Send) -> bool:
+        """Hand ``jobs`` to ``send`` at commit if a transaction is open in this thread;
+        whether one was."""
         if not transaction.get_connection(self.database).in_atomic_block:
-            return send(jobs)
+            return False
         held = list(jobs)
         transaction.on_commit(lambda: send(held), using=self.database)
-        return [True] * len(held)
+        return True

@@ -14,7 +14,7 @@ from django.views.decorators.csrf import csrf_exempt
 from rfetch.integrations.django.apps import app_config
 
 
-@csrf_exempt  # rfetch's pages carry their own CSRF token (double-submit cookie)
+@csrf_exempt  # rfetch's pages carry their own CSRF token and check the origin themselves
 def web_ui(request: HttpRequest, subpath: str = "") -> HttpResponse:
     """Serve ``subpath`` of the web UI to staff users; others go to the login page
     (``RFETCH["web"]["login_url"]``, default ``admin:login``)."""
@@ -28,6 +28,9 @@ def _forward(request: HttpRequest, subpath: str) -> HttpResponse:
     environ: dict[str, Any] = {k: v for k, v in request.META.items() if isinstance(v, str)}
     body = request.body
     environ.update({
+        # The host as Django sees it (USE_X_FORWARDED_HOST, ALLOWED_HOSTS): the origin check
+        # of rfetch's CSRF protection compares a browser's Origin with it.
+        "HTTP_HOST": request.get_host(),
         "SCRIPT_NAME": mount,
         "PATH_INFO": "/" + subpath,
         "CONTENT_LENGTH": str(len(body)),
