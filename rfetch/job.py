@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import inspect
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, cast
 
 from rfetch.arity import Arity, raw_perform
 from rfetch.errors import ConfigError
@@ -17,6 +17,10 @@ from rfetch.workflow.progress import ProgressWriter, check_progress
 
 if TYPE_CHECKING:
     from rfetch.batch.batch import Batch
+    from rfetch.durable.checkpoint import Hold
+    from rfetch.durable.steps import StepBook
+
+T = TypeVar("T")
 
 RetryDecision = float | int | Literal["discard", "kill"] | None
 """What ``retry_in`` returns: seconds until the retry, ``"discard"`` (drop the job),
@@ -110,6 +114,31 @@ class Job:
 
     progress_writer: ProgressWriter | None = None
     """Where :meth:`progress` writes; None outside a worker."""
+
+    hold: Hold | None = None
+    """The execution's hold on its durable state (steps, an iterable job's cursor), with
+    the fence that guards it; None outside a worker."""
+    _steps: StepBook | None = None
+
+    def step(self, name: str, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` once per job and record its result (durable steps): every
+        later execution of this job (a retry, recovery after kill -9, a push-back at TERM)
+        returns the recorded result instead (docs/durable-jobs.md). Inside an iterable
+        job's item the step belongs to that item.
+
+        Args:
+            name: unique within the job (within the item); a str.
+            fn: the step; its result must be native JSON (returned as JSON reads it back).
+
+        Raises:
+            rfetch.StepError: a duplicate or bad name; a result not JSON or over 512 KiB.
+            rfetch.CheckpointRefused: another process owns the job now.
+        """
+        if self._steps is None:
+            from rfetch.durable.steps import StepBook
+
+            self._steps = StepBook(self.hold, self.jid)
+        return self._steps.run(name, fn, args)
 
     def progress(self, percent: float, message: str = "") -> None:
         """Report how far the running job is, ``percent`` 0..100 and a short ``message``

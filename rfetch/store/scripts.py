@@ -61,6 +61,7 @@ class Scripts:
     depend: Script
     cancel_waiting: Script
     abandon: Script
+    checkpoint: Script
 
     @classmethod
     def load(cls, redis: Redis) -> Scripts:
