@@ -119,3 +119,11 @@ class ItemSteps(rfetch.IterableJob):
 
     def retry_in(self, count: int, exc: BaseException, job: dict[str, Any]) -> float:
         return 0
+
+
+class FenceWalk(Walk):
+    """A walk that also logs ``<pid> <item>`` to ``runs:<jid>`` at the start of each item."""
+
+    def each_iteration(self, item: int, n: int, pause: float) -> None:
+        self.r.rpush(f"runs:{self.jid}", f"{os.getpid()} {item}")
+        super().each_iteration(item, n, pause)
