@@ -21,12 +21,15 @@ class IterationState:
         cursor: the cursor of the last item done (``c``, JSON), None before the first.
         runtime: seconds spent iterating over every execution so far (``rt``).
         cancelled: epoch seconds of a cancel (``cancelled``), or None.
+        done: items done over every execution (``n``: rfetch's own field, which Sidekiq
+            ignores; the progress shown on the busy page, explain and the API).
     """
 
     executions: int = 0
     cursor: Any = None
     runtime: float = 0.0
     cancelled: str | None = None
+    done: int = 0
 
     @classmethod
     def parse(cls, fields: dict[str, str]) -> IterationState:
@@ -39,9 +42,10 @@ class IterationState:
         try:
             executions = int(fields.get("ex", "0"))
             runtime = float(fields.get("rt", "0"))
+            done = int(fields.get("n", "0"))
         except ValueError:
-            executions, runtime = 0, 0.0
-        return cls(executions, cursor, runtime, fields.get("cancelled"))
+            executions, runtime, done = 0, 0.0, 0
+        return cls(executions, cursor, runtime, fields.get("cancelled"), done)
 
     def fields(self) -> dict[str, str]:
         """The hash fields to write (``cancelled`` only once set).
@@ -56,7 +60,8 @@ class IterationState:
                 f"an iterable job's cursor must be native JSON (str, int, float, bool, None, "
                 f"list, dict): {self.cursor!r} is not ({exc})"
             ) from None
-        out = {"ex": str(self.executions), "c": cursor, "rt": f"{self.runtime:.3f}"}
+        out = {"ex": str(self.executions), "c": cursor, "rt": f"{self.runtime:.3f}",
+               "n": str(self.done)}
         if self.cancelled is not None:
             out["cancelled"] = self.cancelled
         return out

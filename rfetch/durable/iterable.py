@@ -101,6 +101,11 @@ class IterableJob(Job):
         """Do one item; raise to fail the job (the retry resumes at this item)."""
         raise NotImplementedError(f"{type(self).__name__} must define each_iteration()")
 
+    def total(self, *args: Any) -> int | None:
+        """The number of items, if known (called once per execution): the progress shown
+        on the busy page, by ``rfetch processes`` and the API then has a percent and an ETA."""
+        return None
+
     def around_iteration(self, run: Callable[[], None]) -> None:
         """Wrap one item (a transaction, a log context...): call ``run()`` once."""
         run()

@@ -12,6 +12,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from rfetch.durable.checkpoint import Hold, IterationState, now
+from rfetch.durable.progress import Progress
 from rfetch.durable.steps import StepBook
 from rfetch.errors import CheckpointRefused, JobCancelled, JobInterrupted
 from rfetch.limits import JobControl
@@ -21,6 +22,10 @@ if TYPE_CHECKING:
     from rfetch.durable.iterable import IterableJob
 
 log = logging.getLogger("rfetch.iteration")
+
+PROGRESS_EVERY = 1.0
+"""Seconds between two progress reports at most (one at a checkpoint: a report costs a
+round trip, so a per-item checkpoint does not report per item)."""
 
 
 class IterationRun:
@@ -45,6 +50,8 @@ class IterationRun:
         self.done = 0
         """Items done in this execution."""
         self.book = StepBook(hold, job.jid)
+        self.progress = Progress(job.total(*self.args))
+        self.last_progress = self.started
         job._steps = self.book  # a step inside an item belongs to the item
 
     def run(self) -> None:
@@ -91,6 +98,7 @@ class IterationRun:
             if book.item_names:
                 book.item_done()
             state.cursor = cursor
+            state.done += 1
             self.done += 1
             self.since_flush += 1
             if (every is not None and self.since_flush >= every) or (
@@ -139,6 +147,9 @@ class IterationRun:
         written = self.hold.save_iteration(self.state, self.book.take_done())
         if written.cancelled is not None:
             self.state.cancelled = written.cancelled
+        if clock - self.last_progress >= PROGRESS_EVERY:
+            self.last_progress = clock
+            self.progress.report(self.job, self.state.done, clock - self.started, self.done)
 
     def _save_after_failure(self, exc: BaseException) -> None:
         """Save the cursor of the last item done, so the retry resumes at the failing item

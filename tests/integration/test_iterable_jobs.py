@@ -14,6 +14,7 @@ import pytest
 import redis
 
 import rfetch
+from rfetch.api import Api
 from rfetch.store.checkpoint_commands import CheckpointCommands
 from rfetch.store.commands import Commands
 from rfetch.store.keys import Keys
@@ -40,6 +41,10 @@ def _push(url: str, name: str, *args: object) -> str:
 
 def _counts(r: redis.Redis, jid: str) -> dict[int, int]:
     return {int(k): int(v) for k, v in r.hgetall(f"walk:{jid}").items()}
+
+
+def _api(redis_server: RedisServer) -> Api:
+    return Api(rfetch.Config(redis_url=redis_server.url))
 
 
 def _worker(url: str, tmp_path: Path, *extra: str) -> WorkerProcess:
@@ -76,6 +81,8 @@ def test_quiet_or_term_interrupts_at_an_item_and_resumes_from_the_cursor(
         cursor = json.loads(state["c"])
         assert cursor == max(_counts(r, jid))
         assert "retry_count" not in json.loads(r.lindex("queue:default", 0) or b"{}")
+        lines = {loc.state: loc.text for loc in _api(redis_server).explain(jid).locations}
+        assert f"resumes after cursor {cursor}, 1 execution(s)" in lines["iteration"]
     finally:
         first.signal(signal.SIGTERM)
         first.wait(30)
@@ -102,6 +109,8 @@ def test_max_runtime_sends_the_job_back_to_its_queue(
     assert _counts(r, jid) == {i: 1 for i in range(150)}
     resumes = r.lrange(f"cursors:{jid}", 0, -1)
     assert len(resumes) >= 2
+    progress = json.loads(r.get(f"rfetch:progress:{jid}") or b"{}")
+    assert "/150 items" in progress["message"] and 0 < progress["percent"] <= 100
     assert [int(c) for c in resumes[1:]] == sorted(int(c) for c in resumes[1:])
     assert set_entries(r, "retry") == {}
 
@@ -124,13 +133,11 @@ def test_a_failing_item_is_retried_from_its_cursor_not_from_the_start(
 def test_a_cancel_is_honoured_at_the_next_item(
     redis_server: RedisServer, r: redis.Redis, tmp_path: Path
 ) -> None:
-    from rfetch.api import Api
-
     worker = _worker(redis_server.url, tmp_path)
     try:
         jid = _push(redis_server.url, "Walk", 10_000, 0.01)
         wait_for(lambda: len(_counts(r, jid)) >= 10, 30, worker.log)
-        Api(rfetch.Config(redis_url=redis_server.url)).cancel(jid)
+        _api(redis_server).cancel(jid)
         wait_for(lambda: r.hexists(f"it-{jid}", "cancelled"), 30, worker.log)
         wait_for(lambda: "cancelled" in worker.log(), 30, worker.log)
     finally:

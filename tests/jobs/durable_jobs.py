@@ -43,6 +43,9 @@ class Walk(rfetch.IterableJob):
     def on_complete(self) -> None:
         self.r.incr(f"complete:{self.jid}")
 
+    def total(self, n: int, pause: float) -> int:
+        return n
+
 
 class ShortWalk(Walk):
     """A walk that goes back to its queue every second (``max_runtime``)."""

@@ -191,7 +191,7 @@ def test_class_checks() -> None:
 
 def test_state_fields_are_sidekiqs() -> None:
     state = IterationState(2, {"id": 7}, 1.5, None)
-    assert state.fields() == {"ex": "2", "c": '{"id":7}', "rt": "1.500"}
+    assert state.fields() == {"ex": "2", "c": '{"id":7}', "rt": "1.500", "n": "0"}
     assert IterationState.parse({"ex": "x"}) == IterationState()
     with pytest.raises(TypeError, match="native JSON"):
         IterationState(1, object(), 0.0).fields()
@@ -209,3 +209,11 @@ def test_steps_run_once_per_name_and_check_their_results() -> None:
         job.step("c", lambda: "x" * (600 * 1024))
     assert job.step("d", lambda: (1, 2)) == [1, 2]  # what a replay returns, from JSON
     assert json.dumps(calls) == "[21]"
+
+
+def test_progress_lines() -> None:
+    from rfetch.durable.progress import Progress
+
+    assert Progress(None).line(50, 2.0, 20) == (0.0, "50 items done, 10.0/s")
+    percent, text = Progress(1000).line(500, 5.0, 500)
+    assert percent == 50.0 and text.startswith("500/1,000 items, 100.0/s, about ")
