@@ -130,3 +130,46 @@ class FenceWalk(Walk):
     def each_iteration(self, item: int, n: int, pause: float) -> None:
         self.r.rpush(f"runs:{self.jid}", f"{os.getpid()} {item}")
         super().each_iteration(item, n, pause)
+
+
+_BALLAST: list[bytes] = []
+"""Memory a :class:`ChaosWalk` item takes on purpose, to be recycled past --max-memory."""
+
+
+class ChaosWalk(rfetch.IterableJob):
+    """The chaos suite's walk: item ``i`` counts in hash ``chaos:count`` (one pipeline per
+    item, which also notes ``chaos:owner`` = ``<pid> <item>`` and ``chaos:last`` = ``i``);
+    each execution appends ``<resume cursor> <last item started before it> <cause>`` to
+    ``chaos:resumes`` (``chaos:cause``: the harness's last interruption). An item takes
+    at least 1 ms. Flags set by the harness:
+    ``chaos:slow`` makes the next item take 3 s (a TERM then goes past ``-t``),
+    ``chaos:bloat`` makes it take 300 MB (past ``--max-memory``)."""
+
+    checkpoint_interval = 1.0
+    retry = 25
+
+    def __init__(self) -> None:
+        self.r = _redis()
+
+    def build_enumerator(self, n: int, *, cursor: int | None) -> Iterator[tuple[int, int]]:
+        last, cause = self.r.mget("chaos:last", "chaos:cause")
+        self.r.rpush("chaos:resumes", f"{cursor} {last.decode() if last else None} "
+                                      f"{cause.decode() if cause else 'start'}")
+        return range_enumerator(0, n, cursor=cursor)
+
+    def each_iteration(self, item: int, n: int) -> None:
+        pipe = self.r.pipeline(transaction=False)
+        pipe.hincrby("chaos:count", str(item), 1)
+        pipe.set("chaos:owner", f"{os.getpid()} {item}")
+        pipe.set("chaos:last", item)
+        pipe.getdel("chaos:slow")
+        pipe.getdel("chaos:bloat")
+        *_, slow, bloat = pipe.execute()
+        time.sleep(0.001)
+        if slow:
+            time.sleep(3.0)
+        if bloat:
+            _BALLAST.append(b"x" * (300 * 1024 * 1024))
+
+    def on_complete(self) -> None:
+        self.r.incr("chaos:complete")
