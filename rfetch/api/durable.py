@@ -24,6 +24,13 @@ def durable_lines(ctx: Context, jid: str) -> list[tuple[str, str]]:
     return out
 
 
+def forget(ctx: Context, jid: str) -> int:
+    """Delete ``jid``'s iteration state and step results (the web UI's "Retry from start":
+    the next execution starts from the first item and runs every step again); the number
+    of keys deleted."""
+    return int(ctx.redis.delete(ctx.keys.iteration(jid), ctx.keys.steps(jid)))
+
+
 def iteration_text(fields: dict[str, str]) -> str:
     """One line about an iterable job's saved state (the fields of ``it-<jid>``)."""
     state = IterationState.parse(fields)

@@ -217,3 +217,32 @@ def test_progress_lines() -> None:
     assert Progress(None).line(50, 2.0, 20) == (0.0, "50 items done, 10.0/s")
     percent, text = Progress(1000).line(500, 5.0, 500)
     assert percent == 50.0 and text.startswith("500/1,000 items, 100.0/s, about ")
+
+
+def test_the_time_limit_restarts_at_every_item() -> None:
+    now = [100.0]
+    control = JobControl(5.0, 1.0, clock=lambda: now[0])
+    assert control.deadline == 105.0
+    deadlines: list[float | None] = []
+
+    class Slow(Ten):
+        def each_iteration(self, item: int) -> None:
+            now[0] += 3.0  # each item 3 s: the whole walk is 30 s, past a 5 s limit
+            deadlines.append(control.deadline)
+
+    _run(Slow(), FakeHold(), control)
+    assert deadlines == [105.0 + 3.0 * i for i in range(10)]
+    assert control.overdue(now[0]) is None
+
+
+def test_a_cancelled_field_written_by_another_client_is_honoured() -> None:
+    class Cancelling(FakeHold):
+        def save_iteration(self, state: IterationState, drop: list[str] | None = None
+                           ) -> Written:
+            super().save_iteration(state, drop)
+            return Written(True, "1700000000")  # Sidekiq's cancel! wrote the field
+
+    job, hold = Ten(), Cancelling()
+    with pytest.raises(rfetch.JobCancelled):
+        _run(job, hold)
+    assert job.seen == [0, 1, 2, 3]  # stopped at the item after the checkpoint
