@@ -10,7 +10,7 @@ from werkzeug.test import Client
 from rfetch.api import Api
 from rfetch.web.formatting import entry_key
 from tests.support.seed import jid_of
-from tests.support.web import failed, post, text
+from tests.support.web import add_process, failed, payload, post, text
 
 
 def test_a_dead_iterable_job_shows_its_cursor_and_retries_from_here_or_start(
@@ -41,3 +41,18 @@ def test_a_plain_dead_job_has_no_durable_lines(client: Client, api: Api, r: redi
     (record,) = api.dead.page(reverse=False).jobs
     body = text(client.get(f"/dead/{entry_key(record)}"))
     assert "Retry from start" not in body and "Saved cursor" not in body
+
+
+def test_running_iterable_jobs_in_the_metrics(client: Client, r: redis.Redis) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    add_process(r, busy=2, running=[payload(jid_of(5), cls="app.Backfill"),
+                                    payload(jid_of(6), cls="app.Plain")])
+    r.hset(f"it-{jid_of(5)}", mapping={"ex": "2", "c": "99", "rt": "3.0", "n": "100"})
+    found = {
+        (s.name, s.labels.get("jid")): s.value
+        for family in text_string_to_metric_families(text(client.get("/metrics")))
+        for s in family.samples if s.name.startswith("rfetch_iterable")
+    }
+    assert found == {("rfetch_iterable_done_items", jid_of(5)): 100.0,
+                     ("rfetch_iterable_executions", jid_of(5)): 2.0}
