@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import psutil
 import pytest
 import redis
 
@@ -50,6 +49,49 @@ def _owner(r: redis.Redis) -> tuple[int, int]:
     return int(pid), int(item)
 
 
+class Harness:
+    """The swarm, the job's saved cursors as sampled, and the interruptions made."""
+
+    def __init__(self, r: redis.Redis, swarm: WorkerProcess, jid: str) -> None:
+        self.r, self.swarm, self.jid = r, swarm, jid
+        self.cursors: list[int] = []
+        self.done: list[str] = []
+
+    def sample(self) -> None:
+        raw = self.r.hget(f"it-{self.jid}", "c")
+        value = json.loads(raw) if raw is not None else None
+        if isinstance(value, int):
+            self.cursors.append(value)
+
+    def complete(self) -> bool:
+        self.sample()
+        return self.r.get("chaos:complete") is not None
+
+    def interrupt(self, kind: str) -> None:
+        """One interruption of the process running the job; then wait until it runs again."""
+        r = self.r
+        time.sleep(1.5)
+        self.sample()
+        before = r.llen("chaos:resumes")
+        r.set("chaos:cause", kind.replace(" ", "_"))
+        try:
+            if kind == "kill -9":
+                os.kill(_owner(r)[0], signal.SIGKILL)
+            elif kind == "TERM past -t":
+                r.set("chaos:slow", 1)
+                wait_for(lambda: not r.exists("chaos:slow"), 30, self.swarm.log)
+                os.kill(_owner(r)[0], signal.SIGTERM)
+        except ProcessLookupError:
+            return  # it had just exited: not an interruption of ours
+        if kind == "USR2":
+            self.swarm.signal(signal.SIGUSR2)
+        elif kind == "--max-memory":
+            r.set("chaos:bloat", 1)
+        self.done.append(kind)
+        wait_for(lambda: self.complete() or r.llen("chaos:resumes") > before, 120,
+                 self.swarm.log)
+
+
 def test_an_iterable_job_survives_twenty_interruptions(
     redis_server: RedisServer, r: redis.Redis, tmp_path: Path, say: Callable[[str], None]
 ) -> None:
@@ -62,54 +104,26 @@ def test_an_iterable_job_survives_twenty_interruptions(
         env=env, log_dir=tmp_path,
     )
     client = rfetch.Client(rfetch.Config(redis_url=redis_server.url))
-    cursors: list[int] = []
-
-    def sample() -> None:
-        raw = r.hget(f"it-{jid}", "c")
-        value = json.loads(raw) if raw is not None else None
-        if isinstance(value, int):
-            cursors.append(value)
-
-    def running_again(resumes_before: int) -> bool:
-        sample()
-        return r.llen("chaos:resumes") > resumes_before and _owner(r)[1] > -1
-
     jid = durable_jobs.ChaosWalk.set(client=client).perform_async(ITEMS)
     assert jid is not None
+    harness = Harness(r, swarm, jid)
     started = time.monotonic()
-    done: list[str] = []
     try:
         wait_for(lambda: r.llen("chaos:resumes") >= 1, 60, swarm.log)
         for turn in range(ROUNDS * len(KINDS) * 2):
-            kind = KINDS[turn % len(KINDS)]
-            if r.get("chaos:complete") or len(done) >= ROUNDS * len(KINDS):
+            if harness.complete() or len(harness.done) >= ROUNDS * len(KINDS):
                 break
-            time.sleep(1.5)
-            sample()
-            before = r.llen("chaos:resumes")
-            pid, _ = _owner(r)
-            r.set("chaos:cause", kind.replace(" ", "_"))
-            try:
-                if kind == "kill -9":
-                    os.kill(pid, signal.SIGKILL)
-                elif kind == "TERM past -t":
-                    r.set("chaos:slow", 1)
-                    wait_for(lambda: not r.exists("chaos:slow"), 30, swarm.log)
-                    os.kill(_owner(r)[0], signal.SIGTERM)
-            except ProcessLookupError:
-                continue  # it had just exited: not an interruption of ours
-            if kind == "USR2":
-                swarm.signal(signal.SIGUSR2)
-            elif kind == "--max-memory":
-                r.set("chaos:bloat", 1)
-            done.append(kind)
-            wait_for(lambda b=before: running_again(b) or bool(r.get("chaos:complete")),  # type: ignore[misc]
-                     120, swarm.log)
-        wait_for(lambda: (sample(), r.get("chaos:complete"))[1] is not None, 600, swarm.log)
+            harness.interrupt(KINDS[turn % len(KINDS)])
+        wait_for(harness.complete, 600, swarm.log)
         seconds = time.monotonic() - started
     finally:
         swarm.signal(signal.SIGTERM)
         swarm.wait(60)
+    _check(r, harness, seconds, say)
+
+
+def _check(r: redis.Redis, harness: Harness, seconds: float, say: Callable[[str], None]) -> None:
+    done, cursors = harness.done, harness.cursors
     counts = {int(k): int(v) for k, v in r.hgetall("chaos:count").items()}
     resumes = [line.decode().split() for line in r.lrange("chaos:resumes", 0, -1)]
     resumed_at = [int(c) for c, _, _ in resumes[1:] if c != "None"]
@@ -125,8 +139,8 @@ def test_an_iterable_job_survives_twenty_interruptions(
     for kind in KINDS:
         say(f"  after {kind}: {[n for k, n in redone if k == kind]}")
     # A recycle interrupts at an item boundary after a checkpoint: nothing is redone.
-    assert [n for k, n in redone if k in ("USR2", "--max-memory")] == [0] * sum(
-        1 for k, _ in redone if k in ("USR2", "--max-memory"))
+    recycles = [n for k, n in redone if k in ("USR2", "--max-memory")]
+    assert recycles == [0] * len(recycles)
     assert len(done) >= 20
     assert set(counts) == set(range(ITEMS)), "an item was never processed"
     assert resumed_at == sorted(resumed_at), "an execution resumed behind an earlier one"
@@ -134,4 +148,3 @@ def test_an_iterable_job_survives_twenty_interruptions(
     # One checkpoint interval of work plus the item in flight, with a margin of 3x the
     # mean rate for the loaded machine (the figures above are the measurement).
     assert max(numbers, default=0) <= 3 * rate * 1.0 + 1
-    assert psutil.pid_exists(swarm.pid) is False or swarm.proc.poll() is not None
