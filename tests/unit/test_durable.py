@@ -246,3 +246,49 @@ def test_a_cancelled_field_written_by_another_client_is_honoured() -> None:
     with pytest.raises(rfetch.JobCancelled):
         _run(job, hold)
     assert job.seen == [0, 1, 2, 3]  # stopped at the item after the checkpoint
+
+
+def test_a_select_is_walked_by_its_column_in_batches() -> None:
+    """``select_enumerator`` with stand-ins for SQLAlchemy's column, select and session
+    (SQLAlchemy is not a dependency): the queries it builds, and the rows it yields."""
+    from dataclasses import dataclass, field
+
+    from rfetch.durable.enumerators import select_enumerator
+
+    @dataclass
+    class Row:
+        id: int
+
+    class Column:
+        key = "id"
+
+        def __gt__(self, value: int) -> tuple[str, int]:
+            return ("gt", value)
+
+    @dataclass
+    class Select:
+        after: int | None = None
+        size: int | None = None
+        ordered: bool = False
+        log: list[Any] = field(default_factory=list)
+
+        def where(self, clause: tuple[str, int]) -> Select:
+            return Select(clause[1], self.size, self.ordered, self.log)
+
+        def order_by(self, column: Column) -> Select:
+            return Select(self.after, self.size, True, self.log)
+
+        def limit(self, n: int) -> Select:
+            return Select(self.after, n, self.ordered, self.log)
+
+    class Session:
+        def scalars(self, query: Select) -> list[Row]:
+            assert query.ordered and query.size is not None
+            query.log.append(query.after)
+            rows = [Row(i) for i in range(1, 8) if query.after is None or i > query.after]
+            return rows[:query.size]
+
+    select = Select()
+    walk = list(select_enumerator(Session(), select, Column(), cursor=2, batch_size=3))
+    assert [c for _, c in walk] == [3, 4, 5, 6, 7]
+    assert select.log == [2, 5]
