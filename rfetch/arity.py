@@ -38,6 +38,7 @@ class Arity:
         maximum: all positional parameters; None when ``perform`` has ``*args``.
         required_keywords: keyword-only parameters without a default.
         signature: ``perform``'s parameters without ``self`` and annotations, for messages.
+        method: the method named in messages (an iterable job's ``build_enumerator``).
     """
 
     raw: object
@@ -45,6 +46,7 @@ class Arity:
     maximum: int | None
     required_keywords: tuple[str, ...]
     signature: str
+    method: str = "perform"
 
     @classmethod
     def of(cls, job_class: type, perform: Callable[..., Any]) -> Arity:
@@ -84,7 +86,7 @@ class Arity:
             self.maximum is None or count <= self.maximum
         ):
             return  # the common case, once per job of a bulk push: nothing formatted
-        where = f"{job_name}.perform{self.signature}"
+        where = f"{job_name}.{self.method}{self.signature}"
         if self.required_keywords:
             raise ArgsMismatch(
                 f"{where} has keyword-only parameter(s) {list(self.required_keywords)} "

@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
+from rfetch.arity import Arity
 from rfetch.durable.iteration import IterationRun
 from rfetch.errors import ConfigError
 from rfetch.job import Job
@@ -52,6 +54,7 @@ class IterableJob(Job):
     checkpoint_every: ClassVar[int | None] = None
     max_runtime: ClassVar[float | None] = None
 
+    _enumerator_arity: ClassVar[Arity | None] = None
     cancel_requested: bool = False
     """Set by :meth:`cancel`: honoured at the next item boundary."""
 
@@ -83,6 +86,24 @@ class IterableJob(Job):
                                   "'cursor' parameter: def build_enumerator(self, *args, cursor)")
         if inspect.iscoroutinefunction(cls.each_iteration):
             raise ConfigError(f"{name}.each_iteration must not be async")
+
+    @classmethod
+    def check_args(cls, args: Sequence[Any]) -> None:
+        """Check at the push that ``build_enumerator(*args, cursor=...)`` fits (its
+        signature without ``cursor``), as :meth:`rfetch.Job.check_args` checks ``perform``.
+
+        Raises:
+            ArgsMismatch: too few or too many arguments.
+        """
+        arity = cls.__dict__.get("_enumerator_arity")
+        if arity is None:
+            read = Arity.of(cls, cls.build_enumerator)
+            keywords = tuple(k for k in read.required_keywords if k != "cursor")
+            arity = replace(read, required_keywords=keywords,
+                            signature=read.signature.replace(", *, cursor", "")
+                            .replace("*, cursor", ""), method="build_enumerator")
+            cls._enumerator_arity = arity
+        arity.check(cls.job_name(), args)
 
     def perform(self, *args: Any) -> None:
         """Walk the enumerator from the saved cursor (see the class docstring).

@@ -292,3 +292,21 @@ def test_a_select_is_walked_by_its_column_in_batches() -> None:
     walk = list(select_enumerator(Session(), select, Column(), cursor=2, batch_size=3))
     assert [c for _, c in walk] == [3, 4, 5, 6, 7]
     assert select.log == [2, 5]
+
+
+def test_a_push_is_checked_against_build_enumerator() -> None:
+    class Shops(rfetch.IterableJob):
+        def build_enumerator(self, shop_id: int, region: str = "eu", *,
+                             cursor: int | None) -> Iterator[tuple[int, int]]:
+            return range_enumerator(0, 1, cursor=cursor)
+
+        def each_iteration(self, item: int, shop_id: int, region: str = "eu") -> None:
+            pass
+
+    Shops.check_args([7])
+    Shops.check_args([7, "us"])
+    wanted = r"Shops.build_enumerator\(shop_id, region=.eu.\) takes 1 to 2"
+    with pytest.raises(rfetch.ArgsMismatch, match=wanted):
+        Shops.check_args([])
+    with pytest.raises(rfetch.ArgsMismatch):
+        Shops.check_args([1, 2, 3])
