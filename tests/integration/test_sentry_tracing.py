@@ -1,0 +1,254 @@
+"""Sentry performance and Crons: a transaction per job run that continues the producer's
+trace, and check-ins for periodic jobs, sent by sentry-sdk's own client to a recording
+transport (no network).
+
+Jobs are pushed by rfetch's Client (periodic ones by the leader's PeriodicJobBuilder, through
+the client middleware) and run by the worker's real parts (``ReliableFetch``,
+``Processor.process``) against the session redis-server.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+import sentry_sdk
+from click.testing import CliRunner
+
+import rfetch
+from rfetch.cli import main
+from rfetch.config import Config
+from rfetch.periodic.jobs import PeriodicJobBuilder
+from rfetch.periodic.schedule import Schedule
+from rfetch.worker.registry import Registry
+from tests.support.gate_worker import Worker, running
+from tests.support.redis_server import RedisServer
+from tests.support.sentry import DSN, RecordingTransport, start_sentry
+
+
+class Fails(rfetch.Job):
+    retry = 3
+
+    def perform(self, *args: Any) -> None:
+        raise ValueError("failed")
+
+
+class Ok(rfetch.Job):
+    def perform(self, *args: Any) -> None:
+        sentry_sdk.capture_message("inside the job")
+
+
+@pytest.fixture
+def cfg(redis_server: RedisServer, r: redis.Redis) -> Config:
+    return Config(redis_url=redis_server.url, block_timeout=0.2)
+
+
+@pytest.fixture
+def parts(cfg: Config) -> Iterator[Worker]:
+    with running(cfg, [Fails, Ok]) as p:
+        yield p
+
+
+def trace_of(event: dict[str, Any]) -> dict[str, Any]:
+    trace: dict[str, Any] = event["contexts"]["trace"]
+    return trace
+
+
+def queued_payload(r: redis.Redis, queue: str) -> dict[str, Any]:
+    """The one job waiting in ``queue``."""
+    [raw] = r.lrange(f"queue:{queue}", 0, -1)
+    payload: dict[str, Any] = json.loads(raw)
+    return payload
+
+
+# -- transactions -----------------------------------------------------------------------------
+
+
+def test_a_job_run_is_a_transaction_named_by_its_class(
+    cfg: Config, parts: Worker, transport: RecordingTransport
+) -> None:
+    start_sentry(cfg, transport, traces_sample_rate=1.0)
+    jid = parts.client.push(Ok.job_name(), [1])
+
+    parts.work_one()
+
+    [transaction] = transport.transactions()
+    assert transaction["transaction"] == f"rfetch/{Ok.job_name()}"
+    assert transaction["transaction_info"] == {"source": "task"}
+    trace = trace_of(transaction)
+    assert (trace["op"], trace["status"], trace["origin"]) == (
+        "queue.task.rfetch", "ok", "auto.queue.rfetch"
+    )
+    assert trace["data"]["messaging.message.id"] == jid
+    assert trace["data"]["messaging.destination.name"] == "default"
+    assert trace["data"]["messaging.message.retry.count"] == 0
+    assert trace["data"]["messaging.message.receive.latency"] >= 0
+    # What the job itself sends carries the job's tags and belongs to its transaction.
+    [message] = transport.events()
+    assert message["tags"] == {"jid": jid, "queue": "default", "job_class": Ok.job_name()}
+    assert trace_of(message)["trace_id"] == trace["trace_id"]
+
+
+def test_a_failed_run_is_an_internal_error_transaction_and_its_error_is_in_its_trace(
+    cfg: Config, parts: Worker, transport: RecordingTransport, r: redis.Redis
+) -> None:
+    start_sentry(cfg, transport, traces_sample_rate=1.0)
+    jid = parts.client.push(Fails.job_name(), [])
+
+    parts.work_one()
+
+    [transaction] = transport.transactions()
+    assert transaction["transaction"] == f"rfetch/{Fails.job_name()}"
+    assert trace_of(transaction)["status"] == "internal_error"
+    # The error handler's event (job context, as before) is in the run's trace.
+    [event] = transport.events()
+    assert event["tags"]["jid"] == jid
+    assert event["contexts"]["rfetch"]["class"] == Fails.job_name()
+    assert trace_of(event)["trace_id"] == trace_of(transaction)["trace_id"]
+    assert r.zcard("retry") == 1
+
+
+def test_the_run_continues_the_trace_of_the_push_through_its_retries(
+    cfg: Config, parts: Worker, transport: RecordingTransport, r: redis.Redis
+) -> None:
+    start_sentry(cfg, transport, traces_sample_rate=1.0)
+    with sentry_sdk.start_transaction(name="POST /orders", op="http.server") as request:
+        jid = parts.client.push(Fails.job_name(), [])
+    trace_id = request.trace_id
+
+    headers = queued_payload(r, "default")["trace_propagation_headers"]
+    assert headers["sentry-trace"].startswith(f"{trace_id}-")
+    assert f"sentry-trace_id={trace_id}" in headers["baggage"]
+    parts.work_one()
+    r.zadd("retry", {member: 1.0 for member in r.zrange("retry", 0, -1)}, xx=True)
+    assert parts.poller.enqueue_due() == 1
+    parts.work_one()
+
+    [web, first, retry] = transport.transactions()
+    # The push is a span of the request, and each run a child of that span.
+    [submit] = [s for s in web["spans"] if s["op"] == "queue.submit.rfetch"]
+    assert submit["description"] == Fails.job_name()
+    assert submit["data"]["messaging.message.id"] == jid
+    for run in (first, retry):
+        assert trace_of(run)["trace_id"] == trace_id
+        assert trace_of(run)["parent_span_id"] == submit["span_id"]
+    assert trace_of(retry)["data"]["messaging.message.retry.count"] == 1
+    assert [trace_of(e)["trace_id"] for e in transport.events()] == [trace_id, trace_id]
+
+
+# -- Crons ------------------------------------------------------------------------------------
+
+
+def push_tick(parts: Worker, r: redis.Redis, schedule: Schedule) -> str:
+    """Push one tick of ``schedule`` as the leader does: built by PeriodicJobBuilder (the
+    client's rules and middleware), then put on its queue."""
+    tick = int(time.time())
+    built = PeriodicJobBuilder(parts.config, parts.client, r)(schedule, tick)
+    assert built is not None
+    r.lpush(f"queue:{built.queue}", built.payload)
+    return built.jid
+
+
+def test_a_periodic_job_checks_in_to_a_monitor_of_its_schedule(
+    cfg: Config, parts: Worker, transport: RecordingTransport, r: redis.Redis
+) -> None:
+    start_sentry(cfg, transport)
+    schedule = cfg.periodic.register("*/5 * * * *", Ok, tz="Europe/Berlin", name="Ok.Every_5min!")
+
+    push_tick(parts, r, schedule)
+    parts.work_one()
+
+    [started, ended] = transport.check_ins()
+    config = {"schedule": {"type": "crontab", "value": "*/5 * * * *"},
+              "timezone": "Europe/Berlin"}
+    assert (started["monitor_slug"], started["status"]) == ("ok-every_5min", "in_progress")
+    assert (ended["monitor_slug"], ended["status"]) == ("ok-every_5min", "ok")
+    assert started["monitor_config"] == ended["monitor_config"] == config
+    assert ended["check_in_id"] == started["check_in_id"]
+    assert ended["duration"] >= 0
+
+
+def test_a_failed_periodic_run_checks_in_error_and_its_retry_does_not_check_in(
+    cfg: Config, parts: Worker, transport: RecordingTransport, r: redis.Redis
+) -> None:
+    start_sentry(cfg, transport, traces_sample_rate=1.0)
+    schedule = cfg.periodic.register("@hourly", Fails)
+
+    push_tick(parts, r, schedule)
+    parts.work_one()
+    r.zadd("retry", {member: 1.0 for member in r.zrange("retry", 0, -1)}, xx=True)
+    assert parts.poller.enqueue_due() == 1
+    parts.work_one()
+
+    [started, ended] = transport.check_ins()
+    assert [started["status"], ended["status"]] == ["in_progress", "error"]
+    assert ended["monitor_config"]["schedule"] == {"type": "crontab", "value": "0 * * * *"}
+    assert ended["monitor_config"]["timezone"] == "UTC"
+    # Each tick starts a trace of its own (not the leader thread's).
+    [first, again] = transport.transactions()
+    assert trace_of(first)["trace_id"] == trace_of(again)["trace_id"]
+    push_tick(parts, r, schedule)
+    parts.work_one()
+    assert trace_of(transport.transactions()[2])["trace_id"] != trace_of(first)["trace_id"]
+
+
+def test_crons_can_be_turned_off_and_transactions_still_sent(
+    cfg: Config, parts: Worker, transport: RecordingTransport, r: redis.Redis
+) -> None:
+    start_sentry(cfg, transport, traces_sample_rate=1.0, crons=False)
+    schedule = cfg.periodic.register("* * * * *", Ok)
+
+    push_tick(parts, r, schedule)
+    parts.work_one()
+
+    assert transport.check_ins() == []
+    [transaction] = transport.transactions()
+    assert transaction["transaction"] == f"rfetch/{Ok.job_name()}"
+
+
+# -- the CLI ----------------------------------------------------------------------------------
+
+
+class FakeLauncher:
+    """Stands in for Launcher: keeps the Config the CLI configured."""
+
+    configs: list[Config] = []
+
+    def __init__(self, config: Config, registry: Registry, **parts: object) -> None:
+        FakeLauncher.configs.append(config)
+
+    def run(self) -> int:
+        return 0
+
+
+def test_the_worker_command_passes_the_sentry_options_to_install(
+    redis_server: RedisServer, transport: RecordingTransport, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[tuple[str | None, dict[str, Any]]] = []
+
+    def install(config: Config, dsn: str | None = None, **options: Any) -> bool:
+        calls.append((dsn, options))
+        return False
+
+    monkeypatch.setattr("rfetch.integrations.sentry.install", install)
+    monkeypatch.setattr("rfetch.worker.launcher.Launcher", FakeLauncher)
+    monkeypatch.setattr(Registry, "from_loaded", classmethod(lambda cls: cls([Ok])))
+    monkeypatch.setattr("rfetch.cli.worker.setup_logging", lambda *a: _Listener())
+    monkeypatch.setattr("rfetch.cli.worker.setup_direct_logging", lambda *a: None)
+
+    result = CliRunner().invoke(main, [
+        "worker", "--redis-url", redis_server.url, "--cpu-affinity", "none",
+        "--sentry-dsn", DSN, "--sentry-traces-sample-rate", "0.25", "--no-sentry-crons",
+    ])
+
+    assert result.exit_code == 0, result.output
+    assert calls == [(DSN, {"traces_sample_rate": 0.25, "crons": False})]
+
+
+class _Listener:
+    def stop(self) -> None:
+        pass
