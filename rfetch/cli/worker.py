@@ -72,7 +72,9 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
     multiple=True,
     metavar="NAME[,WEIGHT]",
     help="Queue to process, with an optional weight; repeat for more. Weighted random "
-    "order if any weight is given, else strict order. [default: default]",
+    "order if any weight is given, else strict order. A queue no registered job class "
+    "uses is warned about at start (not refused: another client may feed it). "
+    "[default: default]",
 )
 @click.option("-c", "--concurrency", type=click.IntRange(min=1), default=None,
               help="Processor threads. [default: 5]")
@@ -80,7 +82,9 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
               help="Async jobs (async def perform) run at once on the event loop thread, "
               "beside the threads. [default: 100]")
 @click.option("-r", "--require", "requires", multiple=True, metavar="MODULE_OR_FILE",
-              help="Module path (myapp.jobs) or file (./jobs.py) defining the jobs; repeatable.")
+              help="Module path (myapp.jobs) or file (./jobs.py) defining the jobs; repeatable. "
+              "One that raises on import stops the worker (exit 1, -v for the traceback); one "
+              "that loads no job class (and defines no configure_worker) is warned about.")
 @click.option("-t", "--timeout", type=click.FloatRange(min=0), default=None,
               help="Seconds TERM waits for running jobs before pushing them back. [default: 25]")
 @click.option("-g", "--tag", default=None, help="Tag shown in the process title and heartbeat.")
@@ -180,8 +184,6 @@ def worker(
     To a swarm's parent, the same for every worker, and USR2 = rolling restart
     (every worker recycled, one at a time).
     """
-    from rfetch.worker.registry import Registry, configure_from, require_all
-
     # A swarm's parent forks: it must run no thread then (no log writer thread). As PID 1
     # (a container) a worker always supervises itself, to reap zombies. Logging is direct
     # (no thread) until then, so what the -r imports log is written too; each worker
@@ -215,18 +217,36 @@ def worker(
         # A bad Sentinel setting is an error now, not a back-off loop in every thread.
         for one in [shard_config(config, i) for i in range(len(config.shards))] or [config]:
             connect(one, max_connections=1).close()
-        modules = require_all(requires)
-        configure_from(modules, config)
-        registry = Registry.from_loaded()
-        config.periodic.collect(filter(None, map(registry.get, registry.names())))
-        config.periodic.check_jobs(registry.names())
+        registry = _load_jobs(requires, config)
     except RfetchError as exc:
+        if verbose and exc.__cause__ is not None:
+            logging.getLogger("rfetch.cli").debug("the cause", exc_info=exc.__cause__)
         raise click.ClickException(str(exc)) from None
     sentry = SentrySettings(sentry_dsn, sentry_traces_sample_rate, sentry_crons)
     boot = _Boot(config, registry, verbose, json_logs, sentry, metrics_port, metrics_bind)
     if supervise:
         sys.exit(_run_swarm(boot))
     sys.exit(_run_process(boot))
+
+
+def _load_jobs(requires: tuple[str, ...], config: Config) -> Registry:
+    """Import the ``-r`` targets, call their ``configure_worker``, and build the registry,
+    the periodic schedules of its classes, and the warning about a ``-q`` no class uses.
+
+    Raises:
+        RfetchError: as :func:`rfetch.worker.registry.require_all`, a bad Config, a bad
+            periodic schedule.
+    """
+    from rfetch.worker.queue_check import warn_unused_queues
+    from rfetch.worker.registry import Registry, configure_from, require_all
+
+    configure_from(require_all(requires), config)
+    registry = Registry.from_loaded()
+    classes = [c for c in map(registry.get, registry.names()) if c is not None]
+    config.periodic.collect(classes)
+    config.periodic.check_jobs(registry.names())
+    warn_unused_queues([q.name for q in config.queues], classes)
+    return registry
 
 
 def _run_swarm(boot: _Boot) -> int:
