@@ -10,6 +10,7 @@ the client middleware) and run by the worker's real parts (``ReliableFetch``,
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -34,11 +35,13 @@ class Fails(rfetch.Job):
     retry = 3
 
     def perform(self, *args: Any) -> None:
+        logging.getLogger("myapp").warning("failing step of %s", self.jid)
         raise ValueError("failed")
 
 
 class Ok(rfetch.Job):
     def perform(self, *args: Any) -> None:
+        logging.getLogger("myapp").warning("step of %s", self.jid)
         sentry_sdk.capture_message("inside the job")
 
 
@@ -138,6 +141,29 @@ def test_the_run_continues_the_trace_of_the_push_through_its_retries(
         assert trace_of(run)["parent_span_id"] == submit["span_id"]
     assert trace_of(retry)["data"]["messaging.message.retry.count"] == 1
     assert [trace_of(e)["trace_id"] for e in transport.events()] == [trace_id, trace_id]
+
+
+def test_a_failure_event_has_its_run_s_breadcrumbs_and_no_earlier_job_s(
+    cfg: Config, parts: Worker, transport: RecordingTransport
+) -> None:
+    start_sentry(cfg, transport)  # no tracing: the scope is the job's all the same
+    earlier = parts.client.push(Ok.job_name(), [])
+    jid = parts.client.push(Fails.job_name(), [])
+
+    parts.work_one()
+    parts.work_one()
+
+    [_, event] = transport.events()
+    assert exception_of_event(event) == "ValueError"
+    messages = [crumb.get("message") for crumb in event["breadcrumbs"]["values"]]
+    assert f"failing step of {jid}" in messages
+    assert f"step of {earlier}" not in messages
+    assert event["tags"]["retry_count"] == "0"
+
+
+def exception_of_event(event: dict[str, Any]) -> str:
+    kind: str = event["exception"]["values"][-1]["type"]
+    return kind
 
 
 # -- Crons ------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -65,8 +66,9 @@ class SentryErrorHandler:
     job after ``attempt_retry``; rfetch's processor calls handlers just before
     ``JobRetry.fail`` writes the new count, so it is computed here from the old one).
 
-    A job failure whose run the server middleware traced (``failed``) is sent in the trace
-    of that run's transaction, so Sentry shows the error in the job's trace.
+    A job failure whose run the server middleware kept (``failed``) is sent in that run's
+    isolation scope and trace: Sentry shows the error in the job's trace, with the job's
+    breadcrumbs (its log lines) and no other job's.
 
     Does nothing when sentry-sdk is not initialised; raises ImportError when it is not
     installed (rfetch logs a raising handler and goes on).
@@ -88,20 +90,16 @@ class SentryErrorHandler:
         import sentry_sdk
 
         details, tags, transaction = self._describe(context)
-        headers = None
         jid = details.get("jid")
-        if self.failed is not None and isinstance(jid, str) and "class" in details:
-            headers = self.failed.take(jid)
-        with sentry_sdk.isolation_scope():
-            if headers:
-                sentry_sdk.continue_trace(headers)  # the failed run's trace
-            with sentry_sdk.new_scope() as scope:
-                for key, value in tags.items():
-                    scope.set_tag(key, value)
-                scope.set_context(CONTEXT_NAME, details)
-                if transaction is not None:
-                    scope.set_transaction_name(transaction)
-                sentry_sdk.capture_exception(exc)
+        failed = self.failed if isinstance(jid, str) and "class" in details else None
+        run = nullcontext() if failed is None else failed.scope_of(str(jid))  # a job's failure
+        with run, sentry_sdk.new_scope() as scope:
+            for key, value in tags.items():
+                scope.set_tag(key, value)
+            scope.set_context(CONTEXT_NAME, details)
+            if transaction is not None:
+                scope.set_transaction_name(transaction)
+            sentry_sdk.capture_exception(exc)
 
     def _describe(
         self, context: dict[str, Any]

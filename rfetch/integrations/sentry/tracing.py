@@ -5,7 +5,8 @@
   :data:`TRACE_HEADERS_FIELD`, inside a ``queue.submit.rfetch`` span when a transaction is
   running (a web request's).
 - :class:`SentryServerMiddleware` (server middleware) runs each job in an isolation scope of
-  its own (the job's tags and context, no breadcrumbs of the job before), in a transaction
+  its own (the job's tags, no breadcrumbs of the jobs before; the error handler reports a
+  failure in it, :class:`FailedRuns`), in a transaction
   ``rfetch/<class>`` (op ``queue.task.rfetch``, source ``task``) that continues that trace
   (``sentry_sdk.continue_trace``), and sends the Crons check-ins of periodic jobs
   (:mod:`rfetch.integrations.sentry.crons`).
@@ -27,11 +28,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from threading import Lock
 from typing import TYPE_CHECKING, Any
 
 import sentry_sdk
 from sentry_sdk.consts import SPANDATA, SPANSTATUS
+from sentry_sdk.scope import Scope, use_isolation_scope
 from sentry_sdk.tracing import Transaction, TransactionSource
 from sentry_sdk.utils import capture_internal_exceptions
 
@@ -77,10 +80,23 @@ def _options(defaults: RfetchIntegration) -> RfetchIntegration | None:
     return client.get_integration(RfetchIntegration) or defaults
 
 
+@dataclass(frozen=True)
+class FailedRun:
+    """What the error handler needs of a run that raised, kept by the server middleware.
+
+    Attributes:
+        headers: ``sentry-trace`` and ``baggage`` of the run's transaction.
+        scope: the run's isolation scope (its tags and breadcrumbs: the job's log lines).
+    """
+
+    headers: dict[str, str]
+    scope: Scope
+
+
 class FailedRuns:
-    """Trace headers of job runs that raised, by jid: the server middleware keeps them
-    inside the job's transaction, the error handler (called after the server chain) takes
-    them, so the error event belongs to the job's trace.
+    """Runs that raised, by jid: the server middleware keeps them inside the job's scope and
+    transaction, the error handler (called after the server chain) takes them, so the error
+    event belongs to the job's trace and carries the job's breadcrumbs.
 
     Args:
         limit: runs kept at most, the oldest forgotten first.
@@ -89,20 +105,33 @@ class FailedRuns:
     def __init__(self, limit: int = MAX_FAILED_RUNS) -> None:
         self.limit = limit
         self._lock = Lock()
-        self._headers: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self._runs: OrderedDict[str, FailedRun] = OrderedDict()
 
-    def remember(self, jid: str, headers: dict[str, str]) -> None:
-        """Keep ``headers`` (``sentry-trace``, ``baggage``) for the run of ``jid``."""
+    def remember(self, jid: str, run: FailedRun) -> None:
+        """Keep ``run`` for ``jid``, until :meth:`take`."""
         with self._lock:
-            self._headers[jid] = headers
-            self._headers.move_to_end(jid)
-            while len(self._headers) > self.limit:
-                self._headers.popitem(last=False)
+            self._runs[jid] = run
+            self._runs.move_to_end(jid)
+            while len(self._runs) > self.limit:
+                self._runs.popitem(last=False)
 
-    def take(self, jid: str) -> dict[str, str] | None:
-        """The headers kept for ``jid``, forgotten now; None when none are kept."""
+    def take(self, jid: str) -> FailedRun | None:
+        """The run kept for ``jid``, forgotten now; None when none is kept."""
         with self._lock:
-            return self._headers.pop(jid, None)
+            return self._runs.pop(jid, None)
+
+    @contextmanager
+    def scope_of(self, jid: str) -> Iterator[None]:
+        """The block in the failed run's isolation scope and trace, when one is kept for
+        ``jid`` (else in the current scopes)."""
+        run = self.take(jid)
+        if run is None:
+            yield
+            return
+        with use_isolation_scope(run.scope):
+            if run.headers:
+                sentry_sdk.continue_trace(run.headers)
+            yield
 
 
 class SentryClientMiddleware:
@@ -256,5 +285,5 @@ class SentryServerMiddleware:
         with capture_internal_exceptions():
             jid = payload.get("jid")
             headers = dict(sentry_sdk.get_current_scope().iter_trace_propagation_headers())
-            if isinstance(jid, str) and headers:
-                self.failed.remember(jid, headers)
+            if isinstance(jid, str):
+                self.failed.remember(jid, FailedRun(headers, sentry_sdk.get_isolation_scope()))
