@@ -109,8 +109,8 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 @click.option("--json-logs", is_flag=True, help="One JSON object per log line.")
 @click.option("--sentry-dsn", envvar="SENTRY_DSN", default=None, metavar="DSN",
-              help="Report job failures and internal errors to Sentry (needs the sentry "
-              "extra) [env: SENTRY_DSN].")
+              help="Send job failures, internal errors, job runs' transactions and periodic "
+              "jobs' check-ins to Sentry (needs the sentry extra) [env: SENTRY_DSN].")
 @click.option("--sentry-traces-sample-rate", type=click.FloatRange(0.0, 1.0), default=None,
               metavar="RATE", help="With --sentry-dsn: the share of job runs sent to Sentry "
               "as performance transactions (0.0-1.0). [default: none]")

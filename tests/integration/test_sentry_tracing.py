@@ -23,6 +23,7 @@ from click.testing import CliRunner
 import rfetch
 from rfetch.cli import main
 from rfetch.config import Config
+from rfetch.integrations.sentry import SentryErrorHandler
 from rfetch.periodic.jobs import PeriodicJobBuilder
 from rfetch.periodic.schedule import Schedule
 from rfetch.worker.registry import Registry
@@ -159,6 +160,22 @@ def test_a_failure_event_has_its_run_s_breadcrumbs_and_no_earlier_job_s(
     assert f"failing step of {jid}" in messages
     assert f"step of {earlier}" not in messages
     assert event["tags"]["retry_count"] == "0"
+
+
+def test_install_keeps_the_application_s_own_handler_in_the_job_s_trace(
+    cfg: Config, parts: Worker, transport: RecordingTransport
+) -> None:
+    cfg.error_handlers.append(SentryErrorHandler(include_args=False))
+    start_sentry(cfg, transport, traces_sample_rate=1.0)
+    parts.client.push(Fails.job_name(), ["secret@example.com"])
+
+    parts.work_one()
+
+    assert [type(h) for h in cfg.error_handlers] == [SentryErrorHandler]
+    [transaction] = transport.transactions()
+    [event] = transport.events()
+    assert "args" not in event["contexts"]["rfetch"]
+    assert trace_of(event)["trace_id"] == trace_of(transaction)["trace_id"]
 
 
 def exception_of_event(event: dict[str, Any]) -> str:

@@ -278,5 +278,9 @@ def _add_parts(config: Config) -> None:
         config.server_middleware.insert(0, SentryServerMiddleware(config.periodic, failed))
     if not any(isinstance(m, SentryClientMiddleware) for m in config.client_middleware):
         config.client_middleware.insert(0, SentryClientMiddleware())
-    if not any(isinstance(h, SentryErrorHandler) for h in config.error_handlers):
+    handlers = [h for h in config.error_handlers if isinstance(h, SentryErrorHandler)]
+    if not handlers:
         config.error_handlers.append(SentryErrorHandler(failed=failed))
+    for handler in handlers:  # the application's own (include_args=False): in the job's scope
+        if handler.failed is None:
+            handler.failed = failed
