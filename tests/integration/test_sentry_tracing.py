@@ -9,6 +9,7 @@ the client middleware) and run by the worker's real parts (``ReliableFetch``,
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -27,9 +28,10 @@ from rfetch.integrations.sentry import SentryErrorHandler
 from rfetch.periodic.jobs import PeriodicJobBuilder
 from rfetch.periodic.schedule import Schedule
 from rfetch.worker.registry import Registry
-from tests.support.gate_worker import Worker, running
+from tests.support.gate_worker import Launch, Worker, running
 from tests.support.redis_server import RedisServer
 from tests.support.sentry import DSN, RecordingTransport, start_sentry
+from tests.support.wait import wait_for
 
 
 class Fails(rfetch.Job):
@@ -44,6 +46,20 @@ class Ok(rfetch.Job):
     def perform(self, *args: Any) -> None:
         logging.getLogger("myapp").warning("step of %s", self.jid)
         sentry_sdk.capture_message("inside the job")
+
+
+class AsyncOk(rfetch.Job):
+    async def perform(self, *args: Any) -> None:
+        await asyncio.sleep(0.05)  # the other async job runs meanwhile, on the same loop
+        sentry_sdk.capture_message(f"inside {self.jid}")
+
+
+class AsyncFails(rfetch.Job):
+    retry = 3
+
+    async def perform(self, *args: Any) -> None:
+        await asyncio.sleep(0.05)
+        raise ValueError("async failure")
 
 
 @pytest.fixture
@@ -181,6 +197,29 @@ def test_install_keeps_the_application_s_own_handler_in_the_job_s_trace(
 def exception_of_event(event: dict[str, Any]) -> str:
     kind: str = event["exception"]["values"][-1]["type"]
     return kind
+
+
+def test_async_jobs_each_have_their_transaction_and_scope_on_the_event_loop(
+    cfg: Config, launch: Launch, transport: RecordingTransport
+) -> None:
+    launched = launch(cfg, [AsyncOk, AsyncFails])
+    start_sentry(cfg, transport, traces_sample_rate=1.0)
+    ok = launched.client.push(AsyncOk.job_name(), [])
+    failed = launched.client.push(AsyncFails.job_name(), [])
+
+    launched.start()
+    wait_for(lambda: len(transport.transactions()) == 2, 20, "two transactions")
+    wait_for(lambda: len(transport.events()) == 2, 20, "two events")
+
+    by_jid = {trace_of(t)["data"]["messaging.message.id"]: t for t in transport.transactions()}
+    assert by_jid[ok]["transaction"] == f"rfetch/{AsyncOk.job_name()}"
+    assert trace_of(by_jid[ok])["status"] == "ok"
+    assert trace_of(by_jid[failed])["status"] == "internal_error"
+    for event in transport.events():
+        jid = event["tags"]["jid"]
+        assert trace_of(event)["trace_id"] == trace_of(by_jid[jid])["trace_id"]
+    [message] = [e for e in transport.events() if "message" in e or "logentry" in e]
+    assert message["tags"]["jid"] == ok
 
 
 # -- Crons ------------------------------------------------------------------------------------
