@@ -14,6 +14,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from click.testing import CliRunner
 
 import rfetch
 from rfetch.cli import main
+from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.integrations.sentry import SentryErrorHandler
 from rfetch.periodic.jobs import PeriodicJobBuilder
@@ -32,6 +34,7 @@ from tests.support.gate_worker import Launch, Worker, running
 from tests.support.redis_server import RedisServer
 from tests.support.sentry import DSN, RecordingTransport, start_sentry
 from tests.support.wait import wait_for
+from tests.support.workers import FAST_ENV, WorkerProcess
 
 
 class Fails(rfetch.Job):
@@ -220,6 +223,44 @@ def test_async_jobs_each_have_their_transaction_and_scope_on_the_event_loop(
         assert trace_of(event)["trace_id"] == trace_of(by_jid[jid])["trace_id"]
     [message] = [e for e in transport.events() if "message" in e or "logentry" in e]
     assert message["tags"]["jid"] == ok
+
+
+def test_a_worker_process_continues_the_trace_of_a_push_from_this_process(
+    cfg: Config, transport: RecordingTransport, redis_server: RedisServer, r: redis.Redis,
+    tmp_path: Path,
+) -> None:
+    # The application's module (-r) initialises sentry-sdk with RfetchIntegration itself;
+    # rfetch worker then installs the middleware without --sentry-dsn.
+    sent = tmp_path / "sentry.jsonl"
+    worker = WorkerProcess(redis_server.url, ["-r", "sentry_jobs", "--cpu-affinity", "none"],
+                           env={**FAST_ENV, "RFETCH_TEST_SENTRY_FILE": str(sent)},
+                           log_dir=tmp_path)
+    try:
+        start_sentry(cfg, transport, traces_sample_rate=1.0)
+        client = Client(cfg, r)
+        with sentry_sdk.start_transaction(name="POST /orders", op="http.server") as request:
+            jid = client.push("sentry_jobs.TracedJob", [])
+
+        def sent_items() -> list[dict[str, Any]]:
+            if not sent.exists():
+                return []
+            return [json.loads(line) for line in sent.read_text().splitlines()]
+
+        def transaction() -> dict[str, Any] | None:
+            found = [i["payload"] for i in sent_items() if i["type"] == "transaction"]
+            return found[0] if found else None
+
+        wait_for(lambda: transaction() is not None, 30,
+                 lambda: f"the job's transaction:\n{worker.log()}")
+    finally:
+        worker.stop()
+    job = transaction()
+    assert job is not None
+    assert job["transaction"] == "rfetch/sentry_jobs.TracedJob"
+    assert trace_of(job)["data"]["messaging.message.id"] == jid
+    assert trace_of(job)["trace_id"] == request.trace_id
+    [message] = [i["payload"] for i in sent_items() if i["type"] == "event"]
+    assert trace_of(message)["trace_id"] == request.trace_id
 
 
 # -- Crons ------------------------------------------------------------------------------------
