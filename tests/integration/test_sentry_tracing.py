@@ -163,6 +163,20 @@ def test_the_run_continues_the_trace_of_the_push_through_its_retries(
     assert [trace_of(e)["trace_id"] for e in transport.events()] == [trace_id, trace_id]
 
 
+def test_without_tracing_a_failure_is_still_in_the_trace_of_its_push(
+    cfg: Config, parts: Worker, transport: RecordingTransport, r: redis.Redis
+) -> None:
+    start_sentry(cfg, transport)  # no traces sample rate: no transactions, traces all the same
+    parts.client.push(Fails.job_name(), [])
+    pushed = queued_payload(r, "default")["trace_propagation_headers"]["sentry-trace"]
+
+    parts.work_one()
+
+    assert transport.transactions() == []
+    [event] = transport.events()
+    assert trace_of(event)["trace_id"] == pushed.split("-")[0]
+
+
 def test_a_failure_event_has_its_run_s_breadcrumbs_and_no_earlier_job_s(
     cfg: Config, parts: Worker, transport: RecordingTransport
 ) -> None:

@@ -36,6 +36,7 @@ import sentry_sdk
 from sentry_sdk.consts import SPANDATA, SPANSTATUS
 from sentry_sdk.scope import Scope, use_isolation_scope
 from sentry_sdk.tracing import Transaction, TransactionSource
+from sentry_sdk.tracing_utils import has_tracing_enabled
 from sentry_sdk.utils import capture_internal_exceptions
 
 from rfetch.integrations.sentry.crons import CheckIn, CheckIns
@@ -250,10 +251,12 @@ class SentryServerMiddleware:
                 try:
                     yield
                 except BaseException:
-                    transaction.set_status(SPANSTATUS.INTERNAL_ERROR)
+                    if transaction is not None:
+                        transaction.set_status(SPANSTATUS.INTERNAL_ERROR)
                     self._remember_failure(payload)
                     raise
-                transaction.set_status(SPANSTATUS.OK)
+                if transaction is not None:
+                    transaction.set_status(SPANSTATUS.OK)
                 ok = True
         finally:
             if check_in is not None:
@@ -261,14 +264,25 @@ class SentryServerMiddleware:
                     check_in.finish(ok)
 
     @contextmanager
-    def _transaction(self, payload: Payload, queue: str) -> Iterator[Transaction]:
+    def _transaction(self, payload: Payload, queue: str) -> Iterator[Transaction | None]:
+        """The run's isolation scope, in the push's trace; and its transaction, None when
+        tracing is off (no traces sample rate or sampler): a transaction nobody samples
+        costs as much again as the scope and the trace (docs/integrations.md)."""
         with sentry_sdk.isolation_scope() as scope:
             scope.clear_breadcrumbs()
             scope.set_tag("jid", str(payload.get("jid")))
             scope.set_tag("queue", queue)
             scope.set_tag("job_class", str(payload.get("wrapped") or payload.get("class")))
+            headers = _incoming_headers(payload)
+            if not has_tracing_enabled(sentry_sdk.get_client().options):
+                if headers:
+                    scope.generate_propagation_context(headers)
+                else:
+                    scope.set_new_propagation_context()  # a trace of the run's own
+                yield None
+                return
             transaction = sentry_sdk.continue_trace(
-                _incoming_headers(payload),
+                headers,
                 op=OP_TASK,
                 name=transaction_name(payload),
                 source=TransactionSource.TASK,
