@@ -154,9 +154,6 @@ class Launcher:
             self.report,
             paused=self.pause_watcher.paused,
         )
-        pool = self.manager.aio
-        self.capacity = Capacity(config.concurrency, pool.size if pool is not None else 0)
-        """Threads and loop slots: what ``concurrency`` counts in the heartbeat and title."""
         self.events: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.heartbeat = Heartbeat(
             config,
@@ -194,6 +191,12 @@ class Launcher:
         self._recycling = False
         self._exit_code = 0
         self._retire_reason = ""
+
+    @property
+    def capacity(self) -> Capacity:
+        """Threads and loop slots: what ``concurrency`` counts in the heartbeat and title."""
+        pool = self.manager.aio
+        return Capacity(self.config.concurrency, pool.size if pool is not None else 0)
 
     def _paused(self, names: frozenset[str]) -> None:
         """The paused queues changed: push back jobs of those not started yet."""

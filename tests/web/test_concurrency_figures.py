@@ -48,6 +48,75 @@ def _scrape(port: int) -> dict[str, float]:
     return {name: value for (name, labels), value in got.items() if not labels}
 
 
+class Beats:
+    """Samples of one worker's heartbeat, each checked: busy never exceeds the capacity
+    Sidekiq Web divides it by."""
+
+    def __init__(self, r: redis.Redis, identity: str, worker: WorkerProcess) -> None:
+        self.r = r
+        self.identity = identity
+        self.worker = worker
+        self.seen: list[tuple[int, int]] = []
+
+    def busy_is(self, wanted: int) -> bool:
+        beat = _hash(self.r, self.identity)
+        info = json.loads(beat["info"])
+        busy = int(beat["busy"])
+        self.seen.append((busy, info["concurrency"]))
+        assert busy <= info["concurrency"], (busy, info, self.worker.log())
+        return busy == wanted
+
+    def wait(self, wanted: int) -> None:
+        wait_for(lambda: self.busy_is(wanted), 60,
+                 lambda: f"{wanted} busy: {self.seen[-5:]}\n{self.worker.log()}")
+
+    def next_beat(self, wanted: int) -> None:
+        last = float(_hash(self.r, self.identity)["beat"])
+        wait_for(lambda: float(_hash(self.r, self.identity)["beat"]) > last
+                 and self.busy_is(wanted), 30, "the next beat")
+
+
+def _fill(jobs: JobClient, gate: Path, beats: Beats) -> None:
+    """Async jobs first, more than the threads, until the loop's slots are full; then the
+    sync ones for the threads; then async jobs that wait for a slot."""
+    for _ in range(SLOTS):
+        jobs.push("async_jobs.Gated", [str(gate)])
+    beats.wait(SLOTS)
+    for _ in range(THREADS):
+        jobs.push("testjobs.Gated", [str(gate)])
+    beats.wait(THREADS + SLOTS)
+    for _ in range(4):
+        jobs.push("async_jobs.Gated", [str(gate)])
+    beats.next_beat(THREADS + SLOTS)
+
+
+def _assert_heartbeat(r: redis.Redis, identity: str) -> None:
+    beat = _hash(r, identity)
+    info = json.loads(beat["info"])
+    assert info["concurrency"] == THREADS + SLOTS
+    assert int(beat["concurrency"]) == THREADS + SLOTS  # read by Sidekiq 8.1.2+
+    assert {name: c["concurrency"] for name, c in info["capsules"].items()} == {
+        "default": THREADS, "async": SLOTS}
+    assert (int(beat["busy_threads"]), int(beat["busy_async"])) == (THREADS, SLOTS)
+    assert r.hlen(f"{identity}:work") <= THREADS + SLOTS  # Sidekiq Web's "Busy"
+
+
+def _assert_gauges_and_page(port: int, client: Client) -> None:
+    gauges = _scrape(port)
+    assert gauges["rfetch_worker_busy_threads"] == THREADS
+    assert gauges["rfetch_worker_concurrency_threads"] == THREADS
+    assert gauges["rfetch_worker_busy_async_slots"] == SLOTS
+    assert gauges["rfetch_worker_concurrency_async_slots"] == SLOTS
+    cluster = samples(client.get("/metrics").get_data(as_text=True))
+    assert cluster[("rfetch_busy_threads", ())] == THREADS
+    assert cluster[("rfetch_concurrency_threads", ())] == THREADS
+    assert cluster[("rfetch_busy_async_slots", ())] == SLOTS
+    assert cluster[("rfetch_concurrency_async_slots", ())] == SLOTS
+    page = re.sub(r"\s+", " ", client.get("/busy").get_data(as_text=True))
+    assert f"{THREADS} / {THREADS} threads" in page
+    assert f"{SLOTS} / {SLOTS} async slots" in page
+
+
 def test_threads_and_async_slots_add_up_everywhere(
     redis_server: RedisServer, r: redis.Redis, tmp_path: Path, client: Client
 ) -> None:
@@ -62,63 +131,11 @@ def test_threads_and_async_slots_add_up_everywhere(
     )
     try:
         identity = worker.identity(r)
-        jobs = JobClient(Config(redis_url=redis_server.url), r)
-        samples_seen: list[tuple[int, int, int]] = []
-
-        def busy_is(wanted: int) -> bool:
-            beat = _hash(r, identity)
-            info = json.loads(beat["info"])
-            busy = int(beat["busy"])
-            samples_seen.append((busy, info["concurrency"], int(beat.get("concurrency", -1))))
-            # At every sample, busy never exceeds the capacity Sidekiq Web divides it by.
-            assert busy <= info["concurrency"], (busy, info, worker.log())
-            return busy == wanted
-
-        def busy(wanted: int) -> None:
-            wait_for(lambda: busy_is(wanted), 60,
-                     lambda: f"{wanted} busy: {samples_seen[-5:]}\n{worker.log()}")
-
-        # Async jobs first, more than the threads, until the loop's slots are full; then the
-        # sync ones for the threads; then async jobs that wait for a slot.
-        for _ in range(SLOTS):
-            jobs.push("async_jobs.Gated", [str(gate)])
-        busy(SLOTS)
-        for _ in range(THREADS):
-            jobs.push("testjobs.Gated", [str(gate)])
-        busy(THREADS + SLOTS)
-        for _ in range(4):
-            jobs.push("async_jobs.Gated", [str(gate)])
-        last = float(_hash(r, identity)["beat"])
-        wait_for(lambda: float(_hash(r, identity)["beat"]) > last and busy_is(THREADS + SLOTS),
-                 30, "a beat after more async jobs came")
-        beat = _hash(r, identity)
-        info = json.loads(beat["info"])
-        assert info["concurrency"] == THREADS + SLOTS
-        assert int(beat["concurrency"]) == THREADS + SLOTS  # read by Sidekiq 8.1.2+
-        assert {name: c["concurrency"] for name, c in info["capsules"].items()} == {
-            "default": THREADS, "async": SLOTS}
-        assert (int(beat["busy_threads"]), int(beat["busy_async"])) == (THREADS, SLOTS)
-        assert r.hlen(f"{identity}:work") <= THREADS + SLOTS  # Sidekiq Web's "Busy"
-
+        _fill(JobClient(Config(redis_url=redis_server.url), r), gate, Beats(r, identity, worker))
+        _assert_heartbeat(r, identity)
         wait_for(lambda: _title(worker.pid) == (THREADS + SLOTS, THREADS + SLOTS), 30,
                  lambda: f"the title [8 of 8 busy]: {psutil.Process(worker.pid).cmdline()}")
-
-        gauges = _scrape(port)
-        assert gauges["rfetch_worker_busy_threads"] == THREADS
-        assert gauges["rfetch_worker_concurrency_threads"] == THREADS
-        assert gauges["rfetch_worker_busy_async_slots"] == SLOTS
-        assert gauges["rfetch_worker_concurrency_async_slots"] == SLOTS
-
-        cluster = samples(client.get("/metrics").get_data(as_text=True))
-        assert cluster[("rfetch_busy_threads", ())] == THREADS
-        assert cluster[("rfetch_concurrency_threads", ())] == THREADS
-        assert cluster[("rfetch_busy_async_slots", ())] == SLOTS
-        assert cluster[("rfetch_concurrency_async_slots", ())] == SLOTS
-
-        page = re.sub(r"\s+", " ", client.get("/busy").get_data(as_text=True))
-        assert f"{THREADS} / {THREADS} threads" in page
-        assert f"{SLOTS} / {SLOTS} async slots" in page
-
+        _assert_gauges_and_page(port, client)
         gate.touch()
         wait_for(lambda: r.llen("queue:default") == 0 and _hash(r, identity)["busy"] == "0",
                  60, lambda: f"every job done:\n{worker.log()}")
