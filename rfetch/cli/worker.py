@@ -324,8 +324,10 @@ def _launch(
     if placement.adaptive:
         adaptive_affinity.start(placement, launcher.manager.saturated, launcher.report)
     if metrics is not None and metrics_port is not None:
-        manager = launcher.manager
-        metrics.watch(lambda: (manager.busy(), config.concurrency, manager.quiet))
+        from rfetch.process_metrics import WorkerFigures
+
+        metrics.watch(lambda: WorkerFigures(
+            launcher.work.occupancy(), launcher.capacity, launcher.manager.quiet))
         try:
             metrics.serve(metrics_port, metrics_bind)
         except OSError as exc:
@@ -352,8 +354,10 @@ def _run_shards(
     if placement.adaptive:
         adaptive_affinity.start(placement, sharded.saturated)
     if metrics is not None and port is not None:
-        slots = config.concurrency * len(sharded.launchers)
-        metrics.watch(lambda: (sharded.busy(), slots, sharded.quiet()))
+        from rfetch.process_metrics import WorkerFigures
+
+        capacity = sharded.capacity
+        metrics.watch(lambda: WorkerFigures(sharded.occupancy(), capacity, sharded.quiet()))
         try:
             metrics.serve(port, bind)
         except OSError as exc:
