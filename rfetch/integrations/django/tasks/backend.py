@@ -81,6 +81,8 @@ class BackendOptions:
                               f"got {ttl!r}")
         if not isinstance(options.retry, (bool, int)) or options.retry < 0:
             raise ConfigError(f"retry must be True, False or retries >= 0, got {options.retry!r}")
+        if options.on_commit not in (None, True, False):
+            raise ConfigError(f"on_commit must be True or False, got {options.on_commit!r}")
         if isinstance(options.max_scan, bool) or not isinstance(options.max_scan, int) \
                 or options.max_scan < 1:
             raise ConfigError(f"max_scan must be a whole number >= 1, got {options.max_scan!r}")
