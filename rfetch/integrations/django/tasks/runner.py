@@ -110,7 +110,9 @@ class TaskRegistry:
                 values = list(vars(module).values())
             except TypeError:  # a module stand-in without __dict__
                 continue
-            found.extend(v for v in values if isinstance(v, Task))
+            # type(), not isinstance(): isinstance reads __class__, which evaluates a lazy
+            # object (Django's LazyObject) that a module holds.
+            found.extend(v for v in values if issubclass(type(v), Task))
         return cls(found)
 
     def get(self, path: str) -> Task[Any, Any]:
