@@ -32,8 +32,15 @@ from rfetch.integrations.django.tasks.runs import Attempts, TaskRuns
 from rfetch.integrations.django.tasks.times import to_datetime
 from rfetch.workflow.results import Record, read_record
 
-WAITING = frozenset({"queued", "held", "scheduled", "retry", "waiting_key", "waiting_cap"})
-"""``explain`` states of a job that will run (its task is ``READY``)."""
+PENDING = frozenset(
+    {"running", "queued", "held", "scheduled", "retry", "waiting_key", "waiting_cap"}
+)
+"""``explain`` states of a job that runs or will run. ``running`` with no attempt recorded
+is the moment between a worker taking the job and its middleware recording the start."""
+
+
+PASSES = 3
+"""Looks for a task found nowhere before it is said not to exist."""
 
 
 @dataclass(frozen=True)
@@ -59,10 +66,7 @@ class ResultReader:
             TaskResultDoesNotExist: no such task (never enqueued, rolled back, or its
                 record expired), or its task cannot be imported in this process.
         """
-        record = read_record(self.api.redis, self.api.keys, jid)
-        attempts = self.runs.read(jid)
-        if attempts is None:
-            attempts = self._waiting(jid)
+        record, attempts = self._look(jid)
         if attempts is None:
             why = "its outcome is recorded, but not the task" if record else "no such task"
             raise TaskResultDoesNotExist(f"{jid}: {why}")
@@ -79,12 +83,26 @@ class ResultReader:
             object.__setattr__(result, "_return_value", record.value)
         return result
 
+    def _look(self, jid: str) -> tuple[Record | None, Attempts | None]:
+        """The record and the attempts of ``jid``. ``explain`` looks at one place after
+        another, so a job moving meanwhile (from its queue to a worker's private list, or
+        starting) can be missed once: a job found nowhere is looked for again, up to
+        :data:`PASSES` times."""
+        for _ in range(PASSES):
+            record = read_record(self.api.redis, self.api.keys, jid)
+            attempts = self.runs.read(jid)
+            if attempts is None:
+                attempts = self._waiting(jid)
+            if record is not None or attempts is not None:
+                break
+        return record, attempts
+
     def _waiting(self, jid: str) -> Attempts | None:
         """The attempts of a task that has not started, from its payload where it waits."""
         found = self.api.explain(jid, max_scan=self.max_scan)
         for location in found.locations:
             payload = location.job.payload if location.job is not None else None
-            if location.state not in WAITING or not payload or payload.get("class") != JOB_NAME:
+            if location.state not in PENDING or not payload or payload.get("class") != JOB_NAME:
                 continue
             try:
                 path, args, kwargs = task_call(payload)
@@ -94,6 +112,7 @@ class ResultReader:
             return Attempts(
                 task=path, args=args, kwargs=kwargs,
                 enqueued_at=float(enqueued) if isinstance(enqueued, (int, float)) else None,
+                state="running" if location.state == "running" else "",
             )
         return None
 
