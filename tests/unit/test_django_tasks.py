@@ -4,17 +4,27 @@ allow-list (the end-to-end tests are tests/django_app/test_tasks.py)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytest.importorskip("django")
 pytest.importorskip("rfetch.integrations.django.tasks.compat")
 
+from rfetch.api.location import Explanation, Location
+from rfetch.api.records import JobRecord
 from rfetch.errors import ConfigError
 from rfetch.integrations.django.tasks import compat
 from rfetch.integrations.django.tasks.backend import BackendOptions
-from rfetch.integrations.django.tasks.results import _errors, _status
-from rfetch.integrations.django.tasks.runner import TaskRegistry, UnknownTask, task_call
+from rfetch.integrations.django.tasks.results import ResultReader, _errors, _status
+from rfetch.integrations.django.tasks.runner import (
+    JOB_NAME,
+    TaskRegistry,
+    UnknownTask,
+    task_call,
+)
 from rfetch.integrations.django.tasks.runs import Attempts
+from rfetch.store.keys import Keys
 from rfetch.workflow.results import Record
 
 
@@ -69,3 +79,36 @@ def test_a_death_the_worker_did_not_see_adds_rfetchs_error() -> None:
 def test_the_allow_list_refuses_what_it_does_not_hold() -> None:
     with pytest.raises(UnknownTask, match="add its module with -r"):
         TaskRegistry([]).get("os.system")
+
+
+class _Redis:
+    def hgetall(self, key: str) -> dict[str, str]:
+        return {}  # no record
+
+
+class _Api:
+    """explain misses the job once (it moved between two of the places it looks at)."""
+
+    def __init__(self) -> None:
+        self.redis, self.keys, self.calls = _Redis(), Keys(""), 0
+
+    def explain(self, jid: str, max_scan: int | None = None) -> Explanation:
+        self.calls += 1
+        if self.calls == 1:
+            return Explanation(jid)
+        payload = {"class": JOB_NAME, "jid": jid, "args": ["m.f", [1], {}], "enqueued_at": 5.0}
+        record = JobRecord(json.dumps(payload).encode(), "queue:default")
+        return Explanation(jid, [Location("held", "held", job=record)])
+
+
+class _Runs:
+    def read(self, jid: str) -> None:
+        return None  # not started
+
+
+def test_a_task_missed_once_while_it_moves_is_looked_for_again() -> None:
+    api = _Api()
+    reader = ResultReader(api, _Runs(), "default", 100)  # type: ignore[arg-type]
+    record, attempts = reader._look("a" * 24)
+    assert record is None and attempts == Attempts("m.f", [1], {}, 5.0)
+    assert api.calls == 2
