@@ -24,13 +24,13 @@ def flow_metrics(api: Api) -> Iterator[Metric]:
     """The families above, from one read of the cap keys and one GET."""
     labels = ["queue", "key"]
     running = GaugeMetricFamily(
-        "rfetch_concurrency_key_running",
+        "rfetch_concurrency_key_running_jobs",
         "Jobs of a concurrency key holding a slot (fetched, running or about to).", labels=labels)
     waiting = GaugeMetricFamily(
-        "rfetch_concurrency_key_waiting",
+        "rfetch_concurrency_key_waiting_jobs",
         "Jobs of a concurrency key waiting in Redis, not fetched.", labels=labels)
     limit = GaugeMetricFamily(
-        "rfetch_concurrency_key_limit", "A concurrency key's limit (the latest pushed).",
+        "rfetch_concurrency_key_limit_jobs", "A concurrency key's limit (the latest pushed).",
         labels=labels)
     for row in api.concurrency_keys():
         running.add_metric([row.queue, row.key], row.running)

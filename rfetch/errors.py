@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sysconfig
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +14,32 @@ class RfetchError(Exception):
 
 class ConfigError(RfetchError, ValueError):
     """A configuration value is out of range or malformed."""
+
+
+class RequireFailed(ConfigError):
+    """Importing a ``-r`` target raised: the message names the target, the exception and
+    its last frame outside the standard library (the application's line that raised, not
+    ``os.environ``'s ``__getitem__``); the exception is the ``__cause__``, with its whole
+    traceback (``rfetch worker --verbose`` logs it).
+
+    Args:
+        target: the ``-r`` value.
+        exc: what the import raised.
+    """
+
+    def __init__(self, target: str, exc: BaseException) -> None:
+        stdlib = sysconfig.get_paths()["stdlib"]
+        frames = [
+            f for f in traceback.extract_tb(exc.__traceback__)
+            if not f.filename.startswith(("<", stdlib))
+        ]
+        where = f" at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if (
+            frames
+        ) else ""
+        super().__init__(
+            f"-r {target}: importing it raised {type(exc).__name__}: {exc}{where} "
+            "(--verbose logs the traceback)"
+        )
 
 
 class ArgsNotSerializable(RfetchError, TypeError):

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 from rfetch.arity import Arity, raw_perform
 from rfetch.errors import ConfigError
-from rfetch.job_setter import HasPerform, JobSetter, P
+from rfetch.job_setter import BulkItem, HasPerform, JobSetter, P
 from rfetch.limits import JobControl
-from rfetch.options import check_options
+from rfetch.options import SetOptions, Unpack, check_options
 from rfetch.signature import Signature
 from rfetch.workflow.progress import ProgressWriter, check_progress
 
@@ -313,7 +313,7 @@ class Job:
         return options
 
     @classmethod
-    def set(cls: type[HasPerform[P]], **options: Any) -> JobSetter[P]:
+    def set(cls: type[HasPerform[P]], **options: Unpack[SetOptions]) -> JobSetter[P]:
         """Override options for one push: ``SendWelcome.set(queue="critical").perform_async(7)``.
 
         ``client=`` picks a Client other than the process-wide default.
@@ -363,7 +363,7 @@ class Job:
 
     @classmethod
     def perform_bulk(
-        cls, args_list: Iterable[Sequence[Any]], batch_size: int | None = None
+        cls, args_list: Iterable[BulkItem], batch_size: int | None = None
     ) -> list[str]:
         """Enqueue many jobs in one atomic write: all are written, or none and it raises
         (``batch_size``: at most that many per atomic write, see
@@ -404,7 +404,7 @@ class Job:
 
     @classmethod
     async def aperform_bulk(
-        cls, args_list: Iterable[Sequence[Any]], batch_size: int | None = None
+        cls, args_list: Iterable[BulkItem], batch_size: int | None = None
     ) -> list[str]:
         """:meth:`perform_bulk` for asyncio code."""
         return await JobSetter[Any](cls, {}).aperform_bulk(args_list, batch_size)

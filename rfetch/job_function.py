@@ -5,13 +5,13 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import inspect
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from rfetch.errors import ConfigError
 from rfetch.job import Job
-from rfetch.job_setter import JobSetter
-from rfetch.options import check_options
+from rfetch.job_setter import BulkItem, JobSetter
+from rfetch.options import SetOptions, Unpack, check_options
 from rfetch.signature import Signature
 
 P = ParamSpec("P")
@@ -32,8 +32,12 @@ class JobFunction(Generic[P, R]):
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.func(*args, **kwargs)
 
-    def set(self, **options: Any) -> JobSetter[P]:
-        """Override options for one push."""
+    def set(self, **options: Unpack[SetOptions]) -> JobSetter[P]:
+        """Override options for one push (see :meth:`rfetch.Job.set`).
+
+        Raises:
+            ConfigError: an unknown option or a bad option value.
+        """
         client = options.pop("client", None)
         return JobSetter(self.job_class, options, client)
 
@@ -58,7 +62,7 @@ class JobFunction(Generic[P, R]):
         return self.set().perform_at(when, *args, **kwargs)
 
     def perform_bulk(
-        self, args_list: Iterable[Sequence[Any]], batch_size: int | None = None
+        self, args_list: Iterable[BulkItem], batch_size: int | None = None
     ) -> list[str]:
         """Enqueue many jobs, all or none (see :meth:`Job.perform_bulk`)."""
         return self.job_class.perform_bulk(args_list, batch_size)
@@ -80,7 +84,7 @@ class JobFunction(Generic[P, R]):
         return await self.set().aperform_at(when, *args, **kwargs)
 
     async def aperform_bulk(
-        self, args_list: Iterable[Sequence[Any]], batch_size: int | None = None
+        self, args_list: Iterable[BulkItem], batch_size: int | None = None
     ) -> list[str]:
         """:meth:`perform_bulk` for asyncio code."""
         return await self.job_class.aperform_bulk(args_list, batch_size)

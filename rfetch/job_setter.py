@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol
 
 from rfetch.client import DEFAULT, Client
 from rfetch.errors import ConfigError, UnrunnableJobWarning
-from rfetch.options import check_options
+from rfetch.options import JobOptions, Unpack, check_options
 from rfetch.signature import Signature
 from rfetch.sink import INTERCEPTION
 from rfetch.workflow.depend import push_dependents
@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from rfetch.job import Job
 
 P = ParamSpec("P")
+
+BulkItem = Sequence[Any] | Signature
+"""One job of a bulk push: its argument list, or a signature of the job (``Job.s(...)``),
+whose arguments a type checker has checked against ``perform`` where it was written."""
 
 
 def to_epoch(when: dt.datetime | float | int) -> float:
@@ -75,8 +79,13 @@ class JobSetter(Generic[P]):
         self.options = dict(options)
         self.client = client
 
-    def set(self, **options: Any) -> JobSetter[P]:
-        """More options on top of these."""
+    def set(self, **options: Unpack[JobOptions]) -> JobSetter[P]:
+        """More options on top of these (a type checker flags an unknown option or a value
+        of the wrong type; :func:`rfetch.options.check_options` checks them at run time).
+
+        Raises:
+            ConfigError: an unknown option or a bad option value.
+        """
         return JobSetter(
             self.job_class, {**self.options, **after_as_id(options)}, self.client
         )
@@ -179,14 +188,18 @@ class JobSetter(Generic[P]):
         return self._client().push(*self._push_args(args, kwargs), at=to_epoch(when))
 
     def perform_bulk(
-        self, args_list: Iterable[Sequence[Any]], batch_size: int | None = None
+        self, args_list: Iterable[BulkItem], batch_size: int | None = None
     ) -> list[str]:
         """Enqueue one job per argument list, all or none (see
         :meth:`rfetch.client.Client.push_bulk`; ``batch_size`` bounds one atomic write);
-        their jids.
+        their jids. An item is an argument list, or a signature of this job without
+        options (``SendWelcome.s(42, "hi")``: typed from ``perform``, so a type checker
+        flags a wrong argument, which a list's items cannot be).
 
         Raises:
             ArgsMismatch: an argument list does not fit ``perform``; nothing is written.
+            ConfigError: a signature of another job, or one with options; nothing is
+                written.
         """
         self._no_after("perform_bulk")
         return self._client().push_bulk(
@@ -214,7 +227,7 @@ class JobSetter(Generic[P]):
         return await self._client().aio.push(*self._push_args(args, kwargs), at=to_epoch(when))
 
     async def aperform_bulk(
-        self, args_list: Iterable[Sequence[Any]], batch_size: int | None = None
+        self, args_list: Iterable[BulkItem], batch_size: int | None = None
     ) -> list[str]:
         """:meth:`perform_bulk` from asyncio code (all or none, as it)."""
         self._no_after("aperform_bulk")
@@ -223,14 +236,15 @@ class JobSetter(Generic[P]):
         )
 
     def _bulk(
-        self, args_list: Iterable[Sequence[Any]]
+        self, args_list: Iterable[BulkItem]
     ) -> tuple[str, list[Sequence[Any]], dict[str, Any]]:
         """The class name, argument lists and class-level options of a bulk push.
 
         Raises:
             ArgsMismatch: an argument list does not fit ``perform``; nothing is written.
+            ConfigError: a signature of another job or with options; nothing is written.
         """
-        arg_lists = list(args_list)
+        arg_lists = [self._bulk_args(item) for item in args_list]
         options = self._options()
         if arg_lists:
             self._warn_if_main(stacklevel=4)  # once per bulk push, not once per job
@@ -240,6 +254,22 @@ class JobSetter(Generic[P]):
                 if isinstance(args, (list, tuple)):  # push_bulk names any other item itself
                     check(args)
         return self.job_class.job_name(), arg_lists, options
+
+    def _bulk_args(self, item: BulkItem) -> Sequence[Any]:
+        """An item of a bulk push as an argument list (a signature gives its arguments)."""
+        if not isinstance(item, Signature):
+            return item
+        if item.job_class is not self.job_class:
+            raise ConfigError(
+                f"perform_bulk of {self.job_class.job_name()} got a signature of "
+                f"{item.name}: a bulk push is of one job"
+            )
+        if item.options:
+            raise ConfigError(
+                f"perform_bulk got {item!r}: a bulk push's options apply to all its jobs, "
+                "give them to set() (a signature in it takes none)"
+            )
+        return list(item.args)
 
     def _options_for(self) -> Callable[[Sequence[Any]], dict[str, Any]] | None:
         """Per-job options when the class computes an ordering key or a tenant."""

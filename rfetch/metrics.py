@@ -15,7 +15,6 @@ the workers' heartbeats in ``rfetch:metrics:totals``, so ``rate()`` and
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 import time
@@ -34,10 +33,11 @@ from prometheus_client.samples import Sample
 
 from rfetch.cap_metrics import flow_metrics
 from rfetch.errors import JobCancelled, JobTimeout
+from rfetch.metric_names import window_summary, with_deprecated
 from rfetch.stats import BUCKETS_MS
 
 if TYPE_CHECKING:
-    from rfetch.api import Api, ClassMetrics
+    from rfetch.api import Api, ClassMetrics, ProcessInfo
     from rfetch.job import Job
 
 DURATION_BUCKETS = tuple(ms / 1000 for ms in BUCKETS_MS)
@@ -70,7 +70,11 @@ class ApiCollector(Collector):
         return []
 
     def collect(self) -> Iterator[Metric]:
-        """One scrape: about a dozen round trips, whatever the size of the queues and sets."""
+        """One scrape: about a dozen round trips, whatever the size of the queues and sets;
+        each renamed metric also under its deprecated name (:mod:`rfetch.metric_names`)."""
+        return with_deprecated(self._families())
+
+    def _families(self) -> Iterator[Metric]:
         started = time.perf_counter()
         api = self.api
         stats = api.stats()
@@ -90,20 +94,13 @@ class ApiCollector(Collector):
         failed.add_metric([], stats.failed)
         yield failed
 
-        yield _gauge("rfetch_enqueued", "Jobs waiting in all queues.", stats.enqueued)
-        yield _gauge("rfetch_scheduled_size", "Jobs in the scheduled set.", stats.scheduled_size)
-        yield _gauge("rfetch_retry_size", "Jobs in the retry set.", stats.retry_size)
-        yield _gauge("rfetch_dead_size", "Jobs in the dead set.", stats.dead_size)
-        yield _gauge("rfetch_processes", "Worker processes with a live heartbeat.",
-                     len(processes))
-        yield _gauge("rfetch_busy_threads", "Threads running a job, over live processes.",
-                     sum(p.busy for p in processes))
-        yield _gauge("rfetch_concurrency", "Processor threads, over live processes.",
-                     sum(p.concurrency for p in processes))
-        yield _gauge("rfetch_quiet_processes", "Live processes that are quiet (not fetching).",
-                     sum(1 for p in processes if p.quiet))
+        yield _gauge("rfetch_enqueued_jobs", "Jobs waiting in all queues.", stats.enqueued)
+        yield _gauge("rfetch_scheduled_jobs", "Jobs in the scheduled set.", stats.scheduled_size)
+        yield _gauge("rfetch_retry_jobs", "Jobs in the retry set.", stats.retry_size)
+        yield _gauge("rfetch_dead_jobs", "Jobs in the dead set.", stats.dead_size)
+        yield from _process_gauges(processes)
 
-        size = GaugeMetricFamily("rfetch_queue_size", "Jobs waiting in the queue.",
+        size = GaugeMetricFamily("rfetch_queue_jobs", "Jobs waiting in the queue.",
                                  labels=["queue"])
         latency = GaugeMetricFamily(
             "rfetch_queue_latency_seconds",
@@ -126,25 +123,23 @@ class ApiCollector(Collector):
         yield from _batch_metrics(api)
         yield from _limiter_metrics(api)
         yield from flow_metrics(api)
-        window = f"over the last {self.window_minutes} minute(s)"
-        quantiles = GaugeMetricFamily(
-            "rfetch_class_duration_quantile_seconds",
-            f"Run-time percentiles per job class {window} (upper bound of the histogram "
-            f"bucket; +Inf above {_le(BUCKETS_MS[-1])} s).",
-            labels=["class", "quantile"],
-        )
-        for m in classes:
-            for quantile, value in (("0.5", m.p50_ms), ("0.95", m.p95_ms),
-                                    ("0.99", m.p99_ms)):
-                if value is not None:
-                    quantiles.add_metric([m.job_class, quantile],
-                                         math.inf if math.isinf(value) else value / 1000)
-        yield quantiles
+        yield from window_summary(classes, self.window_minutes)
         yield _gauge("rfetch_metrics_window_seconds",
-                     "Width of the window of rfetch_class_duration_quantile_seconds.",
+                     "Width of the window of rfetch_class_duration_window_seconds.",
                      self.window_minutes * 60)
         yield _gauge("rfetch_scrape_duration_seconds",
                      "Time this scrape took to read Redis.", time.perf_counter() - started)
+
+
+def _process_gauges(processes: list[ProcessInfo]) -> Iterator[Metric]:
+    """Live processes, their busy and processor threads, and the quiet ones."""
+    yield _gauge("rfetch_processes", "Worker processes with a live heartbeat.", len(processes))
+    yield _gauge("rfetch_busy_threads", "Threads running a job, over live processes.",
+                 sum(p.busy for p in processes))
+    yield _gauge("rfetch_concurrency_threads", "Processor threads, over live processes.",
+                 sum(p.concurrency for p in processes))
+    yield _gauge("rfetch_quiet_processes", "Live processes that are quiet (not fetching).",
+                 sum(1 for p in processes if p.quiet))
 
 
 def _class_counters(totals: list[ClassMetrics]) -> Iterator[Metric]:
@@ -390,13 +385,16 @@ class _StateCollector(Collector):
         return []
 
     def collect(self) -> Iterator[Metric]:
+        return with_deprecated(self._families())
+
+    def _families(self) -> Iterator[Metric]:
         state = self.owner.state()
         if state is None:
             return
         busy, concurrency, quiet = state
         yield _gauge("rfetch_worker_busy_threads", "Threads of this process running a job.",
                      busy)
-        yield _gauge("rfetch_worker_concurrency", "Processor threads of this process.",
+        yield _gauge("rfetch_worker_concurrency_threads", "Processor threads of this process.",
                      concurrency)
         yield _gauge("rfetch_worker_quiet", "1 when this process has stopped fetching.",
                      1 if quiet else 0)

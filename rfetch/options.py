@@ -5,11 +5,65 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 
 from rfetch.errors import ConfigError
 from rfetch.workflow.options import check_workflow_options
+
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:  # pragma: no cover - Python 3.10
+    from typing_extensions import Unpack
+
+if TYPE_CHECKING:
+    from rfetch.client import Client
+
+__all__ = ["JOB_OPTIONS", "JobOptions", "SetOptions", "Unpack", "check_options", "unique_digest"]
+
+
+class HasBid(Protocol):
+    """A batch (``rfetch.Batch``), given as ``after=``: its ``bid`` is what is stored."""
+
+    @property
+    def bid(self) -> str: ...
+
+
+class JobOptions(TypedDict, total=False):
+    """The push options, typed: ``Job.set(**options)`` and ``Signature.set`` take these
+    (PEP 692 ``**kwargs: Unpack[JobOptions]``), so a type checker flags an unknown option or
+    a value of the wrong type where the push is written; :func:`check_options` checks the
+    same at run time. Durations are seconds."""
+
+    queue: str
+    retry: bool | int
+    dead: bool
+    backtrace: bool | int
+    retry_queue: str
+    tags: list[str] | tuple[str, ...]
+    jid: str
+    key: str
+    unique_for: float
+    unique_key: str
+    tenant: str
+    coalesce: bool | Literal["last"]
+    score: float
+    timeout: float
+    store_result: int
+    after: str | HasBid
+    after_outcome: Literal["success", "complete"]
+    on_dependency_death: Literal["dead", "cancel"]
+    concurrency_key: str
+    concurrency_limit: int
+    expires_in: float
+
+
+class SetOptions(JobOptions, total=False):
+    """What ``Job.set`` takes: the push options and ``client`` (a Client other than the
+    process-wide default)."""
+
+    client: Client | None
 
 JOB_OPTIONS = frozenset(
     {

@@ -27,6 +27,13 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 """Built once: ``json.dumps`` with non-default options builds a new encoder per call.
 Stateless and thread-safe."""
 
+MAX_NESTING = 512
+"""Levels of arrays and objects a payload may nest, the payload object itself being level 1.
+rfetch's own limit, so that whether a payload is valid does not depend on the parser: orjson
+stops at 1,024 levels, Python's ``json`` at the interpreter's recursion limit on 3.10-3.12
+(about 1,000) and much deeper on 3.13. A push of arguments nested deeper is refused
+(ArgsNotSerializable); a stored payload nested deeper is invalid (InvalidJob: the dead set)."""
+
 MS_THRESHOLD = 100_000_000_000.0
 """Epoch values above this are milliseconds (Sidekiq 8); below, seconds (Sidekiq 6/7).
 1e11 s is the year 5138, 1e11 ms is 1973."""
@@ -55,8 +62,10 @@ def epoch_seconds(value: Any) -> float | None:
     return seconds / 1000.0 if seconds > MS_THRESHOLD else seconds
 
 
-def check_args(value: Any, path: str = "args") -> None:
-    """Raise unless ``value`` is made only of native JSON types.
+def check_args(value: Any, path: str = "args", depth: int = 2) -> None:
+    """Raise unless ``value`` is made only of native JSON types, nested at most
+    :data:`MAX_NESTING` levels in the payload (``depth``: the level ``value`` is at; a job's
+    ``args`` list is at level 2, inside the payload object).
 
     Raises:
         ArgsNotSerializable: naming the path of the first offending value, e.g.
@@ -68,13 +77,18 @@ def check_args(value: Any, path: str = "args") -> None:
         if not math.isfinite(value):
             raise ArgsNotSerializable(f"{path} is {value!r}, which JSON cannot represent")
         return
+    if isinstance(value, (list, tuple, dict)) and depth > MAX_NESTING:
+        raise ArgsNotSerializable(
+            f"{path[:60]}... nests arrays and objects deeper than the payload's limit of "
+            f"{MAX_NESTING} levels (rfetch.payload.MAX_NESTING)"
+        )
     if isinstance(value, (list, tuple)):
         if isinstance(value, tuple):
             raise ArgsNotSerializable(
                 f"{path} is a tuple; pass a list (JSON has no tuples, it would come back as a list)"
             )
         for index, item in enumerate(value):
-            check_args(item, f"{path}[{index}]")
+            check_args(item, f"{path}[{index}]", depth + 1)
         return
     if isinstance(value, dict):
         for key, item in value.items():
@@ -82,7 +96,7 @@ def check_args(value: Any, path: str = "args") -> None:
                 raise ArgsNotSerializable(
                     f"{path} has a key {key!r} of type {type(key).__name__}; only str keys travel"
                 )
-            check_args(item, f"{path}[{key!r}]")
+            check_args(item, f"{path}[{key!r}]", depth + 1)
         return
     raise ArgsNotSerializable(
         f"{path} is a {type(value).__name__} ({value!r:.80}); only str, int, float, bool, "
@@ -133,15 +147,9 @@ def loads(raw: bytes | str) -> Payload:
             parse), not an object, no string ``class``, or ``args`` not a list.
     """
     try:
-        job = _fast_loads(raw)
-    except (ValueError, RecursionError):
-        # orjson refuses what Python's json reads (NaN, integers over 64 bits): the
-        # standard parser has the last word, so both installations accept the same jobs.
-        try:
-            job = json.loads(raw)
-        except (ValueError, RecursionError) as exc:
-            # RecursionError: nesting deeper than the interpreter's recursion limit.
-            raise InvalidJob(f"payload is not valid JSON: {exc}") from None
+        job = parse(raw)
+    except ValueError as exc:
+        raise InvalidJob(f"payload is not valid JSON: {exc}") from None
     if not isinstance(job, dict):
         raise InvalidJob(f"payload is a JSON {type(job).__name__}, not an object")
     if not isinstance(job.get("class"), str) or not job["class"]:
@@ -152,6 +160,47 @@ def loads(raw: bytes | str) -> Payload:
     if not isinstance(job.get("jid"), str):
         job["jid"] = new_jid()
     return job
+
+
+def parse(raw: bytes | str) -> Any:
+    """The JSON value of a stored payload (orjson when installed, else the standard parser).
+
+    Raises:
+        ValueError: not JSON (bad syntax, bad UTF-8), or nested deeper than
+            :data:`MAX_NESTING` levels, whichever parser reads it.
+    """
+    try:
+        value = _fast_loads(raw)
+    except (ValueError, RecursionError):
+        # orjson refuses what Python's json reads (NaN, integers over 64 bits): the
+        # standard parser has the last word, so both installations accept the same jobs.
+        try:
+            value = json.loads(raw)
+        except RecursionError:  # deeper than the interpreter's recursion limit
+            raise ValueError(f"nested deeper than {MAX_NESTING} levels") from None
+    if _brackets(raw) > MAX_NESTING and nesting(value) > MAX_NESTING:
+        raise ValueError(f"nested deeper than {MAX_NESTING} levels")
+    return value
+
+
+def _brackets(raw: bytes | str) -> int:
+    """Opening brackets in ``raw``, strings included: at least its nesting depth, counted
+    in C (a payload can nest no deeper than it has brackets, so most are never walked)."""
+    if isinstance(raw, bytes):
+        return raw.count(b"[") + raw.count(b"{")
+    return raw.count("[") + raw.count("{")
+
+
+def nesting(value: Any) -> int:
+    """Levels of arrays and objects in a parsed JSON value (0 for a scalar), walked without
+    recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        deepest = max(deepest, depth)
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return deepest if isinstance(value, (dict, list)) else 0
 
 
 def describe(raw: bytes | str) -> str:
@@ -306,12 +355,9 @@ class Routing:
         if not may_be_gated(raw) and not may_be_batched(raw) and not _may_be_recorded(raw):
             return None
         try:
-            payload = _fast_loads(raw)
-        except (ValueError, RecursionError):
-            try:
-                payload = json.loads(raw)
-            except (ValueError, RecursionError):
-                return None
+            payload = parse(raw)
+        except ValueError:
+            return None
         if not isinstance(payload, dict):
             return None
         return cls.of(payload)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rfetch.errors import ConfigError
-from rfetch.options import check_options
+from rfetch.options import JobOptions, Unpack, check_options
 
 if TYPE_CHECKING:
     from rfetch.client import Client
@@ -61,7 +61,7 @@ class Signature:
             job_class.check_args(values)
         return cls(job_class, tuple(values), opts)
 
-    def set(self, **options: Any) -> Signature:
+    def set(self, **options: Unpack[JobOptions]) -> Signature:
         """This signature with more options (``client=`` is not an option here: give it to
         :meth:`push` or to the workflow).
 

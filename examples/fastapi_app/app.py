@@ -1,6 +1,8 @@
 """A FastAPI application that pushes jobs with the asyncio client and serves rfetch's web UI.
 
-Run it (the factory reads ``REDIS_URL`` when the server starts, not at import)::
+Install what it needs (``pip install 'rfetch[fastapi]'``: FastAPI, uvicorn, a2wsgi and the
+web UI's extra), then run it (the factory reads ``REDIS_URL`` when the server starts, not at
+import)::
 
     uvicorn --factory examples.fastapi_app.app:create
     rfetch worker -r examples.fastapi_app.jobs -q mail

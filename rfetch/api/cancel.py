@@ -29,6 +29,7 @@ from .explain import explain
 from .location import Location
 from .queues import Queue
 from .records import JobRecord, dump_payload
+from .set_moves import withdraw_cancels
 from .sets import JobSet
 from .workflows import batch_waiting_entry, waiting_job
 
@@ -145,10 +146,7 @@ def _mark(ctx: Context, jid: str, reason: str, dead: bool, now: float) -> None:
 
 def _unmark(ctx: Context, jid: str) -> None:
     """Withdraw the mark of a job found nowhere (or already dead)."""
-    pipe = ctx.redis.pipeline(transaction=False)
-    pipe.delete(ctx.keys.cancel(jid))
-    pipe.zrem(ctx.keys.cancels, jid)
-    pipe.execute()
+    withdraw_cancels(ctx, [jid])
 
 
 def _cancel_batch_waiter(

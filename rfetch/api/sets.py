@@ -16,14 +16,10 @@ meanwhile is not pushed twice.
 from __future__ import annotations
 
 import heapq
-import logging
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from rfetch.payload import MS_THRESHOLD, Routing
-
-from .batches import kill_failure
 from .context import Context, Found, collect_page, zrange_scored
 from .records import (
     CHUNK,
@@ -33,18 +29,13 @@ from .records import (
     JobFilter,
     JobRecord,
     Page,
-    dump_payload,
 )
-
-log = logging.getLogger("rfetch.api")
+from .set_moves import act
 
 ACTIONS = ("retry", "add_to_queue", "delete", "kill")
 """Every action a set may offer (the dead set offers all but ``kill``)."""
 SORTS = ("time", "retry_count")
 
-KILLED_BY_API = "Job killed by API"
-"""Message of the exception given to death handlers when a job is killed by an admin
-(Sidekiq's ``DeadSet#kill``)."""
 
 
 class JobSet:
@@ -320,92 +311,7 @@ class JobSet:
             )
 
     def _act(self, action: str, records: list[JobRecord], result: ActionResult) -> None:
-        """One pipelined round trip for up to CHUNK records."""
-        if not records:
-            return
-        pipe = self.ctx.redis.pipeline(transaction=False)
-        sent: list[JobRecord] = []
-        now = self.ctx.redis_time() if action != "delete" else 0.0
-        for record in records:
-            if action == "delete" and record.routing is None:
-                pipe.zrem(self.key, record.raw)
-            elif action == "delete":
-                # An ordering key or unique lock is released with the removal.
-                self.ctx.commands.api_move(pipe, self.key, "delete", record.raw, record.raw,
-                                           record.routing)
-            elif action == "kill":
-                self.ctx.commands.api_move(
-                    pipe,
-                    self.key,
-                    "dead",
-                    record.raw,
-                    record.raw,  # as it is, like Sidekiq's DeadSet#kill
-                    record.routing,
-                    score=now,
-                    trim_before=now - self.ctx.config.dead_timeout,
-                    cap=self.ctx.config.dead_max_jobs,
-                    failure=kill_failure(record.payload),
-                )
-            else:
-                payload = requeue_payload(record, now, decrement=action == "retry")
-                if payload is None:
-                    result.skipped.append(record.jid or "(invalid)")
-                    continue
-                queue = str(payload["queue"])
-                self.ctx.commands.api_move(
-                    pipe,
-                    self.key,
-                    "queue",
-                    record.raw,
-                    dump_payload(payload),
-                    Routing.of(payload),
-                    queue=queue,
-                )
-            sent.append(record)
-        if not sent:
-            return
-        killed: list[JobRecord] = []
-        for record, moved in zip(sent, pipe.execute(), strict=True):
-            if moved:
-                result.done += 1
-                if action == "kill":
-                    killed.append(record)
-            else:
-                result.missing.append(record.jid or "(invalid)")
-        self._run_death_handlers(killed)
-
-    def _run_death_handlers(self, killed: list[JobRecord]) -> None:
-        # Sidekiq's DeadSet#kill notifies the death handlers of a job killed by the API.
-        for record in killed:
-            if record.payload is None:
-                continue
-            for handler in self.ctx.config.death_handlers:
-                try:
-                    handler(record.payload, RuntimeError(KILLED_BY_API))
-                except Exception as exc:  # a broken handler must not stop the action
-                    log.error("death handler %r raised %r", handler, exc)
-
-
-def requeue_payload(record: JobRecord, now: float, decrement: bool) -> dict[str, Any] | None:
-    """The payload to push to its queue: a fresh ``enqueued_at`` (in milliseconds when the
-    payload's ``created_at`` is in Sidekiq 8's milliseconds, else float seconds) and, for a
-    retry, ``retry_count`` lowered by one (Sidekiq: a manual retry does not use up an
-    attempt). None for an entry without a JSON object or a ``queue`` string."""
-    if record.payload is None:
-        return None
-    payload = dict(record.payload)
-    queue = payload.get("queue")
-    if not isinstance(queue, str) or not queue:
-        return None
-    count = payload.get("retry_count")
-    if decrement and isinstance(count, int) and not isinstance(count, bool):
-        payload["retry_count"] = count - 1
-    created = payload.get("created_at")
-    in_ms = isinstance(created, (int, float)) and not isinstance(created, bool) and (
-        created > MS_THRESHOLD
-    )
-    payload["enqueued_at"] = int(now * 1000) if in_ms else now
-    return payload
+        act(self.ctx, self.key, action, records, result)
 
 
 class ScheduledSet(JobSet):

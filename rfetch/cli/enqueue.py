@@ -13,27 +13,39 @@ from rfetch.errors import RfetchError
 from rfetch.formatting import safe_url
 
 from .app import main
+from .job_lookup import find_job
 from .options import REDIS_URL_HELP
 
 
 @main.command()
 @click.argument("name")
 @click.argument("json_args", default="[]")
-@click.option("-q", "--queue", default="default", show_default=True)
-@click.option("--retry", type=int, default=None, help="Retries (default: 25).")
+@click.option("-q", "--queue", default=None,
+              help="Queue. [default: the job class's queue; default with --external]")
+@click.option("--retry", type=int, default=None,
+              help="Retries. [default: the job class's retry; 25 with --external]")
 @click.option("--in", "delay", type=float, default=None, help="Run after this many seconds.")
 @click.option("--redis-url", envvar="REDIS_URL", default=None, help=REDIS_URL_HELP)
 @click.option("--namespace", envvar="RFETCH_NAMESPACE", default=None)
+@click.option("--external", is_flag=True,
+              help="Push NAME unchecked: a class only another process (a Ruby worker) "
+              "runs, or one registered under its own name.")
 def enqueue(
     name: str,
     json_args: str,
-    queue: str,
+    queue: str | None,
     retry: int | None,
     delay: float | None,
     redis_url: str | None,
     namespace: str | None,
+    external: bool,
 ) -> None:
-    """Push one job named NAME with JSON_ARGS (a JSON array); prints the jid.
+    """Push one job named NAME (myapp.jobs.SendWelcome) with JSON_ARGS (a JSON array);
+    prints the jid.
+
+    NAME is imported from the current folder, as the worker's -r does: a name that is not
+    a job class (a typo: close names are suggested) exits 1 and pushes nothing, unless
+    --external is given.
 
     Exits 1 without a jid when the job did not reach Redis (unreachable, or an error).
     """
@@ -47,7 +59,14 @@ def enqueue(
         raise click.BadParameter(f"not JSON: {exc}", param_hint="JSON_ARGS") from None
     if not isinstance(args, list):
         raise click.BadParameter("must be a JSON array, e.g. '[1, \"a\"]'", param_hint="JSON_ARGS")
-    options: dict[str, Any] = {"queue": queue}
+    options: dict[str, Any] = {"queue": "default"}
+    if not external:
+        try:
+            options = find_job(name).default_options()
+        except RfetchError as exc:
+            raise click.ClickException(str(exc)) from None
+    if queue is not None:
+        options["queue"] = queue
     if retry is not None:
         options["retry"] = retry
     try:

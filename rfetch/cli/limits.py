@@ -13,8 +13,7 @@ from .output import echo_json, table
 @main.group(invoke_without_command=True)
 @click.pass_context
 def limits(ctx: click.Context) -> None:
-    """Limiters: ``list`` (the default), ``show NAME``, ``reset NAME``,
-    ``release NAME TOKEN``."""
+    """Limiters: list (the default), show NAME, reset NAME, release NAME TOKEN."""
     if ctx.invoked_subcommand is None:
         ctx.invoke(list_limiters)
 
@@ -29,7 +28,7 @@ def list_limiters(
     redis_url: str | None = None, namespace: str | None = None, as_json: bool = False
 ) -> None:
     """Every limiter: kind, limit per period, current use, locks held, grants, waits and
-    over-limit calls (from the registry ``rfetch:limiters``)."""
+    over-limit calls (from the registry key rfetch:limiters)."""
     with admin_api(redis_url, namespace) as api:
         infos = api.limiters()
     if as_json:

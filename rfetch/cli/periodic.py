@@ -12,8 +12,8 @@ from .output import echo_json, table, when, yes_no
 @main.group(invoke_without_command=True)
 @click.pass_context
 def periodic(ctx: click.Context) -> None:
-    """Periodic (cron) schedules: ``list`` (the default), ``pause NAME``, ``unpause NAME``,
-    ``run NAME``."""
+    """Periodic (cron) schedules: list (the default), pause NAME, unpause NAME,
+    run NAME."""
     if ctx.invoked_subcommand is None:
         ctx.invoke(list_schedules)
 

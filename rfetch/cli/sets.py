@@ -13,7 +13,7 @@ from .options import admin_api, connection_options, filter_options
 from .output import echo_json, table, when
 
 if TYPE_CHECKING:
-    from rfetch.api import JobRecord, JobSet
+    from rfetch.api import JobRecord, JobSet, Page
 
 SET_COLUMNS = {"schedule": "RUN AT (UTC)", "retry": "NEXT RETRY (UTC)", "dead": "DIED (UTC)"}
 
@@ -29,9 +29,7 @@ def _set_group(command: str, set_name: str, summary: str, actions: dict[str, str
             ``add_to_queue``: run now).
     """
 
-    @main.group(name=command, help=summary)
-    def group() -> None:
-        pass
+    group = _group(command, summary)
 
     @group.command("list")
     @filter_options
@@ -44,16 +42,16 @@ def _set_group(command: str, set_name: str, summary: str, actions: dict[str, str
                   help="Most entries a filter or the retry_count sort examines.")
     @connection_options
     def list_jobs(
-        job_class: str | None,
-        grep: str | None,
-        sort: str,
-        reverse: bool,
-        limit: int,
-        offset: int,
-        max_scan: int,
-        redis_url: str | None,
-        namespace: str | None,
-        as_json: bool,
+        job_class: str | None = None,
+        grep: str | None = None,
+        sort: str = "time",
+        reverse: bool = False,
+        limit: int = 25,
+        offset: int = 0,
+        max_scan: int = 100_000,
+        redis_url: str | None = None,
+        namespace: str | None = None,
+        as_json: bool = False,
     ) -> None:
         """List jobs, a page at a time."""
         from rfetch.api import JobFilter
@@ -65,27 +63,55 @@ def _set_group(command: str, set_name: str, summary: str, actions: dict[str, str
             )
         if as_json:
             echo_json(page.to_dict())
-            return
-        table(
-            ["JID", "CLASS", "QUEUE", SET_COLUMNS[set_name], "RETRIES", "ERROR", "ARGS"],
-            [
-                (
-                    j.jid, j.job_class, j.queue, when(j.score), j.retry_count,
-                    ": ".join(x for x in (j.error_class, j.error_message) if x) or None,
-                    j.display_args,
-                )
-                for j in page.jobs
-            ],
-        )
-        shown = f"{offset + 1}-{offset + len(page.jobs)}" if page.jobs else "none"
-        more = f"; next: --offset {page.next_offset}" if page.next_offset is not None else ""
-        click.echo(f"showing {shown} of {page.total} in the set{more}")
-        if not page.complete:
-            click.echo(f"scan stopped after {page.scanned} entries (--max-scan); "
-                       "more may match further on")
+        else:
+            _print_page(page, set_name, offset)
 
     for cli_name, action in actions.items():
         group.command(cli_name, help=_ACTION_HELP[cli_name])(_action_command(set_name, action))
+
+
+def _print_page(page: Page, set_name: str, offset: int) -> None:
+    """One page of a set as a table, and where the next page starts."""
+    table(
+        ["JID", "CLASS", "QUEUE", SET_COLUMNS[set_name], "RETRIES", "ERROR", "ARGS"],
+        [
+            (
+                j.jid, j.job_class, j.queue, when(j.score), j.retry_count,
+                ": ".join(x for x in (j.error_class, j.error_message) if x) or None,
+                j.display_args,
+            )
+            for j in page.jobs
+        ],
+    )
+    shown = f"{offset + 1}-{offset + len(page.jobs)}" if page.jobs else "none"
+    more = f"; next: --offset {page.next_offset}" if page.next_offset is not None else ""
+    click.echo(f"showing {shown} of {page.total} in the set{more}")
+    if not page.complete:
+        click.echo(f"scan stopped after {page.scanned} entries (--max-scan); "
+                   "more may match further on")
+
+
+def _group(command: str, summary: str) -> click.Group:
+    """``rfetch <command>``: alone (or with only the connection options), its list."""
+
+    @main.group(name=command, invoke_without_command=True,
+                help=f"{summary} Alone: the first page, as '{command} list'.")
+    @connection_options
+    @click.pass_context
+    def group(
+        ctx: click.Context, redis_url: str | None, namespace: str | None, as_json: bool
+    ) -> None:
+        if ctx.invoked_subcommand is None:
+            listing = group.get_command(ctx, "list")
+            if listing is not None:
+                ctx.invoke(listing, redis_url=redis_url, namespace=namespace, as_json=as_json)
+        elif redis_url or namespace or as_json:
+            raise click.UsageError(
+                f"give --redis-url, --namespace and --json after the subcommand "
+                f"({command} {ctx.invoked_subcommand} ...)"
+            )
+
+    return group
 
 
 _ACTION_HELP = {

@@ -19,6 +19,7 @@ import click
 from rfetch import affinity
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError, RfetchError
+from rfetch.integrations.sentry import SentrySettings
 from rfetch.log_context import PRINT_LOGGER, JobContext, PrintToLog
 from rfetch.logs import setup_direct_logging, setup_logging
 from rfetch.shards import shard_config
@@ -51,7 +52,7 @@ class _Boot:
     registry: Registry
     verbose: bool
     json_logs: bool
-    sentry_dsn: str | None
+    sentry: SentrySettings
     metrics_port: int | None
     metrics_bind: str
 
@@ -71,7 +72,9 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
     multiple=True,
     metavar="NAME[,WEIGHT]",
     help="Queue to process, with an optional weight; repeat for more. Weighted random "
-    "order if any weight is given, else strict order. [default: default]",
+    "order if any weight is given, else strict order. A queue no registered job class "
+    "uses is warned about at start (not refused: another client may feed it). "
+    "[default: default]",
 )
 @click.option("-c", "--concurrency", type=click.IntRange(min=1), default=None,
               help="Processor threads. [default: 5]")
@@ -79,7 +82,9 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
               help="Async jobs (async def perform) run at once on the event loop thread, "
               "beside the threads. [default: 100]")
 @click.option("-r", "--require", "requires", multiple=True, metavar="MODULE_OR_FILE",
-              help="Module path (myapp.jobs) or file (./jobs.py) defining the jobs; repeatable.")
+              help="Module path (myapp.jobs) or file (./jobs.py) defining the jobs; repeatable. "
+              "One that raises on import stops the worker (exit 1, -v for the traceback); one "
+              "that loads no job class (and defines no configure_worker) is warned about.")
 @click.option("-t", "--timeout", type=click.FloatRange(min=0), default=None,
               help="Seconds TERM waits for running jobs before pushing them back. [default: 25]")
 @click.option("-g", "--tag", default=None, help="Tag shown in the process title and heartbeat.")
@@ -104,8 +109,13 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 @click.option("--json-logs", is_flag=True, help="One JSON object per log line.")
 @click.option("--sentry-dsn", envvar="SENTRY_DSN", default=None, metavar="DSN",
-              help="Report job failures and internal errors to Sentry (needs the sentry "
-              "extra) [env: SENTRY_DSN].")
+              help="Send job failures, internal errors, job runs' transactions and periodic "
+              "jobs' check-ins to Sentry (needs the sentry extra) [env: SENTRY_DSN].")
+@click.option("--sentry-traces-sample-rate", type=click.FloatRange(0.0, 1.0), default=None,
+              metavar="RATE", help="With --sentry-dsn: the share of job runs sent to Sentry "
+              "as performance transactions (0.0-1.0). [default: none]")
+@click.option("--sentry-crons/--no-sentry-crons", default=True, show_default=True,
+              help="With --sentry-dsn: Sentry Crons check-ins for periodic jobs.")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None, metavar="PORT",
               help="Serve this process's Prometheus metrics on PORT (needs the web extra).")
 @click.option("--metrics-bind", default="127.0.0.1", show_default=True, metavar="HOST",
@@ -149,6 +159,8 @@ def worker(
     verbose: bool,
     json_logs: bool,
     sentry_dsn: str | None,
+    sentry_traces_sample_rate: float | None,
+    sentry_crons: bool,
     metrics_port: int | None,
     metrics_bind: str,
     processes: int | None,
@@ -172,8 +184,6 @@ def worker(
     To a swarm's parent, the same for every worker, and USR2 = rolling restart
     (every worker recycled, one at a time).
     """
-    from rfetch.worker.registry import Registry, configure_from, require_all
-
     # A swarm's parent forks: it must run no thread then (no log writer thread). As PID 1
     # (a container) a worker always supervises itself, to reap zombies. Logging is direct
     # (no thread) until then, so what the -r imports log is written too; each worker
@@ -207,17 +217,36 @@ def worker(
         # A bad Sentinel setting is an error now, not a back-off loop in every thread.
         for one in [shard_config(config, i) for i in range(len(config.shards))] or [config]:
             connect(one, max_connections=1).close()
-        modules = require_all(requires)
-        configure_from(modules, config)
-        registry = Registry.from_loaded()
-        config.periodic.collect(filter(None, map(registry.get, registry.names())))
-        config.periodic.check_jobs(registry.names())
+        registry = _load_jobs(requires, config)
     except RfetchError as exc:
+        if verbose and exc.__cause__ is not None:
+            logging.getLogger("rfetch.cli").debug("the cause", exc_info=exc.__cause__)
         raise click.ClickException(str(exc)) from None
-    boot = _Boot(config, registry, verbose, json_logs, sentry_dsn, metrics_port, metrics_bind)
+    sentry = SentrySettings(sentry_dsn, sentry_traces_sample_rate, sentry_crons)
+    boot = _Boot(config, registry, verbose, json_logs, sentry, metrics_port, metrics_bind)
     if supervise:
         sys.exit(_run_swarm(boot))
     sys.exit(_run_process(boot))
+
+
+def _load_jobs(requires: tuple[str, ...], config: Config) -> Registry:
+    """Import the ``-r`` targets, call their ``configure_worker``, and build the registry,
+    the periodic schedules of its classes, and the warning about a ``-q`` no class uses.
+
+    Raises:
+        RfetchError: as :func:`rfetch.worker.registry.require_all`, a bad Config, a bad
+            periodic schedule.
+    """
+    from rfetch.worker.queue_check import warn_unused_queues
+    from rfetch.worker.registry import Registry, configure_from, require_all
+
+    configure_from(require_all(requires), config)
+    registry = Registry.from_loaded()
+    classes = [c for c in map(registry.get, registry.names()) if c is not None]
+    config.periodic.collect(classes)
+    config.periodic.check_jobs(registry.names())
+    warn_unused_queues([q.name for q in config.queues], classes)
+    return registry
 
 
 def _run_swarm(boot: _Boot) -> int:
@@ -262,14 +291,13 @@ def _launch(
     boot: _Boot, job_context: JobContext, identity: str | None, supervision: Supervision | None
 ) -> int:
     """Build and run the Launcher of one worker process (logging is in place)."""
-    from rfetch.integrations import sentry
     from rfetch.worker import adaptive_affinity
     from rfetch.worker.launcher import Launcher
 
     config, registry = boot.config, boot.registry
     try:
         # After -r: a client the application's own modules initialised is kept.
-        if sentry.install(config, dsn=boot.sentry_dsn) and supervision is None:
+        if boot.sentry.install(config) and supervision is None:
             click.echo("reporting errors to Sentry", err=True)
     except RfetchError as exc:
         raise click.ClickException(str(exc)) from None

@@ -10,7 +10,9 @@
 -- KEYS[10] (a job with an ordering key only): the key's waiting list "rfetch:key:<q>:<k>".
 -- ARGV[1]: the raw payload (exact bytes in the private list).
 -- ARGV[2]: the queue name <q>.
--- ARGV[3]: recoveries that make a poison pill (3): this recovery is number count + 1.
+-- ARGV[3]: recoveries that make a poison pill (3): this recovery is number count + 1;
+--          0: not counted (a job its dead process held but had not started): pushed back
+--          without reading or incrementing the counter.
 -- ARGV[4]: the counting window in seconds (72 h); starts at the first recovery.
 -- ARGV[5]: the job's jid ("" for none).
 -- ARGV[6]: its ordering key ("" for none): it then goes back by the gate's push-back rule
@@ -26,23 +28,27 @@
 -- Returns "poison" (nothing changed: the caller moves the job to the dead set with
 -- settle.lua, atomically), "gone" (no longer in the private list), or "requeued" (removed
 -- from the private list, RPUSHed to the head of the queue so it runs next, queue re-added to
--- "queues" (Sidekiq #4706), counter incremented) - all in one atomic step. Every key written
--- is checked first (lib/guard.lua): one of another type, or a counter that is not an
--- integer, changes nothing and is an error reply, so the job stays in the private list.
+-- "queues" (Sidekiq #4706), counter incremented when counted) - all in one atomic step.
+-- Every key written is checked first (lib/guard.lua): one of another type, or a counter
+-- that is not an integer, changes nothing and is an error reply, so the job stays in the
+-- private list.
 -- #include guard
 -- #include gate
 -- #include cap
-local raw_count = redis.call('GET', KEYS[2])
-local count = 0
-if raw_count then
-  count = tonumber(raw_count)
-  if not count or not string.match(raw_count, '^%d+$') then
-    return redis.error_reply('ERR ' .. KEYS[2] .. ' holds ' .. raw_count ..
-      ', not a count: nothing was changed')
+local counted = tonumber(ARGV[3]) > 0
+if counted then
+  local raw_count = redis.call('GET', KEYS[2])
+  local count = 0
+  if raw_count then
+    count = tonumber(raw_count)
+    if not count or not string.match(raw_count, '^%d+$') then
+      return redis.error_reply('ERR ' .. KEYS[2] .. ' holds ' .. raw_count ..
+        ', not a count: nothing was changed')
+    end
   end
-end
-if count + 1 >= tonumber(ARGV[3]) then
-  return 'poison'
+  if count + 1 >= tonumber(ARGV[3]) then
+    return 'poison'
+  end
 end
 local G = gate_keys(3, ARGV[2])
 local k, jid, t = opt(ARGV[6]), opt(ARGV[5]), opt(ARGV[7])
@@ -66,7 +72,7 @@ elseif not gate_push_back(G, ARGV[1], k, KEYS[10], jid, t) then
   redis.call('RPUSH', G.queue, ARGV[1])
   redis.call('SADD', G.queues, ARGV[2])
 end
-if redis.call('INCR', KEYS[2]) == 1 then
+if counted and redis.call('INCR', KEYS[2]) == 1 then
   redis.call('EXPIRE', KEYS[2], tonumber(ARGV[4]))
 end
 return 'requeued'

@@ -354,6 +354,7 @@ class Commands:
         jid: str,
         poison_max: int,
         window: int,
+        counted: bool = True,
     ) -> str:
         """``recover.lua``: push one job of a dead process back to the head of ``queue``,
         counting recoveries of ``jid`` (Sidekiq Pro 5.2's poison pills).
@@ -362,6 +363,8 @@ class Commands:
             jid: names the recovery counter (``"invalid"`` for an unparseable payload).
             poison_max: recoveries that make a poison pill.
             window: the counting window in seconds.
+            counted: False for a job the dead process held but had not started: it is
+                pushed back without counting or checking its recoveries.
 
         Returns:
             ``"requeued"``, ``"gone"`` (no longer in the private list) or ``"poison"``
@@ -375,7 +378,7 @@ class Commands:
         args: list[bytes | str | int] = [
             raw,
             queue,
-            poison_max,
+            poison_max if counted else 0,
             window,
             routing.jid if routing is not None else "",
             key or "",

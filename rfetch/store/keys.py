@@ -66,6 +66,11 @@ class Keys:
         """The same busy threads under Sidekiq 6's name (its API and Web UI read this)."""
         return self._k(f"{identity}:workers")
 
+    def started(self, identity: str) -> str:
+        """Start marks of one process: slot (a thread, or an event-loop slot) -> payload of
+        the job it started last (:mod:`rfetch.worker.started`); read by orphan recovery."""
+        return self._k(f"{identity}:started")
+
     def signals(self, identity: str) -> str:
         """Remote-control list of one process (``TSTP``, ``TERM``, ``TTIN``)."""
         return self._k(f"{identity}-signals")

@@ -33,6 +33,7 @@ from rfetch.payload import loads
 from rfetch.worker.processor import Handled, Processor
 from rfetch.worker.registry import Registry
 from rfetch.worker.reporting import ErrorReporter
+from rfetch.worker.started import StartMarks
 from rfetch.worker.unit import UnitOfWork
 from rfetch.worker.work_state import WorkState
 
@@ -56,6 +57,8 @@ class AsyncPool:
             failed, cancelled) and how it was left (:data:`Handled`: after rfetch itself
             failed around it the manager sweeps its private lists), so the manager frees
             its slot.
+        marks: where a job's start is written before it starts (poison-pill counting),
+            under the name of its slot (``a<n>``, n < ``async_concurrency``).
     """
 
     def __init__(
@@ -66,8 +69,11 @@ class AsyncPool:
         work: WorkState,
         report: ErrorReporter,
         on_done: Callable[[UnitOfWork, Handled], None],
+        marks: StartMarks,
     ) -> None:
         self.size = config.async_concurrency
+        self.marks = marks
+        self._free_slots = list(range(self.size - 1, -1, -1))  # touched only in the loop
         self.processor = processor
         self.registry = registry
         self.work = work
@@ -175,10 +181,13 @@ class AsyncPool:
     def _fill(self) -> None:
         while self._waiting and len(self._running) < self.size and not self._cancelling:
             unit = self._waiting.popleft()
-            task = self._loop.create_task(self._execute(unit))
+            number = self._free_slots.pop()
+            # Written from the loop thread (one HSET) before the task can run perform.
+            self.marks.mark(f"a{number}", unit)
+            task = self._loop.create_task(self._execute(unit, number))
             self._running[task] = unit
 
-    async def _execute(self, unit: UnitOfWork) -> None:
+    async def _execute(self, unit: UnitOfWork, number: int) -> None:
         task = asyncio.current_task()
         assert task is not None
         slot = id(task)
@@ -193,6 +202,7 @@ class AsyncPool:
         finally:
             self.work.end(slot)
             self._running.pop(task, None)
+            self._free_slots.append(number)
             self.on_done(unit, handled)
             self._fill()
 

@@ -253,6 +253,7 @@ class Heartbeat:
                 self.keys.process(self.identity),
                 self.keys.work(self.identity),
                 self.keys.workers(self.identity),
+                self.keys.started(self.identity),
             )
             pipe.execute()
         except Exception as exc:

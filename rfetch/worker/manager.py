@@ -37,11 +37,13 @@ from rfetch.store.connection import REDIS_DOWN
 from rfetch.worker.acks import ACK_MAX_DELAY, DeferredAcks
 from rfetch.worker.event_loop import AsyncPool
 from rfetch.worker.fetch import ReliableFetch
+from rfetch.worker.fetch_room import FetchRoom
 from rfetch.worker.handoff import BlockingFetch, HandOff, Request
 from rfetch.worker.prefetch import PrefetchPolicy
 from rfetch.worker.processor import Handled, Processor
 from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.stall import StallGuard
+from rfetch.worker.started import StartMarks
 from rfetch.worker.unit import UnitOfWork
 from rfetch.worker.work_state import WorkState
 
@@ -66,8 +68,11 @@ class Manager:
     When the processor's registry has async job classes, the manager also runs an
     :class:`AsyncPool` (one event-loop thread, ``config.async_concurrency`` jobs at once)
     and hands it the async jobs it fetches; the process then holds at most ``concurrency
-    + async_concurrency + prefetch`` jobs. The threads stay: an idle one runs the blocking
-    fetch, and hands an async job it gets to the loop.
+    + async_concurrency + prefetch`` jobs, and ``concurrency + prefetch`` while only sync
+    jobs come (:class:`FetchRoom`: the loop's slots are room for async jobs only). The
+    threads stay: an idle one runs the blocking fetch, and hands an async job it gets to the
+    loop. A thread or loop slot marks each job it starts (:class:`StartMarks`) for
+    poison-pill counting.
     """
 
     def __init__(
@@ -91,14 +96,16 @@ class Manager:
             config.concurrency, config.prefetch_count, config.prefetch_horizon
         )
         self.stall = StallGuard(config, fetch)
+        self.marks = StartMarks(fetch.redis, fetch.keys, fetch.identity)
         self.pool = HandOff(config.concurrency)
         registry = processor.registry
         self.aio = (
-            AsyncPool(config, processor, registry, work, report, on_done=self._async_done)
+            AsyncPool(config, processor, registry, work, report, self._async_done, self.marks)
             if registry.has_async
             else None
         )
-        self._loop_slots = self.aio.size if self.aio is not None else 0
+        self.room = FetchRoom(self.aio.size if self.aio is not None else 0,
+                              all_async=not registry.has_sync)
         self._low_water = config.concurrency
         self._stuck: dict[int, UnitOfWork] = {}
         """Jobs rfetch failed on and could not push back: left in the private lists."""
@@ -193,6 +200,7 @@ class Manager:
             if cancelled:
                 log.info("cancelled %d async job(s) still running", cancelled)
             self.aio.stop()
+        self.marks.close()
         try:
             return self.fetch.requeue_unheld((), "shutdown")
         except REDIS_DOWN as exc:
@@ -250,6 +258,8 @@ class Manager:
         if self.aio is None:
             return [], units
         looped = [unit for unit in units if self.aio.accepts(unit)]
+        with self.pool.cond:
+            self.room.observed(len(units), len(looped))
         if not looped:
             return [], units
         ids = {id(unit) for unit in looped}
@@ -286,6 +296,7 @@ class Manager:
                 now = time.monotonic()
                 with self.pool.cond:
                     self.pool.started[ident] = now
+        self.marks.mark(f"t{ident:x}", unit)  # before perform: poison-pill counting
         self.work.begin(ident, unit)
         try:
             try:
@@ -329,18 +340,21 @@ class Manager:
             while not self.work.quiet:
                 ready = self.prefetch.ready_soon(self.pool.started.values(), time.monotonic())
                 waiting = self.pool.waiting()
-                capacity = (
-                    self.config.concurrency + self._loop_slots + self.prefetch.allowance(ready)
-                )
-                room = capacity - len(self.pool.held)
+                threads = self.config.concurrency + self.prefetch.allowance(ready)
+                # Threads and loop slots are separate room (worker/fetch_room.py).
+                room, capacity = self.room.plan(threads, len(self.pool.held),
+                                                len(self.pool.looped))
                 min_batch = max(1, capacity // 4)
                 self._low_water = capacity - min_batch
                 give_back = []
                 if self.prefetch.give_back(waiting, ready):
                     give_back = self.pool.take_waiting(lambda unit: True, quiet=False)
                 # After an empty fetch, fetch again once a thread is free with nothing
-                # waiting; else once threads starve or there is room for a batch.
-                starving = waiting == 0 or (self.aio is not None and self.aio.idle())
+                # waiting; else once threads starve or there is room for a batch. An idle
+                # loop starves only while async jobs are being fetched.
+                starving = waiting == 0 or (
+                    self.aio is not None and self.room.expects_async and self.aio.idle()
+                )
                 wanted = self.pool.thread_free() if idle else starving or room >= min_batch
                 # A sweep goes at once: the strays it pushes back wait for no thread here.
                 sweep = self._sweep is not None

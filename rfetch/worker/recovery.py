@@ -46,6 +46,7 @@ from rfetch.worker.host import ProcessStamp, is_gone, own_stamp
 from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.rescue import KeyRescue
 from rfetch.worker.retry import JobRetry
+from rfetch.worker.started import started_payloads
 from rfetch.worker.unit import UnitOfWork
 
 log = logging.getLogger("rfetch.recovery")
@@ -302,6 +303,7 @@ class OrphanRecovery:
             How many jobs were pushed back (poison pills not counted).
         """
         recovered = stuck = 0
+        started = started_payloads(self.redis, self.keys, identity)
         for queue in sorted(queues):
             private_key = self.keys.private(identity, queue)
             raws: list[bytes] = self.redis.lrange(private_key, 0, -1)  # type: ignore[assignment]
@@ -309,7 +311,7 @@ class OrphanRecovery:
             for raw in raws:
                 unit = self.fetch.unit(queue, raw, private_key)
                 try:
-                    recovered += self._recover_one(unit)
+                    recovered += self._recover_one(unit, started)
                 except ResponseError as exc:  # nothing changed (recover.lua checks first)
                     stuck += 1
                     log.error("a job of %s stays in its private list %s: %s", identity,
@@ -322,14 +324,15 @@ class OrphanRecovery:
         pipe.hdel(self.keys.identities, identity)
         pipe.hdel(self.keys.suspects, identity)
         pipe.srem(self.keys.processes, identity)
-        pipe.unlink(
-            self.keys.process(identity), self.keys.work(identity), self.keys.workers(identity)
-        )
+        pipe.unlink(self.keys.process(identity), self.keys.work(identity),
+                    self.keys.workers(identity), self.keys.started(identity))
         pipe.execute()
         log.warning("reaped dead process %s: %d job(s) pushed back", identity, recovered)
         return recovered
 
-    def _recover_one(self, unit: UnitOfWork) -> int:
+    def _recover_one(self, unit: UnitOfWork, started: frozenset[bytes]) -> int:
+        """Push back one job of a dead process, counted as a possible poison pill only if
+        the process had started it (in ``started``, its start marks: ``worker/started.py``)."""
         try:
             job: Payload | None = loads(unit.raw)
         except InvalidJob:
@@ -343,6 +346,7 @@ class OrphanRecovery:
             jid,
             self.config.poison_max_recoveries,
             int(self.config.poison_window),
+            counted=unit.raw in started,
         )
         if outcome == "requeued":
             log.info("recovered jid=%s to queue %s", jid, unit.queue)

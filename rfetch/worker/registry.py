@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 
 from rfetch.config import Config
-from rfetch.errors import ConfigError, DuplicateJobName
+from rfetch.errors import ConfigError, DuplicateJobName, RequireFailed
 from rfetch.job import Job
 
 log = logging.getLogger("rfetch.registry")
@@ -96,7 +96,8 @@ def require(target: str) -> list[ModuleType]:
     Raises:
         ConfigError: the module, file or folder cannot be found, or a module of a package
             folder fails to import (the message names it).
-        Exception: whatever a named module or file raises when imported.
+        RequireFailed: the named module or file raised when imported (a ConfigError whose
+            ``__cause__`` is the exception).
     """
     path = Path(target)
     if target.endswith(".py") or path.is_dir():
@@ -105,7 +106,7 @@ def require(target: str) -> list[ModuleType]:
         root, module_name = _importable(path.resolve())
         if str(root) not in sys.path:
             sys.path.insert(0, str(root))
-        module = importlib.import_module(module_name)
+        module = _import(target, module_name)
         return _with_submodules(target, module) if path.is_dir() else [module]
     cwd = str(Path.cwd())
     if cwd not in sys.path:
@@ -114,19 +115,36 @@ def require(target: str) -> list[ModuleType]:
         return [importlib.import_module(target)]
     except ModuleNotFoundError as exc:
         # Only the target itself (or a package on its path, e.g. a typo in
-        # `myapp.jobz`) missing is a configuration error; a found module that imports a
-        # missing dependency raises as it is.
+        # `myapp.jobz`) missing is said so; a found module that imports a missing
+        # dependency fails like any other import error.
         missing = exc.name or ""
         if missing and (target == missing or target.startswith(missing + ".")):
             raise ConfigError(f"-r {target}: no module named {missing!r}") from None
+        raise RequireFailed(target, exc) from exc
+    except ConfigError:
         raise
+    except Exception as exc:
+        raise RequireFailed(target, exc) from exc
+
+
+def _import(target: str, module_name: str) -> ModuleType:
+    """Import the module of the file or folder ``target``; what it raises, as
+    :class:`RequireFailed` (a :class:`ConfigError` it raises itself is kept)."""
+    try:
+        return importlib.import_module(module_name)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise RequireFailed(target, exc) from exc
 
 
 def require_all(targets: Iterable[str]) -> list[ModuleType]:
     """:func:`require` each ``-r`` target in order, warning in the log about a target that
-    adds no job class (a package folder whose jobs live elsewhere, a module without
-    jobs) and when no job class is registered at all: a worker that has none fails every
-    job it fetches as unknown.
+    accounts for no job class (:func:`_accounts_for`: a package folder whose jobs live
+    elsewhere, a module without jobs) and when no job class is registered at all: a
+    worker that has none fails every job it fetches as unknown. A module that defines
+    ``configure_worker`` (a setup module, e.g. ``rfetch.integrations.django.worker``) is
+    not warned about.
 
     Returns:
         Every imported module, in order.
@@ -137,13 +155,15 @@ def require_all(targets: Iterable[str]) -> list[ModuleType]:
     modules: list[ModuleType] = []
     known = set(_all_subclasses(Job))
     for target in targets:
-        modules.extend(require(target))
+        imported = require(target)
+        modules.extend(imported)
         loaded = set(_all_subclasses(Job))
-        if not Registry(loaded - known):
+        setup = any(hasattr(m, "configure_worker") for m in imported)
+        if not setup and not Registry(_accounts_for(imported, loaded - known, loaded)):
             log.warning(
-                "-r %s adds no job class (a concrete rfetch.Job subclass or @rfetch.job "
-                "function not loaded before); name the module that defines the jobs, e.g. "
-                "-r myapp.jobs",
+                "-r %s adds no job class (no concrete rfetch.Job subclass or @rfetch.job "
+                "function is defined in it, imported into it or loaded by importing it); "
+                "name the module that defines the jobs",
                 target,
             )
         known = loaded
@@ -154,6 +174,23 @@ def require_all(targets: Iterable[str]) -> list[ModuleType]:
             "" if modules else " (no -r given)",
         )
     return modules
+
+
+def _accounts_for(
+    modules: list[ModuleType], new: set[type[Job]], loaded: set[type[Job]]
+) -> set[type[Job]]:
+    """The job classes a ``-r`` target's ``modules`` account for: those its import loaded
+    (``new``, wherever they are defined) and, of every class ``loaded``, those defined in
+    one of the modules (or a package's submodule) or named in a module's namespace, for a
+    module an earlier ``-r`` (or Django's app loading) had already imported."""
+    names = {m.__name__ for m in modules}
+    namespace = {id(v) for m in modules for v in vars(m).values()}
+    return new | {
+        cls for cls in loaded
+        if cls.__module__ in names
+        or any(cls.__module__.startswith(n + ".") for n in names)
+        or id(cls) in namespace
+    }
 
 
 def _importable(path: Path) -> tuple[Path, str]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -14,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from unittest import mock
 
 import redis
 from asgiref.sync import async_to_sync, sync_to_async
@@ -252,6 +254,10 @@ class WorkerTests(TransactionTestCase):
         signup = Signup.objects.create(email="cy@example.com")
         WelcomeSignup.perform_async(signup.pk)
         wait_for(lambda: Signup.objects.get(pk=signup.pk).welcomed, 30, "the welcome job")
+        # The documented command warns about neither -r (the first is a setup module).
+        log = self.log_path.read_text(errors="replace")
+        self.assertIn("job classes:", log)
+        self.assertNotIn("adds no job class", log)
 
     def test_a_connection_closed_by_the_server_costs_no_job(self) -> None:
         RecordBackend.perform_async("first")
@@ -326,3 +332,25 @@ class WebUITests(TestCase):
         self.assertEqual(response.status_code, 303)
         self.assertEqual(response["Location"], "/rfetch/queues/django")
         self.assertTrue(self.redis.sismember("paused", "django"))
+
+    def test_metrics_answer_a_scraper_without_a_session(self) -> None:
+        # Prometheus has no Django session: /metrics is not behind the staff login.
+        self.redis.sadd("queues", "django")
+        response = self.client.get("/rfetch/metrics")
+        self.assertEqual(response.status_code, 200)
+        self.assertIn('rfetch_queue_jobs{queue="django"} 0.0', response.content.decode())
+        self.assertEqual(self.client.post("/rfetch/metrics").status_code, 302)  # GET only
+
+    def test_metrics_token_requires_a_bearer_header(self) -> None:
+        options = dataclasses.replace(
+            app_config().options, web={**app_config().options.web, "metrics_token": "s3cret"}
+        )
+        with mock.patch.object(app_config(), "options", options):
+            self.assertEqual(self.client.get("/rfetch/metrics").status_code, 401)
+            wrong = self.client.get("/rfetch/metrics", HTTP_AUTHORIZATION="Bearer nope")
+            self.assertEqual(wrong.status_code, 401)
+            right = self.client.get("/rfetch/metrics", HTTP_AUTHORIZATION="Bearer s3cret")
+            self.assertEqual(right.status_code, 200)
+            # The pages stay behind the staff login, token or not.
+            page = self.client.get("/rfetch/queues", HTTP_AUTHORIZATION="Bearer s3cret")
+            self.assertEqual(page.status_code, 302)

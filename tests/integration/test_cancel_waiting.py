@@ -252,3 +252,24 @@ def test_a_batched_job_cancelled_in_its_queue_or_scheduled_fires_the_batch_callb
         assert sorted(callbacks) == ["batch_jobs.OnComplete", "batch_jobs.OnDeath"]
     finally:
         DEFAULT.set(None)
+
+
+def test_a_cancelled_job_retried_from_the_dead_set_runs(
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path, api: Api,
+    records: Records, lj: ModuleType,
+) -> None:
+    """"Retry now" on a job that a cancel sent to the dead set means "run it": the spent
+    cancel mark (kept 24 h) must not cancel it a second time."""
+    keyed = lj.Work.set(key="again")
+    keyed.perform_async(0.2)
+    second = keyed.perform_async(0.0)
+    assert api.cancel(second, dead=True).state == "marked"
+    worker = _worker(redis_server.url, tmp_path, records, ["-c", "2"])
+    try:
+        wait_for(lambda: api.explain(second).state == "dead", 20, worker.log)
+        assert records.count("start")[second] == 0
+        assert api.dead.retry([second]).missing == []
+        wait_for(lambda: records.count("done")[second] == 1, 20, worker.log)
+        assert r.zscore("rfetch:cancels", second) is None
+    finally:
+        assert worker.stop(20) == 0

@@ -230,3 +230,44 @@ def test_namespace_and_unreachable_redis(rfetch: Any, r: redis.Redis) -> None:
 
     down = rfetch("stats", url=f"redis://127.0.0.1:{free_port()}/0")
     assert down.exit_code == 1 and "Error: Redis at redis://127.0.0.1:" in down.output
+
+
+@pytest.mark.parametrize(("command", "key"), [("dead", "dead"), ("retries", "retry"),
+                                              ("scheduled", "schedule")])
+def test_a_set_command_alone_lists_its_jobs(
+    rfetch: Any, r: redis.Redis, command: str, key: str
+) -> None:
+    # Like `rfetch limits` and `rfetch periodic`: no subcommand is the list, not a usage error.
+    r.zadd(key, {payload(jid_of(1), queue="q"): 1.0})
+    alone = rfetch(command)
+    assert alone.exit_code == 0, alone.output
+    assert jid_of(1) in alone.stdout and "showing 1-1 of 1 in the set" in alone.stdout
+    as_json = rfetch(command, "--json")
+    assert [j["jid"] for j in json.loads(as_json.stdout)["jobs"]] == [jid_of(1)]
+
+
+def test_enqueue_checks_the_name_and_uses_the_class_queue(
+    rfetch: Any, r: redis.Redis, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+    import sys
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "enqjobs_cli.py").write_text(
+        "import rfetch\n\nclass SendWelcome(rfetch.Job):\n    queue = 'mail'\n\n"
+        "    def perform(self, user_id):\n        pass\n"
+    )
+    importlib.invalidate_caches()
+    try:
+        typo = rfetch("enqueue", "enqjobs_cli.SendWelcom", "[1]")
+        assert typo.exit_code == 1 and "did you mean enqjobs_cli.SendWelcome?" in typo.output
+        assert r.keys("queue:*") == []  # nothing pushed
+        done = rfetch("enqueue", "enqjobs_cli.SendWelcome", "[1]")
+        assert done.exit_code == 0, done.output
+        assert json.loads(r.lindex("queue:mail", 0) or b"{}")["jid"] == done.stdout.strip()
+        external = rfetch("enqueue", "HardWorker", "[2]", "--external")
+        assert external.exit_code == 0, external.output
+        assert json.loads(r.lindex("queue:default", 0) or b"{}")["class"] == "HardWorker"
+    finally:
+        sys.modules.pop("enqjobs_cli", None)

@@ -37,7 +37,7 @@ def run_cli(url: str, *args: str) -> subprocess.CompletedProcess[str]:
 def test_enqueue_exits_1_without_a_jid_when_redis_is_down(own_redis: RedisServer) -> None:
     url = own_redis.url
     own_redis.stop()
-    done = run_cli(url, "enqueue", "app.Report", "[1]")
+    done = run_cli(url, "enqueue", "app.Report", "[1]", "--external")
     assert done.returncode == 1
     assert done.stdout == ""  # no jid for a job that is not in Redis
     assert "job not enqueued: Redis at" in done.stderr
@@ -47,7 +47,7 @@ def test_enqueue_exits_1_without_a_jid_when_redis_is_down(own_redis: RedisServer
 
 
 def test_enqueue_prints_the_jid_of_a_job_in_redis(own_redis: RedisServer) -> None:
-    done = run_cli(own_redis.url, "enqueue", "app.Report", "[1]", "-q", "reports")
+    done = run_cli(own_redis.url, "enqueue", "app.Report", "[1]", "-q", "reports", "--external")
     assert done.returncode == 0, done.stderr
     jid = done.stdout.strip()
     assert len(jid) == 24

@@ -31,8 +31,11 @@ def make_recovery(r: redis.Redis, url: str, **fields: Any) -> OrphanRecovery:
     return Launcher(config, Registry([]), redis=r, identity="me:1:bbbbbbbbbbbb").recovery
 
 
-def orphan(r: redis.Redis, url: str, count: int, identity: str = DEAD) -> list[bytes]:
-    """Jobs sitting in a dead process's private list, as a kill -9 leaves them."""
+def orphan(
+    r: redis.Redis, url: str, count: int, identity: str = DEAD, started: bool = True
+) -> list[bytes]:
+    """Jobs sitting in a dead process's private list, as a kill -9 leaves them: each
+    started by one of its threads (its start mark written), unless not ``started``."""
     client = Client(Config(redis_url=url), r)
     client.push_bulk("Anything", [[i] for i in range(count)])
     moved = [
@@ -40,7 +43,15 @@ def orphan(r: redis.Redis, url: str, count: int, identity: str = DEAD) -> list[b
         for _ in range(count)
     ]
     r.hset(KEYS.identities, identity, json.dumps(["default"]))
+    if started:
+        for slot, raw in enumerate(moved):
+            mark_started(r, raw, slot, identity)  # type: ignore[arg-type]
     return moved  # type: ignore[return-value]
+
+
+def mark_started(r: redis.Redis, raw: bytes, slot: int = 0, identity: str = DEAD) -> None:
+    """The start mark a thread of ``identity`` writes before it runs the job ``raw``."""
+    r.hset(KEYS.started(identity), f"t{slot}", raw)
 
 
 def test_second_look_reaps_and_keeps_order(r: redis.Redis, redis_server: RedisServer) -> None:
@@ -119,6 +130,7 @@ def test_poison_pill_goes_dead_after_three_recoveries(
         if round_:  # it crashed its next worker again
             r.lmove("queue:default", KEYS.private(DEAD, "default"), "RIGHT", "LEFT")
             r.hset(KEYS.identities, DEAD, json.dumps(["default"]))
+            mark_started(r, raw)
         recovery.reap(DEAD, ["default"])
     assert seen == [(jid, False), (jid, False), (jid, True)]
     assert deaths == [jid]
@@ -136,11 +148,36 @@ def test_poison_pill_with_dead_false_is_discarded(
 ) -> None:
     recovery = make_recovery(r, redis_server.url, poison_max_recoveries=1)
     Client(Config(redis_url=redis_server.url), r).push("Anything", [1], {"dead": False})
-    r.lmove("queue:default", KEYS.private(DEAD, "default"), "RIGHT", "LEFT")
+    raw = r.lmove("queue:default", KEYS.private(DEAD, "default"), "RIGHT", "LEFT")
+    mark_started(r, raw)  # type: ignore[arg-type]
     recovery.reap(DEAD, ["default"])
     assert r.zcard("dead") == 0
     assert r.llen(KEYS.private(DEAD, "default")) == 0
     assert r.llen("queue:default") == 0
+
+
+def test_a_job_held_but_not_started_is_pushed_back_without_counting(
+    r: redis.Redis, redis_server: RedisServer
+) -> None:
+    """A job its dead process had fetched but not started (no start mark) did not kill it:
+    however often that happens, it is pushed back, never buried as a poison pill; the job
+    the process did start beside it is counted."""
+    recovery = make_recovery(r, redis_server.url)
+    ran, waited = orphan(r, redis_server.url, 2, started=False)
+    ran_jid, waited_jid = json.loads(ran)["jid"], json.loads(waited)["jid"]
+    for round_ in range(5):
+        if round_:  # fetched again by a process that dies holding both
+            for _ in range(2):
+                r.lmove("queue:default", KEYS.private(DEAD, "default"), "RIGHT", "LEFT")
+            r.hset(KEYS.identities, DEAD, json.dumps(["default"]))
+        if round_ < 2:
+            mark_started(r, ran)
+        recovery.reap(DEAD, ["default"])
+        assert not r.exists(KEYS.started(DEAD))  # dropped with the dead process
+    assert r.zcard("dead") == 0
+    assert r.llen("queue:default") == 2
+    assert r.get(KEYS.recoveries(waited_jid)) is None
+    assert r.get(KEYS.recoveries(ran_jid)) == b"2"
 
 
 def test_recovery_counter_expires_after_the_window(

@@ -84,6 +84,19 @@ def test_a_require_without_jobs_and_a_worker_without_jobs_are_warned(
     assert "job classes: (none)" in log
 
 
+def test_a_queue_no_job_class_uses_is_warned_about_with_a_close_name(
+    start_worker: StartWorker,
+) -> None:
+    # Warned, not refused: a queue fed by a Ruby client is legitimate, and the worker runs.
+    worker = start_worker("-r", "logjobs", "-q", "defualt", "-q", "ruby", "-q", "default")
+    log = worker.log()
+    assert "WARNING: -q defualt: no registered job class uses this queue (theirs: default); " \
+        "did you mean -q default?" in log
+    assert "WARNING: -q ruby: no registered job class uses this queue (theirs: default); " \
+        "fine if another client" in log
+    assert "-q default:" not in log
+
+
 @pytest.mark.parametrize("target", ["./billingpkg", "billingpkg/", "./billingpkg/jobs.py"])
 def test_a_package_folder_or_a_file_in_it_registers_the_pushed_name(
     start_worker: StartWorker, redis_server: RedisServer, target: str
@@ -103,7 +116,8 @@ def test_a_package_folder_or_a_file_in_it_registers_the_pushed_name(
 
 @pytest.mark.parametrize(
     ("command", "code"),
-    [(["queues"], 1), (["retries", "list"], 1), (["check"], 3), (["enqueue", "X", "[]"], 1)],
+    [(["queues"], 1), (["retries", "list"], 1), (["check"], 3),
+     (["enqueue", "X", "[]", "--external"], 1)],
 )
 def test_cli_errors_hide_the_redis_password(command: list[str], code: int) -> None:
     url = f"redis://ops:{PASSWORD}@127.0.0.1:1/0"  # nothing listens on port 1

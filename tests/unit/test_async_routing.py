@@ -32,9 +32,11 @@ class Counted(Job):
 @pytest.fixture
 def loop() -> Iterator[AsyncPool]:
     """An AsyncPool never started (routing needs no loop thread); its loop closed after."""
-    none = cast("Any", None)  # the processor and the reporter are not used to route
+    none = cast("Any", None)  # the processor, reporter and marks are not used to route
     registry = Registry([Fetched, Counted])
-    pool = AsyncPool(Config(), none, registry, WorkState(), none, lambda unit, handled: None)
+    pool = AsyncPool(
+        Config(), none, registry, WorkState(), none, lambda unit, handled: None, none
+    )
     yield pool
     pool._loop.close()
 

@@ -13,6 +13,7 @@ from rfetch.errors import ConfigError
 from rfetch.integrations.django.settings import (
     apply_to_worker,
     config_from_settings,
+    split_settings,
 )
 
 
@@ -62,3 +63,10 @@ def test_a_worker_keeps_its_command_line_options(monkeypatch: pytest.MonkeyPatch
     assert worker.queues == (QueueSpec("mail"),)  # not given: from the settings
     assert worker.namespace == "shop"
     assert worker.server_middleware == [audit]
+
+
+def test_the_metrics_token_is_the_views_not_create_apps() -> None:
+    _, options = split_settings({"web": {"metrics_token": "s3cret", "title": "Jobs"}})
+    assert options.metrics_token == "s3cret"
+    assert options.web_app_options == {"title": "Jobs"}
+    assert split_settings({})[1].metrics_token is None

@@ -3,12 +3,13 @@ an exception other than InvalidJob, never a loop (no Redis)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from rfetch.errors import InvalidJob
-from rfetch.payload import Routing, loads
+from rfetch.errors import ArgsNotSerializable, InvalidJob
+from rfetch.payload import MAX_NESTING, Routing, check_args, loads
 from rfetch.worker.retry import attempts_id, backtrace_lines
 
 
@@ -16,12 +17,42 @@ def nested(depth: int) -> str:
     return "[" * depth + "]" * depth
 
 
-@pytest.mark.parametrize("depth", [1500, 100_000])
-def test_json_nested_deeper_than_the_parser_is_invalid(depth: int) -> None:
-    raw = ('{"class":"X","jid":"j","ordering_key":"k","args":' + nested(depth) + "}").encode()
-    with pytest.raises(InvalidJob, match="not valid JSON"):
+def deep_payload(depth: int) -> bytes:
+    """A payload nested ``depth`` levels, its own object being the first."""
+    return ('{"class":"X","jid":"j","ordering_key":"k","args":' + nested(depth - 1) + "}").encode()
+
+
+@pytest.mark.parametrize("depth", [MAX_NESTING + 1, 600, 1500, 100_000])
+def test_json_nested_deeper_than_rfetch_reads_is_invalid_whatever_the_parser(depth: int) -> None:
+    # rfetch's own limit, below every parser's (orjson: 1,024 levels; json: the recursion
+    # limit on 3.10-3.12, deeper on 3.13): the same payload is invalid on every Python.
+    raw = deep_payload(depth)
+    with pytest.raises(InvalidJob, match=f"not valid JSON: nested deeper than {MAX_NESTING}"):
         loads(raw)
     assert Routing.parse(raw) is None  # read at fetch: a plain job, buried when run
+    with pytest.raises(InvalidJob, match="not valid JSON"):
+        loads(raw.decode())
+
+
+def test_json_nested_to_the_limit_is_read() -> None:
+    raw = deep_payload(MAX_NESTING)
+    assert loads(raw)["jid"] == "j"
+    assert loads(raw.decode())["jid"] == "j"
+    assert Routing.parse(raw) is not None
+
+
+def test_brackets_in_strings_do_not_count_as_nesting() -> None:
+    raw = ('{"class":"X","jid":"j","args":["' + "[{" * 1000 + '"]}').encode()
+    assert loads(raw)["args"] == ["[{" * 1000]
+
+
+def test_arguments_nested_deeper_than_the_payload_limit_are_refused_at_the_push() -> None:
+    args = json.loads(nested(MAX_NESTING - 1))  # the args list at level 2: 512 in all
+    check_args(args)
+    with pytest.raises(ArgsNotSerializable, match=f"limit of {MAX_NESTING} levels"):
+        check_args([args])
+    with pytest.raises(ArgsNotSerializable, match=f"limit of {MAX_NESTING} levels"):
+        check_args([{"a": args[0]}, 1])  # a dict is a level too
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import rfetch
-from rfetch.errors import ConfigError, DuplicateJobName
+from rfetch.errors import ConfigError, DuplicateJobName, RequireFailed
 from rfetch.worker.registry import Registry, require
 
 
@@ -136,8 +136,9 @@ def test_require_missing_module_or_file(tmp_path: Path, import_sandbox: str) -> 
 def test_require_does_not_mask_a_missing_dependency(tmp_path: Path, import_sandbox: str) -> None:
     (tmp_path / f"{import_sandbox}.py").write_text("import rfetch_not_installed_dependency\n")
     importlib.invalidate_caches()
-    with pytest.raises(ModuleNotFoundError, match="rfetch_not_installed_dependency"):
+    with pytest.raises(RequireFailed, match="rfetch_not_installed_dependency") as raised:
         require(import_sandbox)
+    assert isinstance(raised.value.__cause__, ModuleNotFoundError)
 
 
 def make_package(root: Path, name: str) -> Path:

@@ -143,7 +143,7 @@ def test_assert_enqueued_matches_and_explains() -> None:
         assert testing.assert_enqueued(Reminder, args=[1], queue="reminders", delay=0)
         testing.assert_enqueued(Reminder, args=[ANY], count=2)
         queues.assert_enqueued(Reminder, args=[2], delay=dt.timedelta(minutes=10))
-        queues.assert_enqueued(Reminder, at=dt.datetime.fromtimestamp(START + 600, dt.UTC))
+        queues.assert_enqueued(Reminder, at=dt.datetime.fromtimestamp(START + 600, dt.timezone.utc))
         testing.assert_not_enqueued(Reminder, args=[3])
         with pytest.raises(AssertionError, match=r"args=\[2\] queue='reminders' at=") as err:
             testing.assert_enqueued(Reminder, args=[2], queue="mail")

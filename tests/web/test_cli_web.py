@@ -54,7 +54,7 @@ def test_serves_pages_actions_and_metrics(redis_server: RedisServer, r: redis.Re
         assert status == 200 and "default" in body
         assert headers["Server"] == "rfetch"
         status, body, _ = get(web.url + "/metrics")
-        assert status == 200 and "rfetch_queue_size" in body
+        assert status == 200 and "rfetch_queue_jobs" in body
     finally:
         assert web.stop() == 0
 

@@ -85,9 +85,9 @@ def test_metrics_and_expired_counts(worker: Worker, client: Client, r: redis.Red
         for s in family.samples:
             got[(s.name, tuple(sorted(s.labels.items())))] = s.value
     labels = (("key", "t42"), ("queue", "q"))
-    assert got[("rfetch_concurrency_key_running", labels)] == 3
-    assert got[("rfetch_concurrency_key_waiting", labels)] == 2
-    assert got[("rfetch_concurrency_key_limit", labels)] == 3
+    assert got[("rfetch_concurrency_key_running_jobs", labels)] == 3
+    assert got[("rfetch_concurrency_key_waiting_jobs", labels)] == 2
+    assert got[("rfetch_concurrency_key_limit_jobs", labels)] == 3
     assert got[("rfetch_expired_total", ())] == 1
     assert got[("rfetch_queue_expired_total", (("queue", "q"),))] == 1
     assert 'data-stat="expired">1<' in text(client.get("/"))

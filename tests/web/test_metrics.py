@@ -6,10 +6,12 @@ from __future__ import annotations
 import os
 import time
 import urllib.request
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 import redis
+from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 from werkzeug.test import Client
 
@@ -65,18 +67,18 @@ def test_metrics_endpoint(client: Client, r: redis.Redis) -> None:
     got = samples(text(response))
     assert got[("rfetch_processed_total", ())] == 1000
     assert got[("rfetch_failed_total", ())] == 10
-    assert got[("rfetch_enqueued", ())] == 3
-    assert got[("rfetch_queue_size", (("queue", "default"),))] == 3
-    assert got[("rfetch_queue_size", (("queue", "mail"),))] == 0
+    assert got[("rfetch_enqueued_jobs", ())] == 3
+    assert got[("rfetch_queue_jobs", (("queue", "default"),))] == 3
+    assert got[("rfetch_queue_jobs", (("queue", "mail"),))] == 0
     assert 41 <= got[("rfetch_queue_latency_seconds", (("queue", "default"),))] < 60
     assert got[("rfetch_queue_paused", (("queue", "mail"),))] == 1
     assert got[("rfetch_queue_paused", (("queue", "default"),))] == 0
-    assert got[("rfetch_retry_size", ())] == 2
-    assert got[("rfetch_dead_size", ())] == 1
-    assert got[("rfetch_scheduled_size", ())] == 1
+    assert got[("rfetch_retry_jobs", ())] == 2
+    assert got[("rfetch_dead_jobs", ())] == 1
+    assert got[("rfetch_scheduled_jobs", ())] == 1
     assert got[("rfetch_processes", ())] == 2
     assert got[("rfetch_busy_threads", ())] == 3
-    assert got[("rfetch_concurrency", ())] == 10
+    assert got[("rfetch_concurrency_threads", ())] == 10
     assert got[("rfetch_quiet_processes", ())] == 1
     mail = (("class", "app.Mail"),)
     assert got[("rfetch_class_processed_total", mail)] == 20
@@ -88,11 +90,42 @@ def test_metrics_endpoint(client: Client, r: redis.Redis) -> None:
     assert got[(bucket, (("class", "app.Mail"), ("le", "3600")))] == 19
     assert got[(bucket, (("class", "app.Mail"), ("le", "+Inf")))] == 20
     assert got[("rfetch_class_duration_seconds_count", mail)] == 20
-    quantile = "rfetch_class_duration_quantile_seconds"
+    quantile = "rfetch_class_duration_window_seconds"
     assert got[(quantile, (("class", "app.Mail"), ("quantile", "0.5")))] == 0.001
     assert got[(quantile, (("class", "app.Mail"), ("quantile", "0.95")))] == 1.0
     assert got[(quantile, (("class", "app.Mail"), ("quantile", "0.99")))] == float("inf")
+    assert got[(f"{quantile}_count", mail)] == 20
     assert got[("rfetch_metrics_window_seconds", ())] == 300
+    # The names docs/web.md listed before the units were added are still there, deprecated.
+    assert got[("rfetch_enqueued", ())] == 3 and got[("rfetch_dead_size", ())] == 1
+    assert got[("rfetch_queue_size", (("queue", "default"),))] == 3
+    old_quantile = "rfetch_class_duration_quantile_seconds"
+    assert got[(old_quantile, (("class", "app.Mail"), ("quantile", "0.5")))] == 0.001
+    families = {f.name: f for f in text_string_to_metric_families(text(response))}
+    assert families["rfetch_class_duration_window_seconds"].type == "summary"
+    assert_naming_conventions(families.values())
+
+
+# Gauges whose value is a flag (1/0) or whose unit depends on the labels (a limiter's kind).
+UNITLESS_GAUGES = {"rfetch_queue_paused", "rfetch_leader_present", "rfetch_worker_quiet",
+                   "rfetch_limiter_limit", "rfetch_limiter_in_use"}
+UNITS = ("_seconds", "_bytes", "_jobs", "_threads", "_processes", "_cpus")
+
+
+def assert_naming_conventions(families: Iterable[Metric]) -> None:
+    """Prometheus' naming practice: a gauge names its unit; percentiles are a summary's
+    quantiles, not a gauge's label. Deprecated names (help "Deprecated: ...") excepted."""
+    wrong = []
+    for family in families:
+        if family.documentation.startswith("Deprecated") or family.type != "gauge":
+            continue
+        if family.name.endswith("_created"):  # prometheus-client's counter timestamps
+            continue
+        if family.name not in UNITLESS_GAUGES and not family.name.endswith(UNITS):
+            wrong.append(f"{family.name}: a gauge without a unit")
+        if any("quantile" in s.labels for s in family.samples):
+            wrong.append(f"{family.name}: a gauge with a quantile label")
+    assert not wrong
 
 
 def flush(stats: Stats, r: redis.Redis) -> None:
@@ -140,7 +173,7 @@ def test_jobs_over_a_minute_get_their_own_percentiles(client: Client, api: Api,
     by_class = {m.job_class: m for m in api.class_metrics(5)}
     assert by_class["app.Report"].p50_ms == 120_000
     assert by_class["app.Export"].p99_ms == 1_800_000
-    quantile = "rfetch_class_duration_quantile_seconds"
+    quantile = "rfetch_class_duration_window_seconds"
     got = samples(text(client.get("/metrics")))
     assert got[(quantile, (("class", "app.Report"), ("quantile", "0.5")))] == 120
     assert got[(quantile, (("class", "app.Export"), ("quantile", "0.99")))] == 1800
@@ -179,9 +212,13 @@ def test_worker_metrics_middleware_counts_and_times() -> None:
     bucket = tuple(sorted((*labels, ("le", "0.001"))))
     assert got[("rfetch_worker_job_duration_seconds_bucket", bucket)] <= 1
     assert got[("rfetch_worker_busy_threads", ())] == 3
-    assert got[("rfetch_worker_concurrency", ())] == 5
+    assert got[("rfetch_worker_concurrency_threads", ())] == 5
     assert got[("rfetch_worker_quiet", ())] == 1
     assert got[("rfetch_worker_cpus", ())] == len(os.sched_getaffinity(0))
+    assert got[("rfetch_worker_concurrency", ())] == 5  # the deprecated name
+    assert_naming_conventions(
+        text_string_to_metric_families(generate_latest(metrics.registry).decode())
+    )
 
 
 def test_worker_metrics_count_jobs_stopped_by_time_limits_and_cancels() -> None:

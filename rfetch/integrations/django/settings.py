@@ -10,7 +10,9 @@ Keys are the :class:`rfetch.Config` field names (``redis_url``, ``namespace``, `
 - ``database`` (default ``"default"``): the database alias whose transactions count;
 - ``web``: keyword arguments for :func:`rfetch.web.create_app` (``read_only``, ``title``,
   ``poll_interval``, ``metrics_window``), plus ``login_url`` (default ``"admin:login"``),
-  where a visitor who is not staff is sent.
+  where a visitor who is not staff is sent, and ``metrics_token``: without it ``/metrics``
+  answers anyone (Prometheus scrapes without a Django session); with it, only a request
+  with ``Authorization: Bearer <metrics_token>``.
 
 ``queues`` may be written as strings (``"mail,2"``), and the entries of
 ``client_middleware``, ``server_middleware``, ``error_handlers`` and ``death_handlers`` as
@@ -30,7 +32,11 @@ from rfetch.errors import ConfigError
 CALLABLE_LISTS = ("client_middleware", "server_middleware", "error_handlers", "death_handlers")
 """Config fields whose entries may be dotted import paths."""
 
-WEB_OPTIONS = frozenset({"read_only", "title", "poll_interval", "metrics_window", "login_url"})
+WEB_OPTIONS = frozenset(
+    {"read_only", "title", "poll_interval", "metrics_window", "login_url", "metrics_token"}
+)
+OWN_WEB_OPTIONS = frozenset({"login_url", "metrics_token"})
+"""Keys of ``RFETCH["web"]`` that the view reads, not :func:`rfetch.web.create_app`."""
 
 
 @dataclass(frozen=True)
@@ -47,9 +53,15 @@ class DjangoOptions:
         return str(self.web.get("login_url", "admin:login"))
 
     @property
+    def metrics_token(self) -> str | None:
+        """The bearer token ``/metrics`` requires, or None (``/metrics`` is open)."""
+        token = self.web.get("metrics_token")
+        return str(token) if token else None
+
+    @property
     def web_app_options(self) -> dict[str, Any]:
         """Keyword arguments for :func:`rfetch.web.create_app`."""
-        return {k: v for k, v in self.web.items() if k != "login_url"}
+        return {k: v for k, v in self.web.items() if k not in OWN_WEB_OPTIONS}
 
 
 def split_settings(values: Mapping[str, Any]) -> tuple[dict[str, Any], DjangoOptions]:

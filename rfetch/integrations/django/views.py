@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import io
 import sys
 from collections.abc import Iterable
@@ -17,10 +18,28 @@ from rfetch.integrations.django.apps import app_config
 @csrf_exempt  # rfetch's pages carry their own CSRF token and check the origin themselves
 def web_ui(request: HttpRequest, subpath: str = "") -> HttpResponse:
     """Serve ``subpath`` of the web UI to staff users; others go to the login page
-    (``RFETCH["web"]["login_url"]``, default ``admin:login``)."""
-    guarded = staff_member_required(_forward, login_url=app_config().options.login_url)
+    (``RFETCH["web"]["login_url"]``, default ``admin:login``).
+
+    ``/metrics`` is the exception: Prometheus scrapes without a Django session, so it
+    answers a GET without login, or, when ``RFETCH["web"]["metrics_token"]`` is set, a
+    GET with ``Authorization: Bearer <token>`` (401 otherwise)."""
+    options = app_config().options
+    if subpath == "metrics" and request.method in ("GET", "HEAD"):
+        if options.metrics_token is not None and not _bearer_matches(
+            request, options.metrics_token
+        ):
+            denied = HttpResponse("metrics: a bearer token is required\n", status=401)
+            denied["WWW-Authenticate"] = 'Bearer realm="rfetch metrics"'
+            return denied
+        return _forward(request, subpath)
+    guarded = staff_member_required(_forward, login_url=options.login_url)
     response: HttpResponse = guarded(request, subpath)
     return response
+
+
+def _bearer_matches(request: HttpRequest, token: str) -> bool:
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip(), token)
 
 
 def _forward(request: HttpRequest, subpath: str) -> HttpResponse:

@@ -1,0 +1,66 @@
+"""Start marks with a real ``rfetch worker``: a thread and an event-loop slot each write the
+exact payload of the job they start into ``<identity>:started`` before ``perform`` (what
+orphan recovery reads to count only started jobs as possible poison pills), and a clean
+stop removes the hash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast
+
+import redis
+
+from rfetch.client import Client
+from rfetch.config import Config
+from rfetch.store.keys import Keys
+from rfetch.worker.started import StartMarks
+from rfetch.worker.unit import UnitOfWork
+from tests.support.redis_server import RedisServer
+from tests.support.wait import wait_for
+from tests.support.workers import FAST_ENV, WorkerProcess
+
+KEYS = Keys()
+
+
+def test_a_worker_marks_each_job_it_starts_and_drops_the_marks_at_stop(
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
+) -> None:
+    worker = WorkerProcess(
+        redis_server.url, ["-c", "2", "-r", "testjobs", "-r", "async_jobs"], FAST_ENV, tmp_path
+    )
+    try:
+        identity = worker.identity(r)
+        client = Client(Config(redis_url=redis_server.url), r)
+        client.push("testjobs.Sleep", [30])
+        client.push("async_jobs.Waits", [30])
+        private = KEYS.private(identity, "default")
+        wait_for(lambda: r.llen(private) == 2, 20, worker.log)
+        held = set(r.lrange(private, 0, -1))  # type: ignore[arg-type]
+
+        def marked() -> bool:
+            marks: dict[bytes, bytes] = r.hgetall(KEYS.started(identity))  # type: ignore[assignment]
+            return set(marks.values()) == held
+
+        wait_for(marked, 20, worker.log)
+        fields = {f.decode()[0] for f in r.hkeys(KEYS.started(identity))}  # type: ignore[union-attr]
+        assert fields == {"t", "a"}  # one thread's mark, one loop slot's
+    finally:
+        assert worker.stop(30) == 0
+    assert not r.exists(KEYS.started(identity))
+
+
+def test_marks_go_on_after_redis_closes_their_connection(r: redis.Redis) -> None:
+    """The marks' connection gets no replies (``CLIENT REPLY OFF``); one Redis closed is
+    seen (it turns readable) and opened again, so the next mark is written."""
+    marks = StartMarks(r, KEYS, "host:1:marks")
+    unit = UnitOfWork("default", b'{"jid":"one"}', "private", None, cast("Any", None))
+    marks.mark("t1", unit)
+    wait_for(lambda: r.hget(KEYS.started("host:1:marks"), "t1") == unit.raw, 10)
+    clients: list[dict[str, Any]] = r.client_list()  # type: ignore[assignment]
+    [victim] = [c for c in clients if c.get("cmd") == "hset"]
+    r.client_kill_filter(_id=victim["id"])
+    wait_for(lambda: all(c["id"] != victim["id"] for c in r.client_list()), 10)
+    again = UnitOfWork("default", b'{"jid":"two"}', "private", None, cast("Any", None))
+    marks.mark("t1", again)
+    wait_for(lambda: r.hget(KEYS.started("host:1:marks"), "t1") == again.raw, 10)
+    marks.close()
