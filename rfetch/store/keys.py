@@ -301,6 +301,13 @@ class Keys:
         ``store_result`` seconds."""
         return self._k(f"rfetch:result:{jid}")
 
+    def django_task(self, jid: str) -> str:
+        """A Django task's attempts (``rfetch.integrations.django.tasks``; hash: ``task``,
+        ``args``, ``kwargs``, ``enqueued_at``, ``started_at``, ``last_attempted_at``,
+        ``worker_ids``, ``errors``, ``state``), written by the worker around each run and
+        kept as long as its record (``result``) plus an hour."""
+        return self._k(f"rfetch:django-task:{jid}")
+
     def result_wake(self, jid: str) -> str:
         """Wake list of a recorded job: one token pushed with its record, which
         ``rfetch.result`` waits on (BLMOVE onto itself, so every waiter sees it)."""
