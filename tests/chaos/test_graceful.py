@@ -83,7 +83,7 @@ class RollingStops:
             self.stopping.append((victim, now))
         # Up before it may be stopped: a TERM before the worker has installed its handlers
         # (during its imports) kills it outright, as it would any program.
-        self.fleet.start().identity(self.admin, timeout=120)
+        self.fleet.start().identity(self.admin)
 
     def advance(self, now: float) -> None:
         """TERM the workers whose time has come; collect those that exited."""
@@ -124,7 +124,7 @@ def test_tstp_and_term_cycles_lose_nothing_and_run_nothing_twice(
         for _ in range(3):
             fleet.start()
         for proc in fleet.live:
-            proc.identity(admin, timeout=120)
+            proc.identity(admin)
         jids = push(JOBS)
         deadline = time.monotonic() + 200  # the pace of the jobs is the machine's
         next_cycle = time.monotonic() + 0.5
