@@ -272,9 +272,9 @@ def test_a_line_that_cannot_be_written_does_not_end_the_writer(
     items.put(_event("same batch"))
     writer.start()
     try:
-        wait_for(lambda: "same batch" in stream.getvalue(), 5, "the next line", step=0.01)
+        wait_for(lambda: "same batch" in stream.getvalue(), 30, "the next line", step=0.01)
         items.put(_event("later"))
-        wait_for(lambda: "later" in stream.getvalue(), 5, "a later line", step=0.01)
+        wait_for(lambda: "later" in stream.getvalue(), 30, "a later line", step=0.01)
     finally:
         writer.stop()
     assert "broken" not in stream.getvalue()
