@@ -56,7 +56,7 @@ def start(
         ]
         started.extend(batch)
         for worker in batch:
-            worker.identity(r, timeout=30)
+            worker.identity(r)
         return batch
 
     yield run

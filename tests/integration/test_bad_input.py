@@ -190,7 +190,7 @@ def test_wrong_key_type_for_a_queue_is_logged_and_other_queue_still_runs(
     try:
         client = Client(Config(redis_url=redis_server.url), r)
         other = client.push("testjobs.Noop", ["other"], {"queue": "other"})
-        wait_for(lambda: done_jids(record) == [other], 5, "the job of the other queue")
+        wait_for(lambda: done_jids(record) == [other], 60, "the job of the other queue")
         assert proc.proc.poll() is None
         log = proc.log()
         assert "WRONGTYPE" in log

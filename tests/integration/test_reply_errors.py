@@ -122,7 +122,7 @@ def assert_threads_alive(proc: WorkerProcess) -> None:
     """TTIN makes the worker log every thread's stack: each long-lived one must be there."""
     proc.signal(signal.SIGTTIN)
     wait_for(lambda: "thread rfetch-heartbeat" in proc.log(), 10, proc.log)
-    wait_for(lambda: all(f"thread {name} " in proc.log() for name in THREADS), 5, proc.log)
+    wait_for(lambda: all(f"thread {name} " in proc.log() for name in THREADS), 60, proc.log)
 
 
 @pytest.mark.parametrize("fault", [oom, wrongtype, readonly])

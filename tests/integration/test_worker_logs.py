@@ -69,7 +69,7 @@ def test_a_failed_job_logs_its_traceback_in_text(
     jid = client.push("logjobs.Explodes", ["acme"], {"retry": 0})
     assert jid is not None
     wait_for(lambda: r.zcard("dead") == 1, 15, lambda: f"the job in the dead set:\n{worker.log()}")
-    wait_for(lambda: "explode_deep_inside" in worker.log(), 5, worker.log)
+    wait_for(lambda: "explode_deep_inside" in worker.log(), 60, worker.log)
     assert worker.stop() == 0
     text = worker.log()
     fail = next(i for i, line in enumerate(text.splitlines()) if "fail:" in line and jid in line)
@@ -89,7 +89,7 @@ def test_a_failed_job_logs_its_traceback_in_json(
     worker = start_worker("--json-logs")
     jid = client.push("logjobs.Explodes", ["json"], {"retry": 0})
     wait_for(lambda: r.zcard("dead") == 1, 15, lambda: f"the job in the dead set:\n{worker.log()}")
-    wait_for(lambda: "explode_deep_inside" in worker.log(), 5, worker.log)
+    wait_for(lambda: "explode_deep_inside" in worker.log(), 60, worker.log)
     worker.stop()
     entries = [json.loads(line) for line in worker.log().splitlines() if line.startswith("{")]
     fail = next(e for e in entries if e.get("jid") == jid and e["msg"].startswith("fail:"))
