@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -44,9 +44,9 @@ class Database:
     @classmethod
     def of(cls, conn: Any) -> Database:
         """The Database of ``conn``: a DB-API connection of psycopg (3 or 2), sqlite3,
-        PyMySQL, mysqlclient or MariaDB Connector/Python; a SQLAlchemy ``Connection``; or a
+        PyMySQL, mysqlclient or MariaDB Connector/Python; a SQLAlchemy ``Connection``; a
         SQLAlchemy ``Session`` (its connection of the current transaction, which
-        ``session.commit()`` commits).
+        ``session.commit()`` commits); or a Django connection (``django.db.connection``).
 
         Raises:
             ConfigError: another kind of object or database.
@@ -55,6 +55,9 @@ class Database:
             conn = conn.connection()
         if hasattr(conn, "exec_driver_sql"):  # a SQLAlchemy Connection
             return cls(conn, dialect(str(conn.dialect.name)), sqlalchemy=True)
+        if hasattr(conn, "vendor") and hasattr(conn, "in_atomic_block"):  # Django's
+            # Django's cursors take %s on every backend (it turns them into SQLite's ?)
+            return cls(conn, replace(dialect(str(conn.vendor)), mark="%s"))
         driver = type(conn).__module__.split(".")[0]
         name = _DRIVERS.get(driver)
         if name is None:

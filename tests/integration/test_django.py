@@ -46,4 +46,4 @@ def test_django_integration_with_djangos_runner(redis_server: RedisServer) -> No
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-6000:]
     ran = re.search(r"Ran (\d+) tests", output)
-    assert ran is not None and int(ran.group(1)) == 21, output[-3000:]
+    assert ran is not None and int(ran.group(1)) == 24, output[-3000:]
