@@ -29,6 +29,41 @@ def _database_option(func: click.decorators.FC) -> click.decorators.FC:
                         metavar="URL", help=DATABASE_HELP)(func)
 
 
+def outbox_option(func: click.decorators.FC) -> click.decorators.FC:
+    """``--outbox-database`` of ``rfetch explain`` and ``rfetch check``."""
+    return click.option("--outbox-database", envvar="RFETCH_OUTBOX_DATABASE", default=None,
+                        metavar="URL", help="Also look at the transactional outbox in this "
+                        "database [env: RFETCH_OUTBOX_DATABASE].")(func)
+
+
+def outbox_lines(url: str | None, jid: str) -> list[str]:
+    """``rfetch explain``'s lines for ``jid`` in the outbox at ``url`` ([] when none or not
+    there; a line saying so when the database cannot be read)."""
+    if url is None:
+        return []
+    import time
+
+    from rfetch.outbox.faces import OutboxView, explain_lines
+
+    try:
+        row = OutboxView(url).row(jid)
+    except Exception as exc:
+        return [f"outbox: cannot read {safe_url(url)}: {exc}"]
+    return [] if row is None else explain_lines(row, time.time())
+
+
+def check_outbox(
+    url: str | None, max_age: float | None, max_size: int | None
+) -> tuple[bool | None, str] | None:
+    """``rfetch check``'s verdict on the outbox at ``url`` (None without one; see
+    :func:`rfetch.outbox.faces.check_backlog`)."""
+    if url is None:
+        return None
+    from rfetch.outbox.faces import OutboxView, check_backlog
+
+    return check_backlog(OutboxView(url).read(), max_age, max_size)
+
+
 @main.group()
 def outbox() -> None:
     """The outbox table of transactional enqueue (rfetch.outbox.using, Django's

@@ -36,7 +36,8 @@ CALLABLE_LISTS = ("client_middleware", "server_middleware", "error_handlers", "d
 """Config fields whose entries may be dotted import paths."""
 
 WEB_OPTIONS = frozenset(
-    {"read_only", "title", "poll_interval", "metrics_window", "login_url", "metrics_token"}
+    {"read_only", "title", "poll_interval", "metrics_window", "login_url", "metrics_token",
+     "outbox_database"}
 )
 OWN_WEB_OPTIONS = frozenset({"login_url", "metrics_token"})
 """Keys of ``RFETCH["web"]`` that the view reads, not :func:`rfetch.web.create_app`."""
