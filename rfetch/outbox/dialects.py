@@ -67,10 +67,9 @@ class Dialect:
             f"ORDER BY id LIMIT {int(limit)} {self.lock}"
         ).rstrip()
 
-    @property
-    def delete(self) -> str:
-        """The DELETE of one relayed row by id (run with executemany)."""
-        return f"DELETE FROM {TABLE} WHERE id = {self.mark}"
+    def delete(self, count: int) -> str:
+        """The DELETE of ``count`` relayed rows by id, one statement."""
+        return f"DELETE FROM {TABLE} WHERE id IN ({', '.join([self.mark] * count)})"
 
     @property
     def refuse(self) -> str:

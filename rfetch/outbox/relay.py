@@ -44,6 +44,10 @@ _WHOLE_REDIS = ("OOM", "READONLY", "LOADING", "BUSY", "MASTERDOWN", "NOREPLICAS"
 """Reply errors about Redis itself, not about one row: the round is retried later."""
 
 
+DELETE_CHUNK = 500
+"""Ids per DELETE statement (SQLite's oldest builds take 999 parameters at most)."""
+
+
 class Row(NamedTuple):
     """One claimed outbox row (:data:`rfetch.outbox.dialects.COLUMNS` order)."""
 
@@ -113,7 +117,9 @@ class Relay:
                 settings.batch_size, settings.max_attempts))]
             refused = self._push(rows) if rows else {}
             done = [row for row in rows if row.id not in refused]
-            db.executemany(db.dialect.delete, [(row.id,) for row in done])
+            for start in range(0, len(done), DELETE_CHUNK):
+                ids = [row.id for row in done[start:start + DELETE_CHUNK]]
+                db.execute(db.dialect.delete(len(ids)), ids)
             db.executemany(db.dialect.refuse, [(err, rid) for rid, err in refused.items()])
             db.commit()
         except BaseException:
