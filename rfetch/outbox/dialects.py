@@ -19,6 +19,7 @@ relayed to Redis.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rfetch.errors import ConfigError
@@ -43,12 +44,14 @@ class Dialect:
         lock: the suffix that makes the claim lock its rows and pass rows other relays
             hold (``FOR UPDATE SKIP LOCKED``); "" where the whole database is locked
             instead (SQLite: the relay's ``BEGIN IMMEDIATE``).
+        deletes_returning: the claim may be a ``DELETE ... RETURNING`` (PostgreSQL).
     """
 
     name: str
     mark: str
     create: tuple[str, ...]
     lock: str
+    deletes_returning: bool = False
 
     @property
     def insert(self) -> str:
@@ -70,6 +73,21 @@ class Dialect:
     def delete(self, count: int) -> str:
         """The DELETE of ``count`` relayed rows by id, one statement."""
         return f"DELETE FROM {TABLE} WHERE id IN ({', '.join([self.mark] * count)})"
+
+    @property
+    def claim_delete(self) -> Callable[[int, int], str] | None:
+        """Where the database has it (PostgreSQL), the claim that deletes the rows it
+        returns, in one statement (see :meth:`claim`'s arguments); else None."""
+        if not self.deletes_returning:
+            return None
+
+        def statement(limit: int, max_attempts: int) -> str:
+            return (
+                f"DELETE FROM {TABLE} WHERE id IN ({self.claim(limit, max_attempts)}) "
+                f"RETURNING {COLUMNS}"
+            ).replace(f"SELECT {COLUMNS} FROM", "SELECT id FROM", 1)
+
+        return statement
 
     @property
     def refuse(self) -> str:
@@ -105,6 +123,7 @@ POSTGRESQL = Dialect(
         f"FOR EACH STATEMENT EXECUTE FUNCTION {TABLE}_notify()",
     ),
     "FOR UPDATE SKIP LOCKED",
+    deletes_returning=True,
 )
 
 SQLITE = Dialect(

@@ -1,9 +1,10 @@
 """The outbox relay: moves committed outbox rows to Redis, each job once.
 
 One round (:meth:`Relay.relay_batch`), in one database transaction: claim up to
-``batch_size`` rows, oldest first (``SELECT ... FOR UPDATE SKIP LOCKED`` on PostgreSQL and
-MySQL, so several relays take different rows; on SQLite ``BEGIN IMMEDIATE``, so relays take
-turns), push them to Redis in one ``push_once.lua`` call, delete them, commit.
+``batch_size`` rows, oldest first (``SELECT ... FOR UPDATE SKIP LOCKED`` on MySQL, so
+several relays take different rows; on PostgreSQL the same inside one ``DELETE ...
+RETURNING``; on SQLite ``BEGIN IMMEDIATE``, so relays take turns), push them to Redis in one
+``push_once.lua`` call, delete them (PostgreSQL: already done), commit.
 
 Exactly once: ``push_once.lua`` writes the jobs and a marker per jid
 (``rfetch:outbox:pushed:<jid>``, TTL ``marker_ttl``) in one atomic call, and writes nothing
@@ -106,21 +107,33 @@ class Relay:
         """One round: claim, push, delete, commit. Returns the rows claimed (relayed or
         counted as refused).
 
+        On PostgreSQL the claim is the delete (``DELETE ... RETURNING`` of rows locked with
+        ``SKIP LOCKED``, one round trip); the transaction stays open over the push, so a
+        failed push rolls the rows back. When Redis refuses some rows on their own, the
+        round rolls back, then deletes the rows it pushed and counts the refusals in a
+        transaction of its own (a relay dying in between leaves the pushed rows with their
+        markers: the next round deletes them without pushing them again).
+
         Raises:
             redis and driver errors: the round was rolled back; the rows stay.
         """
         db = self._database = self._database or self.connect()
         settings = self.settings
+        claim = db.dialect.claim_delete or db.dialect.claim
         db.begin()
         try:
-            rows = [Row(*r) for r in db.execute(db.dialect.claim(
-                settings.batch_size, settings.max_attempts))]
+            rows = sorted(Row(*r) for r in db.execute(claim(settings.batch_size,
+                                                            settings.max_attempts)))
             refused = self._push(rows) if rows else {}
             done = [row for row in rows if row.id not in refused]
-            for start in range(0, len(done), DELETE_CHUNK):
-                ids = [row.id for row in done[start:start + DELETE_CHUNK]]
-                db.execute(db.dialect.delete(len(ids)), ids)
-            db.executemany(db.dialect.refuse, [(err, rid) for rid, err in refused.items()])
+            if refused:  # the claim may have deleted the refused rows: start again
+                db.rollback()
+                db.begin()
+                db.executemany(db.dialect.refuse, [(e, rid) for rid, e in refused.items()])
+            if refused or db.dialect.claim_delete is None:
+                for start in range(0, len(done), DELETE_CHUNK):
+                    ids = [row.id for row in done[start:start + DELETE_CHUNK]]
+                    db.execute(db.dialect.delete(len(ids)), ids)
             db.commit()
         except BaseException:
             self._drop_database()

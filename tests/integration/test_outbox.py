@@ -165,24 +165,31 @@ def test_postgres_relay_wakes_on_notify(client: Client, pg_url: str, r: redis.Re
     assert not thread.is_alive()
 
 
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
 def test_row_redis_refuses_is_left_and_others_go(
-    client: Client, sqlite_url: str, r: redis.Redis, config: Config
+    client: Client, database: str, request: pytest.FixtureRequest, r: redis.Redis,
+    config: Config
 ) -> None:
+    url = request.getfixturevalue("sqlite_url" if database == "sqlite" else "pg_url")
     r.set("queue:broken", "a string, not a list")
-    conn = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
+    conn = connect(url).conn
     with rfetch.outbox.using(conn):
         good = client.push("app.Send", [1])
         bad = client.push("app.Send", [2], {"queue": "broken"})
         also = client.push("app.Send", [3])
+    if database == "postgresql":  # the relay's sqlite3 connection is in autocommit mode
         conn.commit()
-    relay = build_relay(config, sqlite_url, RelaySettings(max_attempts=2))
-    relay.relay_batch()
+    conn.close()
+    relay = build_relay(config, url, RelaySettings(max_attempts=2))
+    assert relay.relay_batch() == 3
     assert queued_jids(r) == [also, good]
-    relay.relay_batch()
+    assert rows(url) == [(bad, "broken")]  # the others were deleted
+    assert relay.relay_batch() == 1
     assert relay.relay_batch() == 0  # refused twice: left for an operator
-    assert rows(sqlite_url) == [(bad, "broken")]
+    assert rows(url) == [(bad, "broken")]
+    assert queued_jids(r) == [also, good]
     out = subprocess.run(
-        [sys.executable, "-m", "rfetch.cli", "outbox", "status", "--database", sqlite_url,
+        [sys.executable, "-m", "rfetch.cli", "outbox", "status", "--database", url,
          "--json", "--max-attempts", "2"], capture_output=True, text=True, check=True,
     )
     assert json.loads(out.stdout)["parked"] == 1
