@@ -113,13 +113,13 @@ def run_outbox_chaos(url: str, tmp_path: Path, seconds: float, say: Callable[[st
         restarted_redis = False
         start = time.monotonic()
         while time.monotonic() - start < seconds:
-            time.sleep(rng.uniform(0.05, 0.6))
+            time.sleep(rng.uniform(0.1, 0.8))
             app.restart_if_exited()
             roll = rng.random()
             if roll < 0.35 and time.monotonic() - app.started > rng.uniform(2.0, 5.0):
                 app.kill()  # once it had time to start (its imports take most of a second)
                 app.start()
-            elif roll < 0.6:
+            elif roll < 0.55:
                 victim = rng.randrange(len(relays))
                 relays[victim].kill()
                 relays[victim] = relay()
