@@ -24,6 +24,7 @@ from rfetch.outbox.relay import Relay, RelaySettings
 from rfetch.outbox.service import build_relay
 from rfetch.push_buffer import BufferedJob
 from tests.support.outbox import mysql_database, pg_database, pg_url, rows, sqlite_url
+from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
 
 __all__ = ["mysql_database", "pg_database", "pg_url", "sqlite_url"]
@@ -264,3 +265,20 @@ def test_asyncio_push_goes_to_the_outbox(client: Client, sqlite_url: str, r: red
     conn.commit()
     assert r.llen("queue:default") == 0
     assert rows(sqlite_url) == [(jid, "default")]
+
+
+def test_redis_down_keeps_the_rows_for_later(sqlite_url: str, own_redis: RedisServer) -> None:
+    config = Config(redis_url=own_redis.url)
+    conn = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
+    with rfetch.outbox.using(conn):
+        jid = Client(config).push("app.Send", [1])
+        conn.commit()
+    relay = build_relay(config, sqlite_url)
+    own_redis.stop()
+    with pytest.raises(redis.ConnectionError):
+        relay.relay_batch()
+    assert rows(sqlite_url) == [(jid, "default")]  # rolled back: still there
+    own_redis.start()
+    assert relay.relay_batch() == 1
+    assert queued_jids(own_redis.client()) == [jid]
+    assert rows(sqlite_url) == []
