@@ -254,6 +254,10 @@ class Keys:
         """Unique-job lock: value = jid of the job holding it, expires after ``unique_for``."""
         return self._k(f"rfetch:unique:{digest}")
 
+    def outbox_marker(self, jid: str) -> str:
+        """Marker of a job the outbox relay pushed (``push_once.lua``), for its TTL."""
+        return self._k(f"rfetch:outbox:pushed:{jid}")
+
     def metrics(self, minute: str) -> str:
         """Per-class counts and run-time histogram of one UTC minute (``YYYYmmddHHMM``)."""
         return self._k(f"rfetch:metrics:{minute}")
