@@ -19,12 +19,14 @@ Two ways a mixed queue starved a kind of room that sat idle:
 * **Probe**: with every thread busy and a share of 0, the loop's room never counted, so no
   fetch happened to learn that async jobs were queued, and an idle loop waited for a
   thread to free. While the loop has a free slot, the share is 0 and the threads have no
-  room, the fetcher now fetches one job anyway (a probe): an async job raises the share
-  (the loop's room then counts), a sync job waits for a thread or goes back to its queue
-  by the rule above. Probes back off (``PROBE_FIRST`` doubling to ``PROBE_MAX`` seconds)
-  until one brings an async job, so a sync-only workload costs at most one fetch and one
-  give-back per ``PROBE_MAX`` seconds; a probed sync job keeps the sync jobs held within
-  ``concurrency + prefetch``.
+  room, the fetcher now probes: it reads the next job of each queue (one round trip,
+  :func:`rfetch.worker.head_peek.async_next`) and, when one is async, fetches one job. An
+  async job raises the share (the loop's room then counts); a sync job (another queue
+  came first in the fetch order, or a fair or capped queue, whose jobs cannot be read
+  ahead) waits for a thread or goes back to its queue by the rule above, within
+  ``concurrency + prefetch`` sync jobs held. Probes back off (``PROBE_FIRST`` doubling to
+  ``PROBE_MAX`` seconds) until a fetch brings an async job, so a busy sync-only workload
+  costs one look per ``PROBE_MAX`` seconds, and no fetch/give-back loop can start.
 * **Bound**: async jobs waiting for a slot counted against the threads' fetch-ahead
   allowance (``concurrency + allowance + async_concurrency`` in all), which is 0 once the
   threads' recent jobs were long: with the loop full and two async jobs at the head of the

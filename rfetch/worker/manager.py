@@ -39,6 +39,7 @@ from rfetch.worker.event_loop import AsyncPool
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.fetch_room import FetchRoom
 from rfetch.worker.handoff import BlockingFetch, HandOff, Request
+from rfetch.worker.head_peek import async_next
 from rfetch.worker.prefetch import PrefetchPolicy
 from rfetch.worker.processor import Handled, Processor
 from rfetch.worker.reporting import ErrorReporter
@@ -333,9 +334,9 @@ class Manager:
     # -- the fetcher -------------------------------------------------------------------
 
     def _next_request(self, idle: bool) -> Request | None:
-        """Wait until there is room for a batch (or threads starve, or acks are due, or
-        waiting jobs must be given back). After a fetch that found nothing (``idle``),
-        fetch again only once a thread is free with no job waiting. None when quiet."""
+        """Wait until there is room for a batch (or threads starve, acks are due, waiting
+        jobs must be given back, or a probe is due); after a fetch that found nothing
+        (``idle``), until a thread is free with no job waiting. None when quiet."""
         with self.pool.cond:
             while not self.work.quiet:
                 now = time.monotonic()
@@ -352,7 +353,7 @@ class Manager:
                     give_back = self.pool.take_waiting(lambda unit: True, quiet=False)
                 # After an empty fetch, fetch again once a thread is free with nothing
                 # waiting (or to probe); else once threads starve or there is room for a
-                # batch. An idle loop starves only while async jobs are being fetched.
+                # batch (an idle loop starves only while async jobs come).
                 wanted = plan.probe or (self.pool.thread_free() if idle else plan.eager)
                 # A sweep goes at once: the strays it pushes back wait for no thread here.
                 sweep = self._sweep is not None
@@ -385,10 +386,10 @@ class Manager:
                             self._sweep = None
                 paused = self.paused()
                 sent_at = time.monotonic()
-                if room <= 0 or (idle and not probe and not acks and not self.fetch.broken and (
-                    len(self.config.queues) == 1 or not self.fetch.any_waiting(paused)
-                )):
-                    units = []  # no room, or still idle: go straight back to blocking
+                if room <= 0 or (probe and not async_next(self.fetch, self.aio, paused)) or (
+                    idle and not probe and not acks and not self.fetch.broken
+                    and (len(self.config.queues) == 1 or not self.fetch.any_waiting(paused))):
+                    units = []  # no room, still idle, or no async job next for a probe
                     if acks:
                         self.fetch.retrieve_work(0, paused, acks)
                 else:
