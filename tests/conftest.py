@@ -11,7 +11,7 @@ import redis
 from rfetch.config import Config
 from tests.support.redis_server import RedisServer
 
-pytest_plugins = ["tests.support.gate_worker"]
+pytest_plugins = ["tests.support.gate_worker", "tests.support.worker_fixtures"]
 
 
 @pytest.fixture(scope="session")
