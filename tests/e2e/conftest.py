@@ -44,15 +44,6 @@ def web_server(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFacto
     web.stop()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """One pytest-xdist process runs every browser test (``--dist loadgroup``): one
-    Chromium and one ``rfetch web`` per run, as without xdist."""
-    here = Path(__file__).resolve().parent
-    for item in items:
-        if here in Path(item.path).resolve().parents:
-            item.add_marker(pytest.mark.xdist_group("browser"))
-
-
 class PageErrors(list[str]):
     """Console errors and uncaught exceptions seen by a page (CSP violations included)."""
 

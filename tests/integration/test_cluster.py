@@ -23,9 +23,6 @@ from tests.support.workers import FAST_ENV, WorkerProcess
 
 NAMESPACE = "{rfetch}"
 
-# One pytest-xdist process runs them all (--dist loadgroup): one cluster set per run.
-pytestmark = pytest.mark.xdist_group("cluster")
-
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[ClusterSet]:

@@ -24,9 +24,6 @@ from tests.support.sentinel import MASTER_NAME, SentinelSet
 from tests.support.wait import wait_for
 from tests.support.workers import FAST_ENV, WorkerProcess
 
-# One pytest-xdist process runs them all (--dist loadgroup): one sentinel set per run.
-pytestmark = pytest.mark.xdist_group("sentinel")
-
 
 @pytest.fixture(scope="module")
 def sentinels() -> Iterator[SentinelSet]:
