@@ -15,7 +15,7 @@ import re
 import signal
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -25,8 +25,10 @@ import redis
 from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.version import __version__
+from tests.support.record import Record
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
+from tests.support.worker_fixtures import StartWorker, WorkerDefaults
 from tests.support.workers import WorkerProcess
 
 WORKER_ENV = {
@@ -44,64 +46,10 @@ below the 30 s the long jobs of these tests sleep, so an exit that waited for on
 (a ``-t`` or a second TERM not obeyed) misses it."""
 
 
-class Record:
-    """The ``RFETCH_TEST_RECORD`` file: ``<event> <jid> <pid> <time> [extra]`` lines."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def events(self) -> list[tuple[str, str, int]]:
-        if not self.path.exists():
-            return []
-        return [
-            (fields[0], fields[1], int(fields[2]))
-            for fields in (line.split() for line in self.path.read_text().splitlines())
-        ]
-
-    def has(self, event: str, jid: str, pid: int | None = None) -> bool:
-        return any(e == event and j == jid and pid in (None, p) for e, j, p in self.events())
-
-    def done_order(self) -> list[str]:
-        return [j for e, j, _ in self.events() if e == "done"]
-
-
-StartWorker = Callable[..., WorkerProcess]
-
-
 @pytest.fixture
-def record(tmp_path: Path) -> Record:
-    return Record(tmp_path / "record.txt")
-
-
-@pytest.fixture
-def start_worker(
-    redis_server: RedisServer, r: redis.Redis, tmp_path: Path, record: Record
-) -> Iterator[StartWorker]:
-    """Start a worker (``-r testjobs`` plus the given arguments) on the session server, or
-    on ``server=``; waits for its first heartbeat. Workers still alive at the end are
-    killed (by their own PID)."""
-    started: list[WorkerProcess] = []
-
-    def start(*args: str, server: RedisServer | None = None) -> WorkerProcess:
-        target = server or redis_server
-        proc = WorkerProcess(
-            target.url,
-            ["-r", "testjobs", *args],
-            env={**WORKER_ENV, "RFETCH_TEST_RECORD": str(record.path)},
-            log_dir=tmp_path,
-        )
-        started.append(proc)
-        client = target.client()
-        try:
-            proc.identity(client)
-        finally:
-            client.close()
-        return proc
-
-    yield start
-    for proc in started:
-        if proc.proc.poll() is None:
-            proc.kill()
+def worker_defaults() -> WorkerDefaults:
+    """``-r testjobs`` with this module's intervals."""
+    return WorkerDefaults(env=WORKER_ENV)
 
 
 @pytest.fixture

@@ -223,6 +223,7 @@ def test_an_eager_handler_freezes_the_message_of_a_mutable_argument() -> None:
     logger = logging.getLogger("rfetchtest.eager")
     logger.handlers[:] = [HandOffHandler(items, eager=True)]
     logger.propagate = False
+    logger.setLevel(logging.INFO)  # not the root's level, which depends on earlier tests
     cart = ["apple"]
     logger.info("cart %s", cart)
     cart.append("pear")  # the application goes on changing its object
