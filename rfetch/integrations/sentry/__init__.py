@@ -169,32 +169,28 @@ def install(
     """Send ``config``'s job failures, internal errors, job runs (transactions) and periodic
     jobs' check-ins to Sentry, and carry the trace of each push in its payload.
 
-    When sentry-sdk already has a working client (the application called
-    ``sentry_sdk.init``, best with ``integrations=[RfetchIntegration()]``), that client is
-    kept and ``dsn``, ``traces_sample_rate``, ``crons``, ``integration`` and
-    ``sentry_options`` are not used. Otherwise, with a DSN (``dsn``, else the ``SENTRY_DSN``
-    environment variable read now), ``sentry_sdk.init(dsn=dsn, traces_sample_rate=...,
+    A working sentry-sdk client (the application called ``sentry_sdk.init``, best with
+    ``integrations=[RfetchIntegration()]``) is kept, and the other arguments are not used.
+    Otherwise, with a DSN, ``sentry_sdk.init(dsn=dsn, traces_sample_rate=...,
     integrations=[integration], **sentry_options)`` is called. Then, once however often
-    this is called, a
-    :class:`~rfetch.integrations.sentry.tracing.SentryClientMiddleware` goes first in
-    ``config.client_middleware``, a
+    this is called, :class:`~rfetch.integrations.sentry.tracing.SentryClientMiddleware`
+    goes first in ``config.client_middleware``,
     :class:`~rfetch.integrations.sentry.tracing.SentryServerMiddleware` first in
-    ``config.server_middleware`` and a :class:`SentryErrorHandler` at the end of
+    ``config.server_middleware`` and a :class:`SentryErrorHandler` last in
     ``config.error_handlers``.
 
     Args:
         config: the Config to change (in place): a worker's, or the producer's before
             ``rfetch.configure(config)``.
-        dsn: the Sentry DSN; None or empty reads ``SENTRY_DSN``.
+        dsn: the Sentry DSN; None or empty reads ``SENTRY_DSN`` (now).
         traces_sample_rate: the share of traces (0.0-1.0) sent as transactions; a run that
-            continues a producer's trace follows the producer's sampling decision. None
-            (default) sends no transactions (sentry-sdk's default: tracing off).
-        crons: send Sentry Crons check-ins for periodic jobs (default True); the
-            integration's ``monitor_periodic``, when ``integration`` is not given.
+            continues a producer's trace follows the producer's decision. None (default):
+            no transactions (sentry-sdk's default, tracing off).
+        crons: Sentry Crons check-ins for periodic jobs (default True); the integration's
+            ``monitor_periodic`` when ``integration`` is not given.
         integration: the :class:`RfetchIntegration` with its options (default:
             ``RfetchIntegration(monitor_periodic=crons)``).
-        sentry_options: passed to ``sentry_sdk.init`` (e.g. ``environment``, ``release``,
-            ``transport``).
+        sentry_options: passed to ``sentry_sdk.init`` (``environment``, ``release``, ...).
 
     Returns:
         True when events will be sent to Sentry; False when no DSN is configured and
@@ -209,6 +205,29 @@ def install(
         # Nothing to configure, and no application code has set up a client (that would
         # have imported sentry_sdk): skip the ~80 ms import at every worker start.
         return False
+    sdk = _client(dsn, traces_sample_rate, crons, integration, sentry_options)
+    if sdk is None:
+        return False
+    from rfetch.integrations.sentry.integration import RfetchIntegration
+
+    RfetchIntegration.setup_once()  # also for a client initialised without the integration
+    _add_parts(config)
+    return _sending(sdk.get_client())
+
+
+def _client(
+    dsn: str | None,
+    traces_sample_rate: float | None,
+    crons: bool,
+    integration: RfetchIntegration | None,
+    sentry_options: dict[str, Any],
+) -> Any:
+    """The ``sentry_sdk`` module once a client is there (the application's, or one started
+    here with ``dsn``); None when there is no DSN and no client.
+
+    Raises:
+        ConfigError: see :func:`install`.
+    """
     try:
         import sentry_sdk
         from sentry_sdk.utils import BadDsn
@@ -216,28 +235,25 @@ def install(
         from rfetch.integrations.sentry.integration import RfetchIntegration
     except ImportError:
         if dsn is None:
-            return False
+            return None
         raise ConfigError(
             f"a Sentry DSN is configured but sentry-sdk is not installed: {INSTALL_HINT}"
         ) from None
-
     if _sending(sentry_sdk.get_client()):
         if dsn is not None or sentry_options or traces_sample_rate is not None:
             log.info("sentry-sdk is already initialised; its client is kept as it is")
-    elif dsn is None:
-        return False
-    else:
-        try:
-            sentry_sdk.init(
-                dsn=dsn, traces_sample_rate=traces_sample_rate,
-                integrations=[integration or RfetchIntegration(monitor_periodic=crons)],
-                **sentry_options,
-            )
-        except BadDsn as exc:
-            raise ConfigError(f"the Sentry DSN is not valid: {exc}") from None
-    RfetchIntegration.setup_once()  # also for a client initialised without the integration
-    _add_parts(config)
-    return _sending(sentry_sdk.get_client())
+        return sentry_sdk
+    if dsn is None:
+        return None
+    try:
+        sentry_sdk.init(
+            dsn=dsn, traces_sample_rate=traces_sample_rate,
+            integrations=[integration or RfetchIntegration(monitor_periodic=crons)],
+            **sentry_options,
+        )
+    except BadDsn as exc:
+        raise ConfigError(f"the Sentry DSN is not valid: {exc}") from None
+    return sentry_sdk
 
 
 @dataclass(frozen=True)
