@@ -108,3 +108,21 @@ class HashBuffer(rfetch.Job):
     def perform(self, n: int) -> None:
         hashlib.sha256(_buffer()).digest()
         _redis().incr("bench:done")
+
+
+class ChildBurn(rfetch.Job):
+    """CPU work done in a subprocess: a child Python spins ``BENCH_BURN_S`` (0.3) seconds of
+    its own CPU time, then INCR bench:done. Used by ``benchmarks.affinity_spread`` (adaptive
+    affinity counts the CPU of a worker's children)."""
+
+    def perform(self, n: int) -> None:
+        import subprocess
+        import sys
+
+        seconds = float(os.environ.get("BENCH_BURN_S", "0.3"))
+        subprocess.run(
+            [sys.executable, "-c", "import time\nend = time.process_time() + "
+             f"{seconds}\nwhile time.process_time() < end: pass"],
+            check=True,
+        )
+        _redis().incr("bench:done")

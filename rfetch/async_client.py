@@ -45,6 +45,7 @@ from rfetch.batch.context import collecting
 from rfetch.client import Client
 from rfetch.delivery import AsyncSender
 from rfetch.errors import BufferFull, QueueFull
+from rfetch.outbox import context as outbox_context
 from rfetch.push_buffer import BufferedJob
 from rfetch.shards import positions_by_shard, shard_config
 from rfetch.sink import INTERCEPTION, AsyncSend, Send, awaitable, refused, routed
@@ -124,6 +125,9 @@ class AsyncClient:
         if collector is not None:  # written with the batch when its jobs() block ends
             return collector.take(list(jobs))
         mode = INTERCEPTION.current()  # a test mode takes the write (rfetch.sink)
+        outbox = outbox_context.current()
+        if outbox is not None and mode is None:  # rows through the caller's (sync) connection
+            return outbox.write(jobs)
         sink = self.client.sink
         if sink is None and mode is None:
             return await self._send_or_buffer(jobs)

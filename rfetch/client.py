@@ -24,6 +24,7 @@ from rfetch.delivery import Delivery
 from rfetch.errors import BufferFull, ConfigError, QueueFull
 from rfetch.middleware import run_client_chain
 from rfetch.options import check_options
+from rfetch.outbox import context as outbox_context
 from rfetch.payload import Payload, check_args, dumps, new_jid, new_jids
 from rfetch.payload_fields import add_option_fields
 from rfetch.push_buffer import BufferedJob, PushBuffer
@@ -353,6 +354,9 @@ class Client:
         collector = collecting()
         if collector is not None:  # written with the batch when its jobs() block ends
             return collector.take(list(jobs))
+        outbox = outbox_context.current()
+        if outbox is not None and INTERCEPTION.current() is None:
+            return outbox.write(jobs)  # rows in the caller's transaction (rfetch.outbox)
         return self.route(jobs, lambda held: self.deliver(held, buffer))
 
     def route(self, jobs: Sequence[BufferedJob], send: Send) -> list[bool] | None:

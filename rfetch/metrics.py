@@ -35,10 +35,11 @@ from rfetch.cap_metrics import flow_metrics
 from rfetch.durable_metrics import durable_metrics
 from rfetch.errors import JobCancelled, JobTimeout
 from rfetch.metric_names import window_summary, with_deprecated
+from rfetch.process_metrics import WorkerFigures, WorkerStateCollector, process_gauges
 from rfetch.stats import BUCKETS_MS
 
 if TYPE_CHECKING:
-    from rfetch.api import Api, ClassMetrics, ProcessInfo
+    from rfetch.api import Api, ClassMetrics
     from rfetch.job import Job
 
 DURATION_BUCKETS = tuple(ms / 1000 for ms in BUCKETS_MS)
@@ -99,7 +100,7 @@ class ApiCollector(Collector):
         yield _gauge("rfetch_scheduled_jobs", "Jobs in the scheduled set.", stats.scheduled_size)
         yield _gauge("rfetch_retry_jobs", "Jobs in the retry set.", stats.retry_size)
         yield _gauge("rfetch_dead_jobs", "Jobs in the dead set.", stats.dead_size)
-        yield from _process_gauges(processes)
+        yield from process_gauges(processes)
 
         size = GaugeMetricFamily("rfetch_queue_jobs", "Jobs waiting in the queue.",
                                  labels=["queue"])
@@ -129,17 +130,6 @@ class ApiCollector(Collector):
                      self.window_minutes * 60)
         yield _gauge("rfetch_scrape_duration_seconds",
                      "Time this scrape took to read Redis.", time.perf_counter() - started)
-
-
-def _process_gauges(processes: list[ProcessInfo]) -> Iterator[Metric]:
-    """Live processes, their busy and processor threads, and the quiet ones."""
-    yield _gauge("rfetch_processes", "Worker processes with a live heartbeat.", len(processes))
-    yield _gauge("rfetch_busy_threads", "Threads running a job, over live processes.",
-                 sum(p.busy for p in processes))
-    yield _gauge("rfetch_concurrency_threads", "Processor threads, over live processes.",
-                 sum(p.concurrency for p in processes))
-    yield _gauge("rfetch_quiet_processes", "Live processes that are quiet (not fetching).",
-                 sum(1 for p in processes if p.quiet))
 
 
 def _class_counters(totals: list[ClassMetrics]) -> Iterator[Metric]:
@@ -288,7 +278,7 @@ def api_registry(api: Api, window_minutes: int = DEFAULT_WINDOW_MINUTES) -> Coll
 
 class WorkerMetrics:
     """Per-process metrics of one worker: executions and run time by class and queue,
-    busy threads, concurrency and quiet state.
+    busy threads and loop slots, concurrency and quiet state.
 
     Install :meth:`middleware` in ``config.server_middleware`` before the worker starts,
     then :meth:`serve` (``rfetch worker --metrics-port`` does both).
@@ -327,9 +317,9 @@ class WorkerMetrics:
                 "its CPU, every allowed one while spread (--cpu-affinity).",
                 registry=self.registry,
             ).set_function(lambda: len(os.sched_getaffinity(0)))
-        self._state: Callable[[], tuple[int, int, bool]] | None = None
+        self._state: Callable[[], WorkerFigures] | None = None
         self._lock = threading.Lock()
-        self.registry.register(_StateCollector(self))
+        self.registry.register(WorkerStateCollector(self.state))
 
     def middleware(
         self, job: Job, payload: dict[str, Any], queue: str, call_next: Callable[[], None]
@@ -358,12 +348,15 @@ class WorkerMetrics:
         path = "hard" if context.get("hard") else "cooperative"
         self.stopped.labels(name, str(context.get("queue") or "?"), reason, path).inc()
 
-    def watch(self, state: Callable[[], tuple[int, int, bool]]) -> None:
-        """Report ``state()`` = (busy threads, concurrency, quiet) on each scrape."""
+    def watch(self, state: Callable[[], WorkerFigures]) -> None:
+        """Report ``state()`` (busy threads and loop slots, their capacity, quiet) on each
+        scrape: the ``rfetch_worker_busy_*``, ``rfetch_worker_concurrency_*`` and
+        ``rfetch_worker_quiet`` gauges."""
         with self._lock:
             self._state = state
 
-    def state(self) -> tuple[int, int, bool] | None:
+    def state(self) -> WorkerFigures | None:
+        """What ``watch`` reports now, or None before it was called."""
         with self._lock:
             probe = self._state
         return probe() if probe is not None else None
@@ -375,26 +368,3 @@ class WorkerMetrics:
 
         server, _thread = start_http_server(port, addr, registry=self.registry)
         return server
-
-
-class _StateCollector(Collector):
-    def __init__(self, owner: WorkerMetrics) -> None:
-        self.owner = owner
-
-    def describe(self) -> list[Metric]:
-        return []
-
-    def collect(self) -> Iterator[Metric]:
-        return with_deprecated(self._families())
-
-    def _families(self) -> Iterator[Metric]:
-        state = self.owner.state()
-        if state is None:
-            return
-        busy, concurrency, quiet = state
-        yield _gauge("rfetch_worker_busy_threads", "Threads of this process running a job.",
-                     busy)
-        yield _gauge("rfetch_worker_concurrency_threads", "Processor threads of this process.",
-                     concurrency)
-        yield _gauge("rfetch_worker_quiet", "1 when this process has stopped fetching.",
-                     1 if quiet else 0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -11,7 +12,20 @@ import redis
 from rfetch.config import Config
 from tests.support.redis_server import RedisServer
 
-pytest_plugins = ["tests.support.gate_worker"]
+pytest_plugins = ["tests.support.gate_worker", "tests.support.worker_fixtures",
+                  "tests.support.sentry"]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With ``pytest -n N`` and xdist's default ``--dist load``: one test at a time to a free
+    process, the tests sharing a cluster, a Sentinel set or the browser kept together
+    (``tests/support/xdist_schedule.py``). Another ``--dist`` is left to xdist."""
+    if config.getvalue("dist") != "load":
+        return None
+    from tests.support.xdist_schedule import SharedSetupScheduling
+
+    return SharedSetupScheduling(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from rfetch.capacity import ASYNC_CAPSULE, capsule_concurrency
 from rfetch.errors import RfetchError
 from rfetch.payload import epoch_seconds
 
@@ -61,8 +62,13 @@ class ProcessInfo:
         identity: ``hostname:pid:<12 hex>``.
         alive: whether its heartbeat hash exists (it expires ``heartbeat_ttl`` after the
             last beat).
-        info: the ``info`` JSON (hostname, started_at, pid, tag, concurrency, queues, ...).
-        busy: threads running a job at the last beat.
+        info: the ``info`` JSON (hostname, started_at, pid, tag, concurrency, capsules,
+            queues, ...).
+        busy: jobs running at the last beat, on threads and event-loop slots.
+        busy_threads: of those, on processor threads (sync jobs).
+        busy_async: of those, on event-loop slots (async jobs).
+        concurrency_field: the hash's ``concurrency`` field (Sidekiq 8.1.2+, rfetch), or
+            None when the process wrote none (then ``info`` has it).
         beat: time of the last beat, float epoch seconds.
         quiet: whether it has stopped fetching (TSTP, or shutting down).
         rss_kb: resident memory, KiB.
@@ -74,6 +80,9 @@ class ProcessInfo:
     alive: bool
     info: dict[str, Any]
     busy: int = 0
+    busy_threads: int = 0
+    busy_async: int = 0
+    concurrency_field: int | None = None
     beat: float | None = None
     quiet: bool = False
     rss_kb: int = 0
@@ -105,9 +114,24 @@ class ProcessInfo:
 
     @property
     def concurrency(self) -> int:
-        """Processor threads."""
+        """Jobs it can run at once: processor threads plus event-loop slots (Sidekiq's
+        ``concurrency``, the sum over its capsules)."""
+        if self.concurrency_field is not None:
+            return self.concurrency_field
         value = self.info.get("concurrency")
         return value if isinstance(value, int) else 0
+
+    @property
+    def async_slots(self) -> int:
+        """Event-loop slots for async jobs (0 for a process without a loop, or a Sidekiq
+        one)."""
+        return capsule_concurrency(self.info, ASYNC_CAPSULE) or 0
+
+    @property
+    def threads(self) -> int:
+        """Threads: ``concurrency`` less the loop slots (a Sidekiq process's every capsule
+        counts as threads)."""
+        return max(self.concurrency - self.async_slots, 0)
 
     @property
     def queues(self) -> list[str]:
@@ -151,12 +175,16 @@ class ProcessInfo:
             "tag": self.tag,
             "started_at": self.started_at,
             "concurrency": self.concurrency,
+            "threads": self.threads,
+            "async_slots": self.async_slots,
             "queues": self.queues,
             "labels": self.labels,
             "version": self.version,
             "swarm": self.swarm,
             "slot": self.slot,
             "busy": self.busy,
+            "busy_threads": self.busy_threads,
+            "busy_async": self.busy_async,
             "beat": self.beat,
             "quiet": self.quiet,
             "rss_kb": self.rss_kb,
@@ -294,6 +322,17 @@ class ProcessSet:
         return dead
 
 
+def _busy(beat: dict[str, str]) -> dict[str, Any]:
+    """``busy`` and its split from a heartbeat hash. A process that wrote no split (Sidekiq,
+    rfetch before it) runs every job on a thread."""
+    busy = _int(beat.get("busy"))
+    looped = _int(beat.get("busy_async"))
+    threads = _int(beat.get("busy_threads")) if "busy_threads" in beat else busy - looped
+    concurrency = beat.get("concurrency")
+    return {"busy": busy, "busy_threads": threads, "busy_async": looped,
+            "concurrency_field": _int(concurrency) if concurrency is not None else None}
+
+
 def _process(identity: str, beat: dict[str, str], work: dict[Any, Any]) -> ProcessInfo:
     try:
         info = json.loads(beat.get("info") or "{}")
@@ -323,7 +362,7 @@ def _process(identity: str, beat: dict[str, str], work: dict[Any, Any]) -> Proce
         identity=identity,
         alive=bool(beat),
         info=info if isinstance(info, dict) else {},
-        busy=_int(beat.get("busy")),
+        **_busy(beat),
         beat=_float(beat.get("beat")),
         quiet=beat.get("quiet") == "true",
         rss_kb=_int(beat.get("rss")),

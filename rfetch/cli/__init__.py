@@ -5,8 +5,9 @@ Modules: :mod:`.app` (the group), :mod:`.worker` (boots a worker: the only modul
 imports the worker's side), :mod:`.web`, :mod:`.enqueue`, the admin commands by what they
 act on (:mod:`.queues`, :mod:`.sets`, :mod:`.processes`, :mod:`.groups`,
 :mod:`.concurrency`, :mod:`.periodic`, :mod:`.limits`, :mod:`.diagnose`, :mod:`.cancel`,
-:mod:`.workflows`, :mod:`.batches`), their shared options (:mod:`.options`) and their
-table output (:mod:`.output`).
+:mod:`.workflows`, :mod:`.batches`), the outbox (:mod:`.outbox`: ``rfetch outbox``,
+``rfetch relay``), their shared options (:mod:`.options`) and their table output
+(:mod:`.output`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from . import (
     enqueue,
     groups,
     limits,
+    outbox,
     periodic,
     processes,
     queues,
@@ -33,6 +35,6 @@ __all__ = ["main"]
 
 # Importing a command module registers its commands on ``main``.
 _COMMANDS = (
-    batches, cancel, concurrency, diagnose, enqueue, groups, limits, periodic, processes,
+    batches, cancel, concurrency, diagnose, enqueue, groups, limits, outbox, periodic, processes,
     queues, sets, web, worker, workflows,
 )

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 from .app import main
 from .options import admin_view, connection_options
+from .outbox import check_outbox, outbox_lines, outbox_option
 from .output import echo_json
 
 EXIT_CHECK_FAILED = 1
@@ -31,25 +32,29 @@ EXIT_UNREACHABLE = 3
 @click.argument("jid")
 @click.option("--max-scan", type=click.IntRange(min=1), default=100_000, show_default=True,
               help="Most entries examined per queue, private list or set.")
+@outbox_option
 @connection_options
 def explain(
-    jid: str, max_scan: int, redis_url: str | None, namespace: str | None, as_json: bool
+    jid: str, max_scan: int, outbox_database: str | None, redis_url: str | None,
+    namespace: str | None, as_json: bool
 ) -> None:
     """Where job JID is and why it is not running (on which shard, when RFETCH_SHARDS is
-    set). Exits 1 when it is not found."""
+    set; in the transactional outbox, with --outbox-database). Exits 1 when it is not
+    found."""
     from rfetch.api.shards import ShardedApi
 
+    outbox = outbox_lines(outbox_database, jid)
     with admin_view(redis_url, namespace) as view:
         if isinstance(view, ShardedApi):
             _explain_on_shards(view, jid, max_scan, as_json)
             return
         answer = view.explain(jid, max_scan)
     if as_json:
-        echo_json(answer.to_dict())
+        echo_json({**answer.to_dict(), **({"outbox": outbox} if outbox_database else {})})
     else:
-        for line in answer.lines():
+        for line in [*outbox, *(answer.lines() if answer.found or not outbox else [])]:
             click.echo(line)
-    if not answer.found:
+    if not answer.found and not outbox:
         sys.exit(1)
 
 
@@ -74,11 +79,20 @@ def _explain_on_shards(view: ShardedApi, jid: str, max_scan: int, as_json: bool)
 @click.option("--max-size", type=click.IntRange(min=0), default=None, metavar="JOBS",
               help="Fail when a queue holds more jobs.")
 @click.option("--queue", default=None, help="Check this queue only (default: all).")
+@outbox_option
+@click.option("--max-outbox-age", type=click.FloatRange(min=0), default=None,
+              metavar="SECONDS", help="With --outbox-database: fail when its oldest row "
+              "has waited longer for the relay.")
+@click.option("--max-outbox-size", type=click.IntRange(min=0), default=None, metavar="ROWS",
+              help="With --outbox-database: fail when it holds more rows.")
 @connection_options
 def check(
     max_latency: float | None,
     max_size: int | None,
     queue: str | None,
+    outbox_database: str | None,
+    max_outbox_age: float | None,
+    max_outbox_size: int | None,
     redis_url: str | None,
     namespace: str | None,
     as_json: bool,
@@ -103,8 +117,11 @@ def check(
         sys.exit(EXIT_UNREACHABLE)
     finally:
         api.redis.close()
+    verdict = check_outbox(outbox_database, max_outbox_age, max_outbox_size)
     if as_json:
-        echo_json(result.to_dict())
+        echo_json({**result.to_dict(), **({"outbox": verdict[1]} if verdict else {})})
     else:
-        click.echo(result.message)
-    sys.exit(0 if result.ok else EXIT_CHECK_FAILED)
+        click.echo(result.message if verdict is None else f"{result.message}; {verdict[1]}")
+    if verdict is not None and verdict[0] is None:
+        sys.exit(EXIT_UNREACHABLE)
+    sys.exit(0 if result.ok and (verdict is None or verdict[0]) else EXIT_CHECK_FAILED)

@@ -41,6 +41,9 @@ from .options import NAMESPACE_HELP, REDIS_URL_HELP
               help="An origin (https://admin.example.com, or https://*.example.com) whose "
               "forms may post actions although it is another site; repeatable "
               "[env: RFETCH_WEB_TRUSTED_ORIGINS, space-separated].")
+@click.option("--outbox-database", envvar="RFETCH_OUTBOX_DATABASE", default=None,
+              metavar="URL", help="The transactional outbox's database: the dashboard and "
+              "/metrics show its backlog [env: RFETCH_OUTBOX_DATABASE].")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def web(
     bind: str,
@@ -52,6 +55,7 @@ def web(
     poll_interval: float,
     metrics_window: int,
     trusted_origins: tuple[str, ...],
+    outbox_database: str | None,
     verbose: bool,
 ) -> None:
     """Serve the web UI and the Prometheus endpoint (/metrics) with waitress.
@@ -85,7 +89,7 @@ def web(
         app = create_app(config, read_only=read_only, prefix=prefix,
                          basic_auth=credentials or False, poll_interval=poll_interval,
                          metrics_window=metrics_window, open_warning=exposed,
-                         trusted_origins=trusted_origins)
+                         trusted_origins=trusted_origins, outbox_database=outbox_database)
     except (RfetchError, ValueError) as exc:
         listener.stop()
         raise click.ClickException(str(exc)) from None

@@ -19,6 +19,7 @@ import click
 from rfetch import affinity
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError, RfetchError
+from rfetch.integrations.sentry import SentrySettings
 from rfetch.log_context import PRINT_LOGGER, JobContext, PrintToLog
 from rfetch.logs import setup_direct_logging, setup_logging
 from rfetch.shards import shard_config
@@ -51,7 +52,7 @@ class _Boot:
     registry: Registry
     verbose: bool
     json_logs: bool
-    sentry_dsn: str | None
+    sentry: SentrySettings
     metrics_port: int | None
     metrics_bind: str
 
@@ -108,8 +109,13 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 @click.option("--json-logs", is_flag=True, help="One JSON object per log line.")
 @click.option("--sentry-dsn", envvar="SENTRY_DSN", default=None, metavar="DSN",
-              help="Report job failures and internal errors to Sentry (needs the sentry "
-              "extra) [env: SENTRY_DSN].")
+              help="Send job failures, internal errors, job runs' transactions and periodic "
+              "jobs' check-ins to Sentry (needs the sentry extra) [env: SENTRY_DSN].")
+@click.option("--sentry-traces-sample-rate", type=click.FloatRange(0.0, 1.0), default=None,
+              metavar="RATE", help="With --sentry-dsn: the share of job runs sent to Sentry "
+              "as performance transactions (0.0-1.0). [default: none]")
+@click.option("--sentry-crons/--no-sentry-crons", default=True, show_default=True,
+              help="With --sentry-dsn: Sentry Crons check-ins for periodic jobs.")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None, metavar="PORT",
               help="Serve this process's Prometheus metrics on PORT (needs the web extra).")
 @click.option("--metrics-bind", default="127.0.0.1", show_default=True, metavar="HOST",
@@ -153,6 +159,8 @@ def worker(
     verbose: bool,
     json_logs: bool,
     sentry_dsn: str | None,
+    sentry_traces_sample_rate: float | None,
+    sentry_crons: bool,
     metrics_port: int | None,
     metrics_bind: str,
     processes: int | None,
@@ -214,7 +222,8 @@ def worker(
         if verbose and exc.__cause__ is not None:
             logging.getLogger("rfetch.cli").debug("the cause", exc_info=exc.__cause__)
         raise click.ClickException(str(exc)) from None
-    boot = _Boot(config, registry, verbose, json_logs, sentry_dsn, metrics_port, metrics_bind)
+    sentry = SentrySettings(sentry_dsn, sentry_traces_sample_rate, sentry_crons)
+    boot = _Boot(config, registry, verbose, json_logs, sentry, metrics_port, metrics_bind)
     if supervise:
         sys.exit(_run_swarm(boot))
     sys.exit(_run_process(boot))
@@ -282,14 +291,13 @@ def _launch(
     boot: _Boot, job_context: JobContext, identity: str | None, supervision: Supervision | None
 ) -> int:
     """Build and run the Launcher of one worker process (logging is in place)."""
-    from rfetch.integrations import sentry
     from rfetch.worker import adaptive_affinity
     from rfetch.worker.launcher import Launcher
 
     config, registry = boot.config, boot.registry
     try:
         # After -r: a client the application's own modules initialised is kept.
-        if sentry.install(config, dsn=boot.sentry_dsn) and supervision is None:
+        if boot.sentry.install(config) and supervision is None:
             click.echo("reporting errors to Sentry", err=True)
     except RfetchError as exc:
         raise click.ClickException(str(exc)) from None
@@ -316,8 +324,10 @@ def _launch(
     if placement.adaptive:
         adaptive_affinity.start(placement, launcher.manager.saturated, launcher.report)
     if metrics is not None and metrics_port is not None:
-        manager = launcher.manager
-        metrics.watch(lambda: (manager.busy(), config.concurrency, manager.quiet))
+        from rfetch.process_metrics import WorkerFigures
+
+        metrics.watch(lambda: WorkerFigures(
+            launcher.work.occupancy(), launcher.capacity, launcher.manager.quiet))
         try:
             metrics.serve(metrics_port, metrics_bind)
         except OSError as exc:
@@ -344,8 +354,10 @@ def _run_shards(
     if placement.adaptive:
         adaptive_affinity.start(placement, sharded.saturated)
     if metrics is not None and port is not None:
-        slots = config.concurrency * len(sharded.launchers)
-        metrics.watch(lambda: (sharded.busy(), slots, sharded.quiet()))
+        from rfetch.process_metrics import WorkerFigures
+
+        capacity = sharded.capacity
+        metrics.watch(lambda: WorkerFigures(sharded.occupancy(), capacity, sharded.quiet()))
         try:
             metrics.serve(port, bind)
         except OSError as exc:

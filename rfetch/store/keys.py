@@ -265,6 +265,10 @@ class Keys:
         """Unique-job lock: value = jid of the job holding it, expires after ``unique_for``."""
         return self._k(f"rfetch:unique:{digest}")
 
+    def outbox_marker(self, jid: str) -> str:
+        """Marker of a job the outbox relay pushed (``push_once.lua``), for its TTL."""
+        return self._k(f"rfetch:outbox:pushed:{jid}")
+
     def metrics(self, minute: str) -> str:
         """Per-class counts and run-time histogram of one UTC minute (``YYYYmmddHHMM``)."""
         return self._k(f"rfetch:metrics:{minute}")
@@ -311,6 +315,13 @@ class Keys:
         ``error_class``, ``error_message``, ``finished_at``, ``class``), TTL its
         ``store_result`` seconds."""
         return self._k(f"rfetch:result:{jid}")
+
+    def django_task(self, jid: str) -> str:
+        """A Django task's attempts (``rfetch.integrations.django.tasks``; hash: ``task``,
+        ``args``, ``kwargs``, ``enqueued_at``, ``started_at``, ``last_attempted_at``,
+        ``worker_ids``, ``errors``, ``state``), written by the worker around each run and
+        kept as long as its record (``result``) plus an hour."""
+        return self._k(f"rfetch:django-task:{jid}")
 
     def result_wake(self, jid: str) -> str:
         """Wake list of a recorded job: one token pushed with its record, which

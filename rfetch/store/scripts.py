@@ -61,6 +61,7 @@ class Scripts:
     depend: Script
     cancel_waiting: Script
     abandon: Script
+    push_once: Script
     checkpoint: Script
 
     @classmethod

@@ -22,6 +22,7 @@ from redis import Redis
 from rfetch.api import Api
 from rfetch.api.shards import ShardedApi
 from rfetch.config import Config
+from rfetch.outbox.faces import OutboxView
 
 from .application import WebApp, normalize_prefix
 from .csrf import CsrfGuard
@@ -43,6 +44,7 @@ def create_app(
     open_warning: bool = False,
     secret_key: str | bytes | None = None,
     trusted_origins: Sequence[str] = (),
+    outbox_database: str | None = None,
 ) -> WebApp:
     """Build the web UI.
 
@@ -73,6 +75,8 @@ def create_app(
         trusted_origins: origins (``https://admin.example.com``, or
             ``https://*.example.com`` for every subdomain) whose POSTs are let through
             although the browser calls them another site (see :mod:`rfetch.web.csrf`).
+        outbox_database: the URL of the transactional outbox's database
+            (docs/outbox.md): the dashboard and ``/metrics`` then show its backlog.
 
     Raises:
         ValueError: only one of ``RFETCH_WEB_USER`` / ``RFETCH_WEB_PASSWORD`` is set, a
@@ -110,6 +114,7 @@ def create_app(
         title=title,
         open_warning=open_warning,
         csrf=csrf,
+        outbox=OutboxView(outbox_database) if outbox_database else None,
     )
 
 

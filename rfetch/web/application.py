@@ -30,6 +30,7 @@ from werkzeug.wrappers import Request, Response
 from rfetch.api import Api
 from rfetch.api.shards import ShardedApi
 from rfetch.formatting import safe_url
+from rfetch.outbox.faces import OutboxView
 from rfetch.version import __version__
 
 from .action import (
@@ -92,6 +93,8 @@ class WebApp:
             the first shard's).
         csrf: the CSRF checks and their secret key (default: ``RFETCH_WEB_SECRET_KEY``,
             else a random per-process key; see :mod:`rfetch.web.csrf`).
+        outbox: the transactional outbox's database, whose backlog the dashboard and
+            ``/metrics`` show; None for none.
     """
 
     def __init__(
@@ -108,6 +111,7 @@ class WebApp:
         title: str = "rfetch",
         open_warning: bool = False,
         csrf: CsrfGuard | None = None,
+        outbox: OutboxView | None = None,
     ) -> None:
         self.api = api
         self.shards = shards
@@ -120,6 +124,7 @@ class WebApp:
         self.title = title
         self.open_warning = open_warning
         self.csrf = csrf if csrf is not None else CsrfGuard.from_settings()
+        self.outbox = outbox
         self.metrics_registries: dict[int, Any] = {}
         """The ``/metrics`` registry of each shard (0 without shards), built at first use."""
         self.url_map = url_map()

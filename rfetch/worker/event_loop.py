@@ -3,8 +3,9 @@
 The manager's fetcher hands the pool the async jobs it fetched (reliable fetch, the same
 private lists, acknowledgements and retries as the threads' jobs); the pool runs at most
 ``config.async_concurrency`` of them at once as tasks of its loop, the others waiting in
-order. Each running job is one entry of the shared :class:`WorkState`, so the heartbeat,
-the busy count and the shutdown wait see async jobs as they see threads.
+order. Each running job is one entry of the shared :class:`WorkState`, marked as a loop
+slot's, so the heartbeat, the busy count and the shutdown wait see async jobs as they see
+threads, and the published figures count them apart (:mod:`rfetch.capacity`).
 
 Shutdown (TERM): the launcher waits up to ``shutdown_timeout`` for running jobs; then
 :meth:`AsyncPool.cancel` cancels the async jobs still running (their ``perform`` gets
@@ -191,7 +192,7 @@ class AsyncPool:
         task = asyncio.current_task()
         assert task is not None
         slot = id(task)
-        self.work.begin(slot, unit)
+        self.work.begin(slot, unit, looped=True)
         handled: Handled = "done"
         try:
             await self.processor.aprocess(unit, lambda: self._cancelling)

@@ -27,13 +27,15 @@ class BlockingFetch:
 class Request(NamedTuple):
     """What the fetcher does next: fetch up to ``room`` jobs with ``acks``, sweep the
     private lists first (``sweep``: why strays may sit there, or None; knowing ``held``),
-    and push back ``give_back``."""
+    and push back ``give_back``; ``probe``: a fetch of one job that looks for async jobs
+    (fetched even after an empty fetch)."""
 
     room: int
     acks: list[UnitOfWork]
     sweep: str | None
     held: list[UnitOfWork]
     give_back: list[UnitOfWork]
+    probe: bool = False
 
 
 Item = UnitOfWork | BlockingFetch | None

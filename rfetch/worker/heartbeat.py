@@ -1,14 +1,19 @@
 """The heartbeat: the process hash, its busy threads, stats flush and remote signals.
 
 Every ``heartbeat_interval`` seconds one pipelined round trip writes what Sidekiq 7's
-launcher writes: counters, the busy threads, the ``<identity>`` hash (info, busy, beat,
-quiet, rss, rtt_us) with a TTL, membership of ``processes``, and it pops one remote signal
-from ``<identity>-signals``. The busy threads go to both ``<identity>:work`` (read by
-Sidekiq 7 and 8's ``WorkSet``) and ``<identity>:workers`` (read by Sidekiq 6's
-``Workers`` and its Web UI's Busy page), so every Ruby Sidekiq on the same Redis sees them.
+launcher writes: counters, the busy threads, the ``<identity>`` hash (info, concurrency,
+busy, beat, quiet, rss, rtt_us, and rfetch's busy_threads and busy_async) with a TTL,
+membership of ``processes``, and it pops one remote signal from ``<identity>-signals``.
+The busy threads go to both ``<identity>:work`` (read by Sidekiq 7 and 8's ``WorkSet``) and
+``<identity>:workers`` (read by Sidekiq 6's ``Workers`` and its Web UI's Busy page), so
+every Ruby Sidekiq on the same Redis sees them.
 Sidekiq wraps this in MULTI and pings separately for ``rtt_us``; rfetch times the round
 trip itself and skips the work hashes while no thread is busy, so an idle process costs
 about one command per second for its heartbeat.
+
+``concurrency`` and ``busy`` count the processor threads and the event loop's slots alike
+(:mod:`rfetch.capacity`), so busy never exceeds concurrency; ``concurrency`` is written in
+``info`` (read by Sidekiq 7 and 8.0) and as a hash field (read by Sidekiq 8.1.2+).
 
 The pipeline is not a transaction: when Redis refuses some of its commands (``OOM`` at
 ``maxmemory`` refuses HSET and SADD but not EXPIRE; a key of the wrong type refuses one
@@ -32,6 +37,7 @@ from redis import Redis
 from redis.client import Pipeline
 from redis.typing import EncodableT, FieldT
 
+from rfetch.capacity import Capacity
 from rfetch.config import Config
 from rfetch.guard import Reporter, ThreadGuard
 from rfetch.stats import Stats
@@ -72,6 +78,8 @@ class Heartbeat:
         extra_info: more fields of ``info`` (a swarm's worker: ``swarm``, the parent's
             ``host:pid``, and its ``slot``).
         report: the error reporter, told once per kind of failure.
+        capacity: threads and loop slots of the process (default: ``config.concurrency``
+            threads and no loop).
     """
 
     def __init__(
@@ -86,8 +94,10 @@ class Heartbeat:
         renew: Callable[[Pipeline, list[UnitOfWork]], None] | None = None,
         extra_info: Mapping[str, str | int] | None = None,
         report: Reporter | None = None,
+        capacity: Capacity | None = None,
     ) -> None:
         self.config = config
+        self.capacity = capacity or Capacity(config.concurrency, 0)
         self.redis = redis
         self.identity = identity
         self.work = work
@@ -116,7 +126,8 @@ class Heartbeat:
             "started_at": self.started_at,
             "pid": int(pid),
             "tag": self.config.tag,
-            "concurrency": self.config.concurrency,
+            "concurrency": self.capacity.total,
+            "capsules": self.capacity.capsules(self.config),
             "queues": [q.name for q in self.config.queues],
             "weights": [{q.name: q.weight for q in self.config.queues}],
             "labels": list(self.config.labels),
@@ -155,7 +166,7 @@ class Heartbeat:
             increments = [
                 i for i, (args, _) in enumerate(pipe.command_stack) if "INCR" in str(args[0])
             ]
-            running = self.work.running()
+            running, busy = self.work.snapshot()
             self._queue_work(pipe, running)
             key = self.keys.process(self.identity)
             pipe.sadd(self.keys.processes, self.identity)
@@ -164,7 +175,10 @@ class Heartbeat:
                 key,
                 mapping={
                     "info": self._info,
-                    "busy": len(running),
+                    "concurrency": self.capacity.total,
+                    "busy": busy.total,
+                    "busy_threads": busy.threads,
+                    "busy_async": busy.async_slots,
                     "beat": time.time(),
                     "rtt_us": self._rtt_us,
                     "quiet": "true" if self.work.quiet else "false",

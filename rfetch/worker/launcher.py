@@ -34,6 +34,7 @@ from typing import Any
 
 from redis import Redis
 
+from rfetch.capacity import Capacity
 from rfetch.config import Config
 from rfetch.formatting import safe_url
 from rfetch.log_context import JobContext
@@ -168,6 +169,7 @@ class Launcher:
                 if supervision is not None else None
             ),
             report=self.report,
+            capacity=self.capacity,
         )
         self.timekeeper = Timekeeper(
             self.redis, self.keys, self.work, self.job_retry, self.stats, self.report,
@@ -189,6 +191,12 @@ class Launcher:
         self._recycling = False
         self._exit_code = 0
         self._retire_reason = ""
+
+    @property
+    def capacity(self) -> Capacity:
+        """Threads and loop slots: what ``concurrency`` counts in the heartbeat and title."""
+        pool = self.manager.aio
+        return Capacity(self.config.concurrency, pool.size if pool is not None else 0)
 
     def _paused(self, names: frozenset[str]) -> None:
         """The paused queues changed: push back jobs of those not started yet."""
@@ -369,9 +377,8 @@ class Launcher:
         elif self.manager.quiet:
             state = " quiet"
         tag = f" {self.config.tag}" if self.config.tag else ""
-        pool = self.manager.aio
-        slots = self.config.concurrency + (pool.size if pool is not None else 0)
-        set_title(f"rfetch {__version__}{tag} [{self.manager.busy()} of {slots} busy]{state}")
+        busy = self.capacity.title(self.work.occupancy())
+        set_title(f"rfetch {__version__}{tag} {busy}{state}")
 
     def _dump_threads(self) -> None:
         names = {t.ident: t.name for t in threading.enumerate()}

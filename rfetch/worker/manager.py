@@ -39,6 +39,7 @@ from rfetch.worker.event_loop import AsyncPool
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.fetch_room import FetchRoom
 from rfetch.worker.handoff import BlockingFetch, HandOff, Request
+from rfetch.worker.head_peek import async_next
 from rfetch.worker.prefetch import PrefetchPolicy
 from rfetch.worker.processor import Handled, Processor
 from rfetch.worker.reporting import ErrorReporter
@@ -104,8 +105,8 @@ class Manager:
             if registry.has_async
             else None
         )
-        self.room = FetchRoom(self.aio.size if self.aio is not None else 0,
-                              all_async=not registry.has_sync)
+        self.room = FetchRoom(config.concurrency, config.prefetch_count,
+                              self.aio.size if self.aio is not None else 0, not registry.has_sync)
         self._low_water = config.concurrency
         self._stuck: dict[int, UnitOfWork] = {}
         """Jobs rfetch failed on and could not push back: left in the private lists."""
@@ -333,36 +334,35 @@ class Manager:
     # -- the fetcher -------------------------------------------------------------------
 
     def _next_request(self, idle: bool) -> Request | None:
-        """Wait until there is room for a batch (or threads starve, or acks are due, or
-        waiting jobs must be given back). After a fetch that found nothing (``idle``),
-        fetch again only once a thread is free with no job waiting. None when quiet."""
+        """Wait until there is room for a batch (or threads starve, acks are due, waiting
+        jobs must be given back, or a probe is due); after a fetch that found nothing
+        (``idle``), until a thread is free with no job waiting. None when quiet."""
         with self.pool.cond:
             while not self.work.quiet:
-                ready = self.prefetch.ready_soon(self.pool.started.values(), time.monotonic())
+                now = time.monotonic()
+                ready = self.prefetch.ready_soon(self.pool.started.values(), now)
                 waiting = self.pool.waiting()
-                threads = self.config.concurrency + self.prefetch.allowance(ready)
                 # Threads and loop slots are separate room (worker/fetch_room.py).
-                room, capacity = self.room.plan(threads, len(self.pool.held),
-                                                len(self.pool.looped))
-                min_batch = max(1, capacity // 4)
-                self._low_water = capacity - min_batch
+                plan = self.room.plan(
+                    self.config.concurrency + self.prefetch.allowance(ready),
+                    len(self.pool.held), len(self.pool.looped), waiting,
+                    self.aio is not None and self.aio.idle(), now)
+                self._low_water = plan.low_water
                 give_back = []
                 if self.prefetch.give_back(waiting, ready):
                     give_back = self.pool.take_waiting(lambda unit: True, quiet=False)
                 # After an empty fetch, fetch again once a thread is free with nothing
-                # waiting; else once threads starve or there is room for a batch. An idle
-                # loop starves only while async jobs are being fetched.
-                starving = waiting == 0 or (
-                    self.aio is not None and self.room.expects_async and self.aio.idle()
-                )
-                wanted = self.pool.thread_free() if idle else starving or room >= min_batch
+                # waiting (or to probe); else once threads starve or there is room for a
+                # batch (an idle loop starves only while async jobs come).
+                wanted = plan.probe or (self.pool.thread_free() if idle else plan.eager)
                 # A sweep goes at once: the strays it pushes back wait for no thread here.
                 sweep = self._sweep is not None
-                if give_back or sweep or self.acks.due() or (room > 0 and wanted):
+                if give_back or sweep or self.acks.due() or (plan.room > 0 and wanted):
                     held = [unit for unit, _ in self.pool.held.values()]
                     held += self._stuck.values()
                     self._sweep_seen = self._sweep_asks
-                    return Request(room, self.acks.take(), self._sweep, held, give_back)
+                    return Request(plan.room, self.acks.take(), self._sweep, held,
+                                   give_back, plan.probe)
                 self.pool.cond.wait(ACK_MAX_DELAY)
         return None
 
@@ -374,7 +374,7 @@ class Manager:
             if request is None:
                 self._flush_acks()
                 return
-            room, acks, sweep, held, give_back = request
+            room, acks, sweep, held, give_back, probe = request
             if give_back:
                 self._requeue(give_back, "waiting behind long jobs: given back to the queue")
             try:
@@ -386,10 +386,10 @@ class Manager:
                             self._sweep = None
                 paused = self.paused()
                 sent_at = time.monotonic()
-                if room <= 0 or (idle and not acks and not self.fetch.broken and (
-                    len(self.config.queues) == 1 or not self.fetch.any_waiting(paused)
-                )):
-                    units = []  # no room, or still idle: go straight back to blocking
+                if room <= 0 or (probe and not async_next(self.fetch, self.aio, paused)) or (
+                    idle and not probe and not acks and not self.fetch.broken
+                    and (len(self.config.queues) == 1 or not self.fetch.any_waiting(paused))):
+                    units = []  # no room, still idle, or no async job next for a probe
                     if acks:
                         self.fetch.retrieve_work(0, paused, acks)
                 else:

@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from rfetch.capacity import Busy, Capacity
 from rfetch.config import Config
 from rfetch.formatting import safe_url
 from rfetch.log_context import JobContext
@@ -70,6 +71,17 @@ class ShardedLauncher:
     def busy(self) -> int:
         """Jobs running in every shard's processors."""
         return sum(launcher.manager.busy() for launcher in self.launchers.values())
+
+    def occupancy(self) -> Busy:
+        """Jobs running in every shard's threads and loop slots."""
+        parts = [launcher.work.occupancy() for launcher in self.launchers.values()]
+        return Busy(sum(p.threads for p in parts), sum(p.async_slots for p in parts))
+
+    @property
+    def capacity(self) -> Capacity:
+        """Threads and loop slots of every shard's launcher."""
+        parts = [launcher.capacity for launcher in self.launchers.values()]
+        return Capacity(sum(p.threads for p in parts), sum(p.async_slots for p in parts))
 
     def saturated(self) -> bool:
         """Whether any shard's threads are saturated (adaptive affinity)."""

@@ -11,6 +11,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, NamedTuple
 
+from rfetch.capacity import Busy
+
 if TYPE_CHECKING:
     from rfetch.job import Job
     from rfetch.limits import JobControl
@@ -35,24 +37,30 @@ class Execution(NamedTuple):
 
 
 class WorkState:
-    """Busy threads (thread id -> job and start time) and the quiet flag of one process."""
+    """Busy threads and loop slots (id -> job and start time) and the quiet flag of one
+    process."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._running: dict[int, tuple[UnitOfWork, float]] = {}
+        self._looped: set[int] = set()  # ids of _running that are event-loop slots
         self._executions: dict[int, Execution] = {}
         self._quiet = threading.Event()
 
-    def begin(self, thread_id: int, unit: UnitOfWork) -> None:
-        """Note that thread ``thread_id`` starts running ``unit`` now."""
+    def begin(self, thread_id: int, unit: UnitOfWork, looped: bool = False) -> None:
+        """Note that thread ``thread_id`` starts running ``unit`` now; ``looped``: the id is
+        an event-loop slot's (an async job), not a processor thread's."""
         with self._lock:
             self._running[thread_id] = (unit, time.time())
+            if looped:
+                self._looped.add(thread_id)
 
     def end(self, thread_id: int) -> None:
         """Note that thread ``thread_id`` finished its job (or was abandoned before)."""
         with self._lock:
             self._running.pop(thread_id, None)
             self._executions.pop(thread_id, None)
+            self._looped.discard(thread_id)
 
     def watch(self, thread_id: int, execution: Execution) -> None:
         """Note the execution thread ``thread_id`` is performing (once its class is known)."""
@@ -71,6 +79,7 @@ class WorkState:
         with self._lock:
             self._running.pop(thread_id, None)
             self._executions.pop(thread_id, None)
+            self._looped.discard(thread_id)
 
     def running(self) -> dict[int, tuple[UnitOfWork, float]]:
         """Thread id -> (job, start time in float epoch seconds) for every busy thread."""
@@ -78,9 +87,23 @@ class WorkState:
             return dict(self._running)
 
     def busy(self) -> int:
-        """Threads running a job now."""
+        """Threads and loop slots running a job now."""
         with self._lock:
             return len(self._running)
+
+    def occupancy(self) -> Busy:
+        """Jobs running now, on threads and on loop slots."""
+        with self._lock:
+            return self._split()
+
+    def snapshot(self) -> tuple[dict[int, tuple[UnitOfWork, float]], Busy]:
+        """:meth:`running` and :meth:`occupancy` read at one instant (the heartbeat's)."""
+        with self._lock:
+            return dict(self._running), self._split()
+
+    def _split(self) -> Busy:
+        looped = len(self._looped)
+        return Busy(threads=len(self._running) - looped, async_slots=looped)
 
     @property
     def quiet(self) -> bool:

@@ -12,10 +12,8 @@ with the host's one clock:
 from __future__ import annotations
 
 import json
-import signal
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 import redis
@@ -25,8 +23,10 @@ from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.errors import OverLimit
 from tests.support.limiter_evidence import max_overlap, window_counts
+from tests.support.record import Record
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
+from tests.support.worker_fixtures import StartWorker, WorkerDefaults
 from tests.support.workers import FAST_ENV, WorkerProcess
 
 pytestmark = pytest.mark.slow
@@ -35,46 +35,29 @@ Start = Callable[..., list[WorkerProcess]]
 
 
 @pytest.fixture
-def record(tmp_path: Path) -> Path:
-    return tmp_path / "record"
+def worker_defaults() -> WorkerDefaults:
+    return WorkerDefaults(args=("-r", "limiter_jobs"), env=FAST_ENV)
 
 
 @pytest.fixture
-def start(
-    redis_server: RedisServer, r: redis.Redis, tmp_path: Path, record: Path
-) -> Iterator[Start]:
-    """Start ``n`` workers ``-c threads`` on the limiter jobs, wait for their heartbeats;
-    every one is stopped (TERM) after the test."""
-    started: list[WorkerProcess] = []
+def start(r: redis.Redis, start_worker: StartWorker) -> Start:
+    """Start ``n`` workers ``-c threads`` on the limiter jobs, wait for their heartbeats."""
 
     def run(n: int, threads: int) -> list[WorkerProcess]:
-        env = {**FAST_ENV, "RFETCH_TEST_RECORD": str(record)}
-        batch = [
-            WorkerProcess(redis_server.url, ["-r", "limiter_jobs", "-c", str(threads)], env,
-                          tmp_path)
-            for _ in range(n)
-        ]
-        started.extend(batch)
+        batch = [start_worker("-c", str(threads), ready=False) for _ in range(n)]
         for worker in batch:
-            worker.identity(r, timeout=30)
+            worker.identity(r)
         return batch
 
-    yield run
-    for worker in started:
-        if worker.proc.poll() is None:
-            worker.signal(signal.SIGTERM)
-    for worker in started:
-        worker.wait(20)
+    return run
 
 
-def lines(record: Path, event: str) -> list[list[str]]:
-    if not record.exists():
-        return []
-    return [f for f in (ln.split() for ln in record.read_text().splitlines()) if f[0] == event]
+def lines(record: Record, event: str) -> list[list[str]]:
+    return [f for f in record.lines() if f[0] == event]
 
 
 def test_window_of_50_per_second_holds_across_4_processes_x_10_threads(
-    start: Start, redis_server: RedisServer, r: redis.Redis, record: Path,
+    start: Start, redis_server: RedisServer, r: redis.Redis, record: Record,
     say: Callable[[str], None],
 ) -> None:
     workers = start(4, 10)
@@ -98,7 +81,7 @@ def test_window_of_50_per_second_holds_across_4_processes_x_10_threads(
 
 
 def test_concurrent_limiter_of_5_across_4_processes_x_10_threads(
-    start: Start, redis_server: RedisServer, r: redis.Redis, record: Path,
+    start: Start, redis_server: RedisServer, r: redis.Redis, record: Record,
     say: Callable[[str], None],
 ) -> None:
     workers = start(4, 10)
@@ -116,7 +99,7 @@ def test_concurrent_limiter_of_5_across_4_processes_x_10_threads(
 
 
 def test_sigkilled_holder_s_lock_comes_back_after_lock_timeout_not_before(
-    start: Start, redis_server: RedisServer, r: redis.Redis, record: Path,
+    start: Start, redis_server: RedisServer, r: redis.Redis, record: Record,
     say: Callable[[str], None],
 ) -> None:
     [holder] = start(1, 2)
@@ -150,7 +133,7 @@ def test_sigkilled_holder_s_lock_comes_back_after_lock_timeout_not_before(
 
 @pytest.mark.parametrize("job", ["limiter_jobs.OverFull", "limiter_jobs.AsyncOverFull"])
 def test_over_limit_reschedules_then_fails_after_the_maximum(
-    start: Start, redis_server: RedisServer, r: redis.Redis, record: Path, job: str,
+    start: Start, redis_server: RedisServer, r: redis.Redis, record: Record, job: str,
 ) -> None:
     [worker] = start(1, 2)
     client = Client(Config(redis_url=redis_server.url), r)

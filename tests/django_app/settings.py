@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+
+import django
 
 SECRET_KEY = "rfetch-tests-only"
 DEBUG = False
@@ -64,3 +67,14 @@ RFETCH = {
     "queues": ["django"],
     "web": {"title": "Jobs"},
 }
+
+# Django's task framework on rfetch: django.tasks (Django 6+) or the django-tasks package.
+TASKS = {
+    "default": {
+        "BACKEND": "rfetch.integrations.django.RfetchBackend",
+        "QUEUES": ["django"],
+        "OPTIONS": {"result_ttl": 3600},
+    }
+}
+if django.VERSION < (6, 0) and importlib.util.find_spec("django_tasks") is not None:
+    INSTALLED_APPS.append("django_tasks")

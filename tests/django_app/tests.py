@@ -12,8 +12,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from unittest import mock
 
@@ -29,20 +27,13 @@ from rfetch.integrations.django import immediate_client
 from rfetch.integrations.django.apps import app_config
 from tests.django_app.jobs import RecordBackend, WelcomeSignup
 from tests.django_app.models import BackendRun, Signup
+from tests.support.wait import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def redis_client() -> redis.Redis:
     return redis.Redis.from_url(app_config().config.redis_url)
-
-
-def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def queued_jids(r: redis.Redis) -> list[str]:

@@ -20,8 +20,11 @@ from tests.support.redis_server import RedisServer
 from tests.support.web import WebProcess
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
+    # Package scope, not session: Playwright's sync API keeps an asyncio loop marked as
+    # running in this thread while it is open, and the tiers collected after tests/e2e
+    # (tests/unit among them) call asyncio.run().
     reason = browser_missing()
     if reason:
         pytest.skip(reason)

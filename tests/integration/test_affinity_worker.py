@@ -59,7 +59,7 @@ def test_auto_puts_every_thread_on_one_cpu_and_spreads_processes(
         for worker, cpu in ((first, cpu_a), (second, cpu_b)):
             # The first heartbeat comes before the pool starts: wait for the processors,
             # fetcher, heartbeat, poller, ... (threads started after the pin inherit it).
-            wait_for(lambda w=worker: len(thread_cpus(w.pid)) >= 4 + 3, 10, "the threads")
+            wait_for(lambda w=worker: len(thread_cpus(w.pid)) >= 4 + 3, 60, "the threads")
             lists = thread_cpus(worker.pid)
             assert set(lists) == {cpu}
             assert int(cpu) in ALLOWED
@@ -68,27 +68,22 @@ def test_auto_puts_every_thread_on_one_cpu_and_spreads_processes(
         second.kill()
 
 
-@pytest.mark.parametrize(
-    ("job", "args"), [("testjobs.Hash", [16, 4]), ("testjobs.Burn", [0.3])],
-    ids=["gil-releasing", "subprocess"],
-)
-def test_the_default_starts_on_one_cpu_and_spreads_while_jobs_run_in_parallel(
-    redis_server: RedisServer, r: redis.Redis, tmp_path: Path, job: str, args: list[float]
+def test_the_default_starts_pinned_with_every_thread_on_one_cpu(
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
 ) -> None:
-    """Adaptive affinity on a real process: pinned at start as ``auto``; jobs whose work
-    runs outside the GIL (hashing) or in a subprocess make it spread over every allowed
-    CPU after a probe."""
+    """Adaptive affinity (the default) starts as ``auto`` does: the process takes a slot and
+    every thread runs on that one CPU. (Whether and when it then spreads over every CPU
+    needs an idle CPU, so it is measured by ``python -m benchmarks.affinity_spread``, not
+    asserted here; the decision is unit-tested with fake clocks in
+    tests/unit/test_adaptive_affinity.py.)"""
     worker = start(redis_server, tmp_path, "-v")
     try:
         cpu = placed_on(worker, r)
         assert re.search(r"cpu affinity: \d+ \(adaptive, slot cpu\d+\.0\)", worker.log())
-        wait_for(lambda: len(thread_cpus(worker.pid)) >= 4 + 3, 10, "the threads")
+        assert int(cpu) in ALLOWED
+        wait_for(lambda: len(thread_cpus(worker.pid)) >= 4 + 3, 60, "the threads")
         assert set(thread_cpus(worker.pid)) == {cpu}
-        client = rfetch.Client(rfetch.Config(redis_url=redis_server.url))
-        client.push_bulk(job, [args for _ in range(400)])
-        wait_for(lambda: "adaptive affinity: spread over CPUs" in worker.log(), 60,
-                 lambda: f"the spread: {worker.log()}", step=0.2)
-        assert {*map(_expand, thread_cpus(worker.pid))} == {frozenset(ALLOWED)}
+        assert "adaptive affinity:" not in worker.log(), "an idle worker is never moved"
     finally:
         worker.kill()
 
@@ -96,16 +91,23 @@ def test_the_default_starts_on_one_cpu_and_spreads_while_jobs_run_in_parallel(
 def test_the_default_goes_back_to_its_cpu_after_a_probe_of_serial_work(
     redis_server: RedisServer, r: redis.Redis, tmp_path: Path
 ) -> None:
-    """Busy with jobs that use little CPU (sleeps): probed, then pinned again."""
+    """Busy with jobs that use little CPU (sleeps): probed, then pinned again.
+
+    The jobs sleep 0.2 s on 4 threads: the worker is saturated (every thread busy) but
+    needs a few hundredths of a CPU, far below the 0.25 CPU more a spread must gain
+    (``Tuning.min_gain``), so no load on the machine can make spreading win."""
     worker = start(redis_server, tmp_path, "-v")
     try:
         cpu = placed_on(worker, r)
         client = rfetch.Client(rfetch.Config(redis_url=redis_server.url))
-        client.push_bulk("testjobs.Sleep", [[0.02] for _ in range(1500)])
-        wait_for(lambda: "adaptive affinity: stays on CPUs" in worker.log(), 60,
+        client.push_bulk("testjobs.Sleep", [[0.2] for _ in range(1500)])
+        wait_for(lambda: "adaptive affinity: stays on CPUs" in worker.log(), 120,
                  lambda: f"a probe: {worker.log()}", step=0.2)
         assert re.search(r"probing CPUs \S+ \(\d\.\d\d CPUs used on", worker.log())
-        assert set(thread_cpus(worker.pid)) == {cpu}
+        # Pinned again: between two probes (each one window in several), every thread is
+        # back on the slot's CPU.
+        wait_for(lambda: set(thread_cpus(worker.pid)) == {cpu}, 60,
+                 lambda: f"every thread back on CPU {cpu}: {thread_cpus(worker.pid)}")
         assert "spread over" not in worker.log()
     finally:
         worker.kill()
@@ -121,7 +123,7 @@ def test_a_killed_worker_frees_its_slot(
         with pytest.raises(BlockingIOError):
             fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
         worker.kill()
-        wait_for(lambda: _lockable(probe.fileno()), 5, "the kernel to drop the dead lock")
+        wait_for(lambda: _lockable(probe.fileno()), 30, "the kernel to drop the dead lock")
 
 
 def _lockable(fd: int) -> bool:
@@ -162,7 +164,7 @@ def test_a_cpu_the_process_may_not_use_is_a_clear_error(
 ) -> None:
     beyond = max(ALLOWED) + 1000
     worker = start(redis_server, tmp_path, "--cpu-affinity", str(beyond))
-    assert worker.wait(30) != 0
+    assert worker.wait(120) != 0
     assert f"CPU {beyond} is not available to this process" in worker.log()
 
 
@@ -171,7 +173,7 @@ def test_a_malformed_setting_is_a_clear_error(redis_server: RedisServer, tmp_pat
         redis_server.url, ["-r", "testjobs"], env={"RFETCH_CPU_AFFINITY": "fastest"},
         log_dir=tmp_path,
     )
-    assert worker.wait(30) != 0
+    assert worker.wait(120) != 0
     assert "cpu_affinity must be 'adaptive', 'auto', 'none' or a CPU list" in worker.log()
 
 

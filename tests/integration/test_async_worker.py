@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,71 +17,22 @@ import redis
 
 from rfetch.client import Client
 from rfetch.config import Config
+from tests.support.record import Record
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
-from tests.support.workers import WorkerProcess
+from tests.support.worker_fixtures import StartWorker, WorkerDefaults
 
 WORKER_ENV = {"RFETCH_HEARTBEAT_INTERVAL": "0.5", "RFETCH_BLOCK_TIMEOUT": "1"}
 
 
-class Record:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def jids(self, event: str) -> list[str]:
-        if not self.path.exists():
-            return []
-        lines = [line.split() for line in self.path.read_text().splitlines()]
-        return [fields[1] for fields in lines if fields[0] == event]
-
-    def spans(self) -> list[tuple[float, float]]:
-        """(start, end) times of every job that recorded both."""
-        starts: dict[str, float] = {}
-        spans = []
-        for line in self.path.read_text().splitlines():
-            event, jid, _pid, stamp = line.split()[:4]
-            if event == "start":
-                starts[jid] = float(stamp)
-            elif event == "done" and jid in starts:
-                spans.append((starts[jid], float(stamp)))
-        return spans
-
-
 @pytest.fixture
-def record(tmp_path: Path) -> Record:
-    return Record(tmp_path / "record.txt")
+def worker_defaults() -> WorkerDefaults:
+    return WorkerDefaults(args=("-r", "testjobs", "-r", "async_jobs"), env=WORKER_ENV)
 
 
 @pytest.fixture
 def client(redis_server: RedisServer, r: redis.Redis) -> Client:
     return Client(Config(redis_url=redis_server.url), r)
-
-
-@pytest.fixture
-def workers(redis_server: RedisServer, tmp_path: Path, record: Record,
-            r: redis.Redis) -> Iterator[list[WorkerProcess]]:
-    started: list[WorkerProcess] = []
-    yield started
-    for proc in started:
-        if proc.proc.poll() is None:
-            proc.kill()
-
-
-def start(workers: list[WorkerProcess], redis_server: RedisServer, record: Record,
-          tmp_path: Path, *args: str) -> WorkerProcess:
-    proc = WorkerProcess(
-        redis_server.url,
-        ["-r", "testjobs", "-r", "async_jobs", *args],
-        env={**WORKER_ENV, "RFETCH_TEST_RECORD": str(record.path)},
-        log_dir=tmp_path,
-    )
-    workers.append(proc)
-    client = redis_server.client()
-    try:
-        proc.identity(client)
-    finally:
-        client.close()
-    return proc
 
 
 def push(client: Client, name: str, *args: object) -> str:
@@ -96,13 +46,13 @@ def private_lists(r: redis.Redis) -> list[bytes]:
 
 
 def test_async_and_sync_jobs_share_one_process(
-    workers: list[WorkerProcess], redis_server: RedisServer, record: Record, tmp_path: Path,
+    start_worker: StartWorker, redis_server: RedisServer, record: Record, tmp_path: Path,
     client: Client, r: redis.Redis,
 ) -> None:
     async_jids = [push(client, "async_jobs.Waits", 0.01) for _ in range(30)]
     sync_jids = [push(client, "testjobs.Sleep", 0.01) for _ in range(10)]
     push(client, "async_jobs.waits_fn", 0.01)
-    proc = start(workers, redis_server, record, tmp_path, "-c", "3")
+    proc = start_worker("-c", "3")
     wait_for(lambda: len(record.jids("done")) == 41, 30, lambda: f"41 jobs done:\n{proc.log()}")
     assert sorted(record.jids("done")) == sorted([*async_jids, *sync_jids, "fn"])
     wait_for(lambda: r.llen("queue:default") == 0 and not any(
@@ -114,12 +64,12 @@ def test_async_and_sync_jobs_share_one_process(
 
 
 def test_async_failures_are_retried_as_sync_ones(
-    workers: list[WorkerProcess], redis_server: RedisServer, record: Record, tmp_path: Path,
+    start_worker: StartWorker, redis_server: RedisServer, record: Record, tmp_path: Path,
     client: Client, r: redis.Redis,
 ) -> None:
     failing = push(client, "async_jobs.Fails")
     cancelling = push(client, "async_jobs.CancelsItself")
-    start(workers, redis_server, record, tmp_path)
+    start_worker()
     wait_for(lambda: r.zcard("retry") == 2, 20, "two jobs in the retry set")
     retries = {json.loads(raw)["jid"]: json.loads(raw) for raw in r.zrange("retry", 0, -1)}
     assert retries[failing]["error_class"] == "RuntimeError"
@@ -129,11 +79,11 @@ def test_async_failures_are_retried_as_sync_ones(
 
 
 def test_async_concurrency_bounds_the_jobs_running_at_once(
-    workers: list[WorkerProcess], redis_server: RedisServer, record: Record, tmp_path: Path,
+    start_worker: StartWorker, redis_server: RedisServer, record: Record, tmp_path: Path,
     client: Client,
 ) -> None:
     jids = [push(client, "async_jobs.Waits", 0.3) for _ in range(9)]
-    start(workers, redis_server, record, tmp_path, "--async-concurrency", "3")
+    start_worker("--async-concurrency", "3")
     wait_for(lambda: len(record.jids("done")) == 9, 30, "9 jobs done")
     assert sorted(record.jids("done")) == sorted(jids)
     spans = record.spans()
@@ -142,12 +92,12 @@ def test_async_concurrency_bounds_the_jobs_running_at_once(
 
 
 def test_term_pushes_back_sleeping_async_jobs_and_loses_nothing(
-    workers: list[WorkerProcess], redis_server: RedisServer, record: Record, tmp_path: Path,
+    start_worker: StartWorker, redis_server: RedisServer, record: Record, tmp_path: Path,
     client: Client, r: redis.Redis,
 ) -> None:
     sleeping = [push(client, "async_jobs.Waits", 60) for _ in range(20)]
     threads = [push(client, "testjobs.Sleep", 60) for _ in range(2)]
-    proc = start(workers, redis_server, record, tmp_path, "-c", "2", "-t", "1")
+    proc = start_worker("-c", "2", "-t", "1")
     wait_for(lambda: len(record.jids("start")) == 22, 20,
              lambda: f"22 jobs started:\n{proc.log()}")
     proc.signal(signal.SIGTERM)
@@ -165,12 +115,11 @@ def test_term_pushes_back_sleeping_async_jobs_and_loses_nothing(
 
 
 def test_quiet_pushes_back_async_jobs_waiting_for_a_slot(
-    workers: list[WorkerProcess], redis_server: RedisServer, record: Record, tmp_path: Path,
+    start_worker: StartWorker, redis_server: RedisServer, record: Record, tmp_path: Path,
     client: Client, r: redis.Redis,
 ) -> None:
     jids = [push(client, "async_jobs.Waits", 60) for _ in range(6)]
-    proc = start(workers, redis_server, record, tmp_path, "--async-concurrency", "2",
-                 "--prefetch", "10", "-t", "1")
+    proc = start_worker("--async-concurrency", "2", "--prefetch", "10", "-t", "1")
     wait_for(lambda: len(record.jids("start")) == 2, 20, "two jobs started")
     running = set(record.jids("start"))
     proc.signal(signal.SIGTSTP)
@@ -185,11 +134,11 @@ def test_quiet_pushes_back_async_jobs_waiting_for_a_slot(
 
 
 def test_an_async_job_sees_its_time_limit(
-    workers: list[WorkerProcess], redis_server: RedisServer, record: Record, tmp_path: Path,
+    start_worker: StartWorker, redis_server: RedisServer, record: Record, tmp_path: Path,
     client: Client, r: redis.Redis,
 ) -> None:
     jid = client.push("async_jobs.Limited", [], {"timeout": 0.3})  # as Limited.perform_async
-    start(workers, redis_server, record, tmp_path)
+    start_worker()
     wait_for(lambda: r.zcard("retry") == 1, 20, "the job in the retry set")
     [failed] = [json.loads(raw) for raw in r.zrange("retry", 0, -1)]
     assert failed["jid"] == jid

@@ -11,7 +11,6 @@ import datetime as dt
 import json
 import signal
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +19,10 @@ import redis
 import rfetch
 from rfetch.client import Client
 from rfetch.config import Config
+from tests.support.record import Record
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
+from tests.support.worker_fixtures import StartWorker, WorkerDefaults
 from tests.support.workers import WorkerProcess
 
 FAST_ENV = {
@@ -32,33 +33,14 @@ FAST_ENV = {
 }
 
 
-def done_jids(record: Path) -> list[str]:
-    if not record.exists():
-        return []
-    return [line.split()[1] for line in record.read_text().splitlines() if line.startswith("done ")]
-
-
-@pytest.fixture
-def record(tmp_path: Path) -> Path:
-    return tmp_path / "record.txt"
-
-
 @pytest.fixture
 def client(redis_server: RedisServer, r: redis.Redis) -> Client:
     return Client(Config(redis_url=redis_server.url), r)
 
 
-def start_worker(
-    redis_server: RedisServer, r: redis.Redis, tmp_path: Path, record: Path, *args: str
-) -> WorkerProcess:
-    proc = WorkerProcess(
-        redis_server.url,
-        ["-r", "testjobs", "-c", "3", *args],
-        env={**FAST_ENV, "RFETCH_TEST_RECORD": str(record)},
-        log_dir=tmp_path,
-    )
-    proc.identity(r)
-    return proc
+@pytest.fixture
+def worker_defaults() -> WorkerDefaults:
+    return WorkerDefaults(args=("-r", "testjobs", "-c", "3"), env=FAST_ENV)
 
 
 def stop_worker(proc: WorkerProcess) -> None:
@@ -68,10 +50,8 @@ def stop_worker(proc: WorkerProcess) -> None:
 
 
 @pytest.fixture
-def worker(
-    redis_server: RedisServer, r: redis.Redis, tmp_path: Path, record: Path
-) -> Iterator[WorkerProcess]:
-    proc = start_worker(redis_server, r, tmp_path, record)
+def worker(start_worker: StartWorker) -> Iterator[WorkerProcess]:
+    proc = start_worker()
     yield proc
     if proc.proc.poll() is None:
         stop_worker(proc)
@@ -92,17 +72,17 @@ MALFORMED = [
 
 
 def test_malformed_and_wrongly_shaped_payloads_go_to_dead_as_they_were(
-    worker: WorkerProcess, client: Client, r: redis.Redis, record: Path
+    worker: WorkerProcess, client: Client, r: redis.Redis, record: Record
 ) -> None:
     before = [client.push("testjobs.Noop", [n]) for n in range(3)]
     for raw in MALFORMED:
         r.lpush("queue:default", raw)
     after = [client.push("testjobs.Noop", [n]) for n in range(3)]
 
-    wait_for(lambda: len(done_jids(record)) == 6, 10, "the good jobs to run")
+    wait_for(lambda: len(record.jids("done")) == 6, 10, "the good jobs to run")
     wait_for(lambda: r.zcard("dead") == len(MALFORMED), 10, "the bad payloads to be buried")
 
-    assert sorted(done_jids(record)) == sorted(before + after)
+    assert sorted(record.jids("done")) == sorted(before + after)
     assert sorted(r.zrange("dead", 0, -1)) == sorted(MALFORMED)
     assert r.zcard("retry") == 0
     assert r.llen("queue:default") == 0
@@ -113,13 +93,13 @@ def test_malformed_and_wrongly_shaped_payloads_go_to_dead_as_they_were(
 
 
 def test_invalid_utf8_payload_goes_to_dead_with_its_exact_bytes(
-    worker: WorkerProcess, client: Client, r: redis.Redis, record: Path
+    worker: WorkerProcess, client: Client, r: redis.Redis, record: Record
 ) -> None:
     raw = b'\xff\xfe{"class":"testjobs.Noop",\x80"args":[]}'
     r.lpush("queue:default", raw)
     jid = client.push("testjobs.Noop", [])
 
-    wait_for(lambda: done_jids(record) == [jid], 10, "the good job to run")
+    wait_for(lambda: record.jids("done") == [jid], 10, "the good job to run")
     wait_for(lambda: r.zcard("dead") == 1, 10, "the bad payload to be buried")
 
     assert r.zrange("dead", 0, -1) == [raw]
@@ -128,13 +108,13 @@ def test_invalid_utf8_payload_goes_to_dead_with_its_exact_bytes(
 
 
 def test_unknown_job_name_is_retried_then_dead_and_other_jobs_run(
-    worker: WorkerProcess, client: Client, r: redis.Redis, record: Path
+    worker: WorkerProcess, client: Client, r: redis.Redis, record: Record
 ) -> None:
     unknown = client.push("myapp.jobs.NotDeployedYet", [1, "a"], {"retry": 1})
     good = [client.push("testjobs.Noop", [n]) for n in range(3)]
 
     wait_for(lambda: r.zcard("retry") == 1, 10, "the unknown job to be retried")
-    wait_for(lambda: sorted(done_jids(record)) == sorted(good), 10, "the good jobs to run")
+    wait_for(lambda: sorted(record.jids("done")) == sorted(good), 10, "the good jobs to run")
     job = json.loads(r.zrange("retry", 0, -1)[0])
     assert job["jid"] == unknown
     assert job["retry_count"] == 0
@@ -157,10 +137,10 @@ def test_unknown_job_name_is_retried_then_dead_and_other_jobs_run(
 
 
 def test_wrong_key_type_for_the_only_queue_is_logged_and_worker_resumes_when_fixed(
-    redis_server: RedisServer, r: redis.Redis, tmp_path: Path, record: Path
+    redis_server: RedisServer, r: redis.Redis, record: Record, start_worker: StartWorker
 ) -> None:
     r.set("queue:default", "x")
-    proc = start_worker(redis_server, r, tmp_path, record)
+    proc = start_worker()
     try:
         wait_for(lambda: "WRONGTYPE" in proc.log(), 10, "the worker to log the WRONGTYPE error")
         identity = proc.identity(r)
@@ -173,7 +153,7 @@ def test_wrong_key_type_for_the_only_queue_is_logged_and_worker_resumes_when_fix
         r.delete("queue:default")
         client = Client(Config(redis_url=redis_server.url), r)
         jid = client.push("testjobs.Noop", [])
-        wait_for(lambda: done_jids(record) == [jid], 10, "the fixed queue to resume")
+        wait_for(lambda: record.jids("done") == [jid], 10, "the fixed queue to resume")
         assert r.llen("queue:default") == 0
         # the acknowledgement is deferred: it lands with the next fetch, soon after
         wait_for(lambda: not list(r.scan_iter("queue:sq|*")), 10, "the private list to empty")
@@ -183,14 +163,14 @@ def test_wrong_key_type_for_the_only_queue_is_logged_and_worker_resumes_when_fix
 
 
 def test_wrong_key_type_for_a_queue_is_logged_and_other_queue_still_runs(
-    redis_server: RedisServer, r: redis.Redis, tmp_path: Path, record: Path
+    redis_server: RedisServer, r: redis.Redis, record: Record, start_worker: StartWorker
 ) -> None:
     r.set("queue:default", "x")
-    proc = start_worker(redis_server, r, tmp_path, record, "-q", "default", "-q", "other")
+    proc = start_worker("-q", "default", "-q", "other")
     try:
         client = Client(Config(redis_url=redis_server.url), r)
         other = client.push("testjobs.Noop", ["other"], {"queue": "other"})
-        wait_for(lambda: done_jids(record) == [other], 5, "the job of the other queue")
+        wait_for(lambda: record.jids("done") == [other], 60, "the job of the other queue")
         assert proc.proc.poll() is None
         log = proc.log()
         assert "WRONGTYPE" in log
@@ -198,7 +178,7 @@ def test_wrong_key_type_for_a_queue_is_logged_and_other_queue_still_runs(
 
         r.delete("queue:default")
         fixed = client.push("testjobs.Noop", ["default"])
-        wait_for(lambda: done_jids(record) == [other, fixed], 10, "the fixed queue to resume")
+        wait_for(lambda: record.jids("done") == [other, fixed], 10, "the fixed queue to resume")
         assert r.llen("queue:default") == 0
     finally:
         if proc.proc.poll() is None:

@@ -30,8 +30,8 @@ def postgres_answers() -> bool:
         return False
 
 
-@pytest.mark.skipif(not postgres_answers(), reason="no PostgreSQL at 127.0.0.1:5432")
-def test_django_integration_with_djangos_runner(redis_server: RedisServer) -> None:
+def run_django_tests(redis_server: RedisServer, *labels: str) -> str:
+    """Run Django's test runner on ``labels``; its output (asserted successful)."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.django_app.settings",
@@ -40,10 +40,27 @@ def test_django_integration_with_djangos_runner(redis_server: RedisServer) -> No
         "RFETCH_DJANGO_DB": f"rfetch_django_{os.getpid()}",
     }
     proc = subprocess.run(
-        [sys.executable, "-m", "django", "test", "tests.django_app", "--noinput", "-v", "2"],
+        [sys.executable, "-m", "django", "test", *labels, "--noinput", "-v", "2"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=280,
     )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-6000:]
+    return output
+
+
+@pytest.mark.skipif(not postgres_answers(), reason="no PostgreSQL at 127.0.0.1:5432")
+def test_django_integration_with_djangos_runner(redis_server: RedisServer) -> None:
+    output = run_django_tests(redis_server, "tests.django_app")
     ran = re.search(r"Ran (\d+) tests", output)
-    assert ran is not None and int(ran.group(1)) == 22, output[-3000:]
+    assert ran is not None and int(ran.group(1)) == 34, output[-3000:]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not postgres_answers(), reason="no PostgreSQL at 127.0.0.1:5432")
+def test_a_killed_workers_task_runs_again(redis_server: RedisServer) -> None:
+    """tests/django_app/chaos_tasks.py: a django.tasks task whose worker is SIGKILLed
+    mid-task runs again on another worker and ends SUCCESSFUL (reliable fetch)."""
+    pytest.importorskip("rfetch.integrations.django.tasks.compat",
+                        reason="Django's task framework is not installed")
+    output = run_django_tests(redis_server, "tests.django_app.chaos_tasks")
+    assert re.search(r"Ran 1 test\b", output), output[-3000:]

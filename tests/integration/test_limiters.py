@@ -58,30 +58,30 @@ def test_window_waits_for_the_next_window(client: rfetch.Client, r: redis.Redis)
 
 
 def test_window_over_limit_when_the_wait_exceeds_wait_timeout(client: rfetch.Client) -> None:
-    limiter = rfetch.Limiter.window("w3", 1, per=3600, wait_timeout=3, client=client)
+    limiter = rfetch.Limiter.window("w3", 1, per=86400, wait_timeout=60, client=client)
     with limiter.within_limit() as grant:
         pass
-    left = 3600 - grant.redis_ms / 1000 % 3600
-    if left < 5:  # the window turns within wait_timeout: start in the next one
+    left = 86400 - grant.redis_ms / 1000 % 86400
+    if left < 65:  # the window turns within wait_timeout: start in the next one
         time.sleep(left + 0.1)
         with limiter.within_limit():
             pass
     started = time.monotonic()
     with pytest.raises(OverLimit) as info, limiter.within_limit():
         pass
-    assert time.monotonic() - started < 2  # the script said so at once: no useless sleep
+    # The script said so at once: no useless sleep up to the 60 s wait_timeout.
+    assert time.monotonic() - started < 30
     assert info.value.name == "w3" and info.value.kind == "window"
 
 
 def test_bucket_bursts_then_refills(client: rfetch.Client) -> None:
     limiter = rfetch.Limiter.bucket("b1", 4, per=4, wait_timeout=0, client=client)
     started = time.monotonic()
-    assert _count_granted(limiter, 6) == 4 + int(time.monotonic() - started)
-    time.sleep(1.2)  # one token per second comes back
-    refilled = time.monotonic()
+    # A full bucket of 4, and a token back for each second the calls took (none unless slow).
+    assert 4 <= _count_granted(limiter, 6) <= 4 + int(time.monotonic() - started)
+    time.sleep(2.2)  # one token per second comes back: at least two by now
     granted = _count_granted(limiter, 6)
-    assert 1 <= granted <= min(4, int(time.monotonic() - started) + 1)
-    assert granted >= int(refilled - started) - 1
+    assert 2 <= granted <= min(4, int(time.monotonic() - started) + 1)
 
 
 def test_leaky_spaces_calls(client: rfetch.Client) -> None:
@@ -123,23 +123,24 @@ def test_concurrent_limits_holders_and_releases(client: rfetch.Client, r: redis.
 
 
 def test_concurrent_waiter_gets_a_released_lock(client: rfetch.Client) -> None:
-    limiter = rfetch.Limiter.concurrent("c2", 1, lock_timeout=30, wait_timeout=5, client=client)
+    limiter = rfetch.Limiter.concurrent("c2", 1, lock_timeout=300, wait_timeout=120,
+                                        client=client)
     holding = threading.Event()
     release = threading.Event()
 
     def hold() -> None:
         with limiter.within_limit():
             holding.set()
-            release.wait(5)
+            release.wait(60)
 
     thread = threading.Thread(target=hold)
     thread.start()
-    assert holding.wait(5)
+    assert holding.wait(60)
     threading.Timer(0.3, release.set).start()
     started = time.monotonic()
     with limiter.within_limit() as grant:
         assert grant.waited >= 0.2
-    assert time.monotonic() - started < 4  # well before wait_timeout: the release was seen
+    assert time.monotonic() - started < 60  # well before wait_timeout: the release was seen
     thread.join()
 
 

@@ -405,7 +405,7 @@ def test_unique_lock_expires_after_its_window(worker: Worker, r: redis.Redis) ->
     setter = Step.set(client=worker.client, unique_for=0.2)
     assert setter.perform_async(1) is not None
     assert setter.perform_async(1) is None
-    wait_for(lambda: setter.perform_async(1) is not None, 5, "the unique lock to expire")
+    wait_for(lambda: setter.perform_async(1) is not None, 60, "the unique lock to expire")
 
 
 def test_unique_bulk_push_leaves_out_held_jobs(worker: Worker, r: redis.Redis) -> None:

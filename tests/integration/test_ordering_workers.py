@@ -22,25 +22,23 @@ from rfetch.config import Config
 from tests.support.ordering_check import check_order, read_runs
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
-from tests.support.workers import FAST_ENV, WorkerProcess
+from tests.support.worker_fixtures import StartWorker, WorkerDefaults
+from tests.support.workers import FAST_ENV
 
 pytestmark = pytest.mark.slow
 
 
-def start_worker(url: str, evidence: Path) -> WorkerProcess:
-    return WorkerProcess(
-        url,
-        ["-r", "ordered_jobs", "-c", "4"],
-        env={**FAST_ENV, "RFETCH_CHAOS_DIR": str(evidence)},
-        log_dir=evidence.parent,
-    )
+@pytest.fixture
+def worker_defaults() -> WorkerDefaults:
+    return WorkerDefaults(args=("-r", "ordered_jobs", "-c", "4"), env=FAST_ENV)
 
 
 def test_keys_run_in_order_without_overlap_across_processes_with_retry_and_kill(
-    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path, start_worker: StartWorker
 ) -> None:
     evidence = tmp_path / "evidence"
     evidence.mkdir()
+    chaos_dir = {"RFETCH_CHAOS_DIR": str(evidence)}
     client = Client(Config(redis_url=redis_server.url), r)
     pushed: dict[str, list[str]] = {}
     # The long job opens key "slow"; jobs of 5 other keys are interleaved, one of each fails once.
@@ -51,7 +49,7 @@ def test_keys_run_in_order_without_overlap_across_processes_with_retry_and_kill(
             jid = client.push("ordered_jobs.Ordered", [k, seq, ms, fail], {"key": k})
             assert jid is not None
             pushed.setdefault(k, []).append(jid)
-    workers = [start_worker(redis_server.url, evidence) for _ in range(2)]
+    workers = [start_worker(env=chaos_dir, ready=False) for _ in range(2)]
     kills: dict[int, float] = {}
     try:
         slow_jid = pushed["slow"][0]
@@ -65,7 +63,7 @@ def test_keys_run_in_order_without_overlap_across_processes_with_retry_and_kill(
         kills[victim.pid] = time.time()
         victim.kill()
         workers.remove(victim)
-        workers.append(start_worker(redis_server.url, evidence))
+        workers.append(start_worker(env=chaos_dir, ready=False))
 
         every = [jid for jids in pushed.values() for jid in jids]
 

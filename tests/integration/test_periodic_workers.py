@@ -12,14 +12,14 @@ import collections
 import json
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import redis
 
-from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
+from tests.support.worker_fixtures import StartWorker, WorkerDefaults
 from tests.support.workers import WorkerProcess
 
 LEADER_TTL = 3
@@ -30,7 +30,7 @@ ENV = {
     "RFETCH_PREFETCH": "0",
 }
 
-StartWorker = Callable[..., WorkerProcess]
+StartPeriodic = Callable[..., WorkerProcess]
 
 
 def leader_pid(r: redis.Redis) -> int | None:
@@ -49,30 +49,22 @@ def jids_by_tick(path: Path) -> dict[int, set[str]]:
 
 
 @pytest.fixture
-def start_worker(
-    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
-) -> Iterator[StartWorker]:
-    started: list[WorkerProcess] = []
+def worker_defaults() -> WorkerDefaults:
+    return WorkerDefaults(
+        args=("-r", "periodic_jobs", "-q", "periodic", "-c", "2", "-t", "5"), env=ENV
+    )
+
+
+@pytest.fixture
+def periodic_worker(start_worker: StartWorker) -> StartPeriodic:
+    """Start a worker with the schedules of ``kind`` and a leader lease of ``leader_ttl`` s
+    (it does not wait for the heartbeat: a bad schedule stops the start)."""
 
     def start(kind: str = "every-second", leader_ttl: int = LEADER_TTL) -> WorkerProcess:
-        env = {
-            **ENV,
-            "RFETCH_LEADER_TTL": str(leader_ttl),
-            "RFETCH_TEST_PERIODIC": kind,
-            "RFETCH_TEST_RECORD": str(tmp_path / "record.txt"),
-        }
-        proc = WorkerProcess(
-            redis_server.url, ["-r", "periodic_jobs", "-q", "periodic", "-c", "2", "-t", "5"],
-            env=env, log_dir=tmp_path,
-        )
-        started.append(proc)
-        return proc
+        env = {"RFETCH_LEADER_TTL": str(leader_ttl), "RFETCH_TEST_PERIODIC": kind}
+        return start_worker(env=env, ready=False)
 
-    yield start
-    for proc in started:
-        if proc.proc.poll() is None:
-            proc.signal(signal.SIGCONT)
-            proc.kill()
+    return start
 
 
 @pytest.mark.parametrize(
@@ -85,9 +77,9 @@ def start_worker(
     ],
 )
 def test_a_bad_schedule_stops_the_worker_before_it_starts(
-    r: redis.Redis, start_worker: StartWorker, kind: str, message: str
+    r: redis.Redis, periodic_worker: StartPeriodic, kind: str, message: str
 ) -> None:
-    worker = start_worker(kind)
+    worker = periodic_worker(kind)
     assert worker.wait(30) != 0
     assert message in worker.log()
     assert not r.exists("processes")
@@ -96,12 +88,12 @@ def test_a_bad_schedule_stops_the_worker_before_it_starts(
 
 
 def test_a_schedule_of_a_job_only_ruby_runs_starts_and_pushes_by_class_name(
-    r: redis.Redis, start_worker: StartWorker
+    r: redis.Redis, periodic_worker: StartPeriodic
 ) -> None:
     """``external=True``: no job of that name in this worker, the start is not refused and
     each tick is pushed by class name to the schedule's queue, for a Ruby Sidekiq process
     (Sidekiq Enterprise's periodic jobs push a class name the same way)."""
-    worker = start_worker("ruby-only")
+    worker = periodic_worker("ruby-only")
     wait_for(lambda: r.llen("queue:ruby") >= 2, 30, "two ticks pushed to queue:ruby")
     payload = json.loads(r.lindex("queue:ruby", -1) or b"{}")
     assert payload["class"] == "RubyOnlyWorker"
@@ -112,14 +104,14 @@ def test_a_schedule_of_a_job_only_ruby_runs_starts_and_pushes_by_class_name(
 
 
 def test_a_frozen_leader_whose_lease_was_taken_pushes_no_tick_twice(
-    r: redis.Redis, start_worker: StartWorker, tmp_path: Path
+    r: redis.Redis, periodic_worker: StartPeriodic, tmp_path: Path
 ) -> None:
     """SIGSTOP freezes the leader past its lease; another worker is elected and catches up;
     SIGCONT wakes the old leader in the middle of whatever it was doing, with its old token:
     no tick is pushed twice, none in between is missing."""
-    a = start_worker()
+    a = periodic_worker()
     wait_for(lambda: leader_pid(r) == a.pid, 30, "the first worker to lead")
-    b = start_worker()
+    b = periodic_worker()
     wait_for(lambda: r.scard("processes") == 2, 30, "the second worker's heartbeat")
     first = int(r.hget("rfetch:periodic:every-second", "cursor") or 0)
     wait_for(lambda: len(jids_by_tick(tmp_path / "record.txt")) >= 2, 30, "ticks to run")
@@ -140,12 +132,12 @@ def test_a_frozen_leader_whose_lease_was_taken_pushes_no_tick_twice(
 
 
 def test_a_stopped_leader_hands_over_at_once(
-    r: redis.Redis, start_worker: StartWorker
+    r: redis.Redis, periodic_worker: StartPeriodic
 ) -> None:
     """With a 60 s lease, only the step-down can move the leadership within 10 s."""
-    a = start_worker(leader_ttl=60)
+    a = periodic_worker(leader_ttl=60)
     wait_for(lambda: leader_pid(r) == a.pid, 30, "the first worker to lead")
-    b = start_worker(leader_ttl=60)
+    b = periodic_worker(leader_ttl=60)
     wait_for(lambda: r.scard("processes") == 2, 30, "the second worker's heartbeat")
     time.sleep(1)  # b is now waiting as a follower
     changes = int(r.get("rfetch:leader-changes") or 0)

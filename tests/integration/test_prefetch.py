@@ -11,103 +11,60 @@ to the ``RFETCH_TEST_RECORD`` file, the evidence of what ran where, counted outs
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import redis
 
 from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.store.keys import Keys
+from tests.support.record import Record
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
-from tests.support.workers import FAST_ENV, WorkerProcess
+from tests.support.worker_fixtures import StartWorker
+from tests.support.workers import FAST_ENV
 
 KEYS = Keys()
 
 
-class Record:
-    """The ``RFETCH_TEST_RECORD`` file."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def runs(self, event: str, jid: str) -> list[int]:
-        """PIDs of the processes that recorded ``event`` for ``jid``, in order."""
-        if not self.path.exists():
-            return []
-        return [
-            int(fields[2])
-            for fields in (line.split() for line in self.path.read_text().splitlines())
-            if fields[0] == event and fields[1] == jid
-        ]
-
-
-@pytest.fixture
-def record(tmp_path: Path) -> Record:
-    return Record(tmp_path / "record.txt")
-
-
-@pytest.fixture
-def workers() -> Iterator[list[WorkerProcess]]:
-    """Started workers; any still alive at the end is resumed and killed by its PID."""
-    started: list[WorkerProcess] = []
-    yield started
-    for proc in started:
-        proc.signal(signal.SIGCONT)
-        if proc.proc.poll() is None:
-            proc.kill()
-
-
-def start(url: str, record: Record, tmp_path: Path, env: dict[str, str],
-          started: list[WorkerProcess], *args: str) -> WorkerProcess:
-    proc = WorkerProcess(
-        url, ["-r", "testjobs", *args], {**env, "RFETCH_TEST_RECORD": str(record.path)},
-        tmp_path,
-    )
-    started.append(proc)
-    return proc
-
-
 def test_a_job_fetched_ahead_of_a_long_job_starts_at_once_on_an_idle_worker(
     redis_server: RedisServer, r: redis.Redis, tmp_path: Path, record: Record,
-    workers: list[WorkerProcess],
+    start_worker: StartWorker,
 ) -> None:
-    busy = start(redis_server.url, record, tmp_path, FAST_ENV, workers, "-c", "1")
+    busy = start_worker("-c", "1", ready=False)
     busy.identity(r)
     client = Client(Config(redis_url=redis_server.url), r)
     # Pushed together: the one-thread worker takes the long job and, its jobs having no
     # known run time yet, fetches the short one ahead in the same round trip.
     long_jid, short_jid = client.push_bulk("testjobs.Sleep", [[30], [0]])
-    wait_for(lambda: record.runs("start", long_jid) == [busy.pid], 10, "the long job to start")
+    wait_for(lambda: record.pids("start", long_jid) == [busy.pid], 10, "the long job to start")
 
-    idle = start(redis_server.url, record, tmp_path, FAST_ENV, workers, "-c", "1")
+    idle = start_worker("-c", "1", ready=False)
     idle.identity(r)
-    wait_for(lambda: record.runs("done", short_jid), 10,
+    wait_for(lambda: record.pids("done", short_jid), 10,
              lambda: f"the short job to run while the long one runs:\n{busy.log()}")
-    assert record.runs("start", short_jid) == [idle.pid], "run once, by the idle worker"
-    assert record.runs("done", long_jid) == [], "the long job still runs"
+    assert record.pids("start", short_jid) == [idle.pid], "run once, by the idle worker"
+    assert record.pids("done", long_jid) == [], "the long job still runs"
     assert "given back to the queue" in busy.log()
 
 
 def test_a_stalled_worker_drops_the_jobs_it_fetched_ahead_once_recovered_elsewhere(
     redis_server: RedisServer, r: redis.Redis, tmp_path: Path, record: Record,
-    workers: list[WorkerProcess],
+    start_worker: StartWorker,
 ) -> None:
     # A long prefetch horizon keeps the second job waiting behind the first in the stalled
     # worker, as a short-job history would.
     env = {**FAST_ENV, "RFETCH_PREFETCH_HORIZON": "60"}
     client = Client(Config(redis_url=redis_server.url), r)
     running_jid, waiting_jid = client.push_bulk("testjobs.Sleep", [[1], [0]])
-    stalled = start(redis_server.url, record, tmp_path, env, workers, "-c", "1")
+    stalled = start_worker("-c", "1", env=env, ready=False)
     identity = stalled.identity(r)
-    wait_for(lambda: record.runs("start", running_jid) == [stalled.pid], 10, "the first job")
+    wait_for(lambda: record.pids("start", running_jid) == [stalled.pid], 10, "the first job")
     assert r.llen(KEYS.private(identity, "default")) == 2, "one running, one waiting"
 
     stalled.signal(signal.SIGSTOP)  # longer than the heartbeat TTL (2 s): looks dead
-    rescuer = start(redis_server.url, record, tmp_path, FAST_ENV, workers, "-c", "2")
-    wait_for(lambda: record.runs("done", waiting_jid) == [rescuer.pid], 30,
+    rescuer = start_worker("-c", "2", ready=False)
+    wait_for(lambda: record.pids("done", waiting_jid) == [rescuer.pid], 30,
              lambda: f"the rescuer to recover and run the waiting job:\n{rescuer.log()}")
     # The recovery logs its line after pushing the jobs back, through the log writer thread:
     # the rescuer may run the job first.
@@ -117,8 +74,8 @@ def test_a_stalled_worker_drops_the_jobs_it_fetched_ahead_once_recovered_elsewhe
     stalled.signal(signal.SIGCONT)
     # The job it was running when stopped finishes there (it also ran on the rescuer:
     # the stall's duplicate bound); the one it had fetched ahead must not start.
-    wait_for(lambda: stalled.pid in record.runs("done", running_jid), 15,
+    wait_for(lambda: stalled.pid in record.pids("done", running_jid), 15,
              lambda: f"the stalled worker to resume:\n{stalled.log()}")
     assert stalled.stop(15) == 0
-    assert record.runs("start", waiting_jid) == [rescuer.pid], stalled.log()
+    assert record.pids("start", waiting_jid) == [rescuer.pid], stalled.log()
     assert f"dropped job {waiting_jid}" in stalled.log()

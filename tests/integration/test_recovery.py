@@ -60,7 +60,7 @@ def test_second_look_reaps_and_keeps_order(r: redis.Redis, redis_server: RedisSe
     assert recovery.check() is True  # first look: suspect only
     assert r.llen(KEYS.private(DEAD, "default")) == 3
     # The second look reaps once two heartbeat intervals have passed by Redis's clock.
-    wait_for(lambda: recovery.check() is False, 5, "the second look to reap the process")
+    wait_for(lambda: recovery.check() is False, 60, "the second look to reap the process")
     assert r.llen(KEYS.private(DEAD, "default")) == 0
     # Back at the head, oldest fetch first to run (the right end runs next).
     assert r.lrange("queue:default", 0, -1) == list(reversed(fetched))
@@ -108,7 +108,7 @@ def test_unknown_identity_found_by_scan(r: redis.Redis, redis_server: RedisServe
     r.hdel(KEYS.identities, DEAD)  # e.g. written by another tool, or cleanup removed it
     recovery = make_recovery(r, redis_server.url)
     recovery.check()
-    wait_for(lambda: recovery.check() is False, 5, "the second look to reap the process")
+    wait_for(lambda: recovery.check() is False, 60, "the second look to reap the process")
     assert r.llen(KEYS.private(DEAD, "default")) == 0
     assert r.llen("queue:default") == 2
 
@@ -250,7 +250,7 @@ def test_stray_private_entries_are_pushed_back_after_a_connection_error(
         own_redis.restart()  # every connection of the worker fails once
         wait_for(
             lambda: record.exists() and len(record.read_text().splitlines()) >= stray_count,
-            20,
+            60,
             "the stray jobs to be pushed back and run",
         )
         r = own_redis.client()
@@ -259,7 +259,7 @@ def test_stray_private_entries_are_pushed_back_after_a_connection_error(
         assert done == {p["jid"] for p in payloads}
     finally:
         worker.signal(signal.SIGTERM)
-        assert worker.wait(15) == 0
+        assert worker.wait(60) == 0
 
 
 def test_a_worker_starting_on_the_host_recovers_its_dead_predecessor_at_once(

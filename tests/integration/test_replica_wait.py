@@ -163,7 +163,7 @@ def test_a_worker_with_ack_waits_drains_every_job(
         wait_for(lambda: int(master.client().get("stat:processed") or 0) == 200, 60,
                  "the worker to run every job")
         # Every acknowledgement reached the replica: no private list is left there.
-        wait_for(lambda: not replica.client().keys("queue:sq|*"), 5, "the replica's acks")
+        wait_for(lambda: not replica.client().keys("queue:sq|*"), 60, "the replica's acks")
         assert "publish" in commands_run(master)
     finally:
         proc.signal(signal.SIGTERM)

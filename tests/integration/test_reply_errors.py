@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 import redis
@@ -25,8 +24,10 @@ from rfetch.store.keys import Keys
 from rfetch.worker.heartbeat import Heartbeat, make_identity
 from rfetch.worker.recovery import recovery_bound
 from rfetch.worker.work_state import WorkState
+from tests.support.record import Record
 from tests.support.redis_server import RedisServer, free_port
 from tests.support.wait import wait_for
+from tests.support.worker_fixtures import StartWorker, WorkerDefaults
 from tests.support.workers import FAST_ENV, WorkerProcess
 
 THREADS = (
@@ -70,47 +71,17 @@ def readonly() -> Fault:
     )
 
 
-class Record:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def events(self, event: str, jid: str) -> list[int]:
-        """Pids that recorded ``event`` for ``jid``."""
-        if not self.path.exists():
-            return []
-        found = []
-        for line in self.path.read_text().splitlines():
-            fields = line.split()
-            if fields[:2] == [event, jid]:
-                found.append(int(fields[2]))
-        return found
-
-
 @pytest.fixture
-def record(tmp_path: Path) -> Record:
-    return Record(tmp_path / "record.txt")
+def worker_defaults() -> WorkerDefaults:
+    return WorkerDefaults(args=("-r", "testjobs", "-c", "2", "-t", "2"), env=FAST_ENV)
 
 
 @pytest.fixture
 def workers(
-    own_redis: RedisServer, tmp_path: Path, record: Record
-) -> Iterator[Callable[[], WorkerProcess]]:
-    started: list[WorkerProcess] = []
-
-    def start() -> WorkerProcess:
-        proc = WorkerProcess(
-            own_redis.url,
-            ["-r", "testjobs", "-c", "2", "-t", "2"],
-            env={**FAST_ENV, "RFETCH_TEST_RECORD": str(record.path)},
-            log_dir=tmp_path,
-        )
-        started.append(proc)
-        return proc
-
-    yield start
-    for proc in started:
-        if proc.proc.poll() is None:
-            proc.kill()
+    own_redis: RedisServer, start_worker: StartWorker
+) -> Callable[[], WorkerProcess]:
+    """Start a worker on the test's own server (not waiting for its heartbeat)."""
+    return lambda: start_worker(server=own_redis, ready=False)
 
 
 def beat_of(r: redis.Redis, identity: str) -> float:
@@ -122,7 +93,7 @@ def assert_threads_alive(proc: WorkerProcess) -> None:
     """TTIN makes the worker log every thread's stack: each long-lived one must be there."""
     proc.signal(signal.SIGTTIN)
     wait_for(lambda: "thread rfetch-heartbeat" in proc.log(), 10, proc.log)
-    wait_for(lambda: all(f"thread {name} " in proc.log() for name in THREADS), 5, proc.log)
+    wait_for(lambda: all(f"thread {name} " in proc.log() for name in THREADS), 60, proc.log)
 
 
 @pytest.mark.parametrize("fault", [oom, wrongtype, readonly])
@@ -137,7 +108,7 @@ def test_reply_errors_kill_no_thread_and_reap_no_live_worker(
     identities = [first.identity(r), second.identity(r)]
     client = Client(Config(redis_url=own_redis.url), r)
     sleeper = client.push("testjobs.Sleep", [12])
-    wait_for(lambda: record.events("start", sleeper), 10, "the long job to start")
+    wait_for(lambda: record.pids("start", sleeper), 10, "the long job to start")
 
     inject, undo = fault()
     inject(r)
@@ -148,11 +119,11 @@ def test_reply_errors_kill_no_thread_and_reap_no_live_worker(
     finally:
         undo(r)
 
-    wait_for(lambda: record.events("done", sleeper), 20, "the long job to finish")
+    wait_for(lambda: record.pids("done", sleeper), 20, "the long job to finish")
     later = [client.push("testjobs.Noop", [n]) for n in range(4)]
     scheduled = client.push("testjobs.Noop", ["due"], at=time.time())
     wait_for(
-        lambda: all(record.events("done", jid) for jid in [*later, scheduled]),
+        lambda: all(record.pids("done", jid) for jid in [*later, scheduled]),
         20,
         lambda: first.log() + second.log(),
     )
@@ -165,7 +136,7 @@ def test_reply_errors_kill_no_thread_and_reap_no_live_worker(
         "both heartbeats to go on",
     )
 
-    assert len(record.events("start", sleeper)) == 1, "the running job ran once"
+    assert len(record.pids("start", sleeper)) == 1, "the running job ran once"
     for proc in (first, second):
         log = proc.log()
         assert proc.proc.poll() is None, log
@@ -192,7 +163,7 @@ def test_a_worker_starts_while_redis_refuses_writes(
         undo(r)
     identity = proc.identity(r)
     jid = Client(Config(redis_url=own_redis.url), r).push("testjobs.Noop", [])
-    wait_for(lambda: record.events("done", jid) == [proc.pid], 15, proc.log)
+    wait_for(lambda: record.pids("done", jid) == [proc.pid], 15, proc.log)
     assert r.sismember("processes", identity)
     assert_threads_alive(proc)
     log = proc.log()

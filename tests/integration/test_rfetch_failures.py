@@ -16,18 +16,18 @@ from typing import Any
 import pytest
 import redis
 
+from tests.support.record import Record
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
+from tests.support.worker_fixtures import StartWorker, WorkerDefaults
 from tests.support.workers import FAST_ENV, WorkerProcess
 
 POISON_MAX = 3
 
 
-def runs(record: Path) -> Counter[str]:
+def runs(record: Record) -> Counter[str]:
     """Runs per jid of the test jobs (every recorded event is one run)."""
-    if not record.exists():
-        return Counter()
-    return Counter(line.split()[1] for line in record.read_text().splitlines())
+    return Counter(fields[1] for fields in record.lines())
 
 
 def push_raw(r: redis.Redis, *raws: str | bytes) -> None:
@@ -48,22 +48,14 @@ def nested(depth: int) -> str:
 
 
 @pytest.fixture
-def record(tmp_path: Path) -> Path:
-    return tmp_path / "record.txt"
+def worker_defaults() -> WorkerDefaults:
+    env = {**FAST_ENV, "RFETCH_POISON_MAX_RECOVERIES": str(POISON_MAX)}
+    return WorkerDefaults(args=("-r", "testjobs", "-c", "2"), env=env)
 
 
 @pytest.fixture
-def worker(
-    redis_server: RedisServer, r: redis.Redis, tmp_path: Path, record: Path
-) -> Iterator[WorkerProcess]:
-    proc = WorkerProcess(
-        redis_server.url,
-        ["-r", "testjobs", "-c", "2"],
-        env={**FAST_ENV, "RFETCH_TEST_RECORD": str(record),
-             "RFETCH_POISON_MAX_RECOVERIES": str(POISON_MAX)},
-        log_dir=tmp_path,
-    )
-    proc.identity(r)
+def worker(start_worker: StartWorker) -> Iterator[WorkerProcess]:
+    proc = start_worker()
     yield proc
     proc.stop()
 
@@ -99,7 +91,7 @@ def nothing_left(r: redis.Redis) -> bool:
     ids=lambda f: ",".join(f"{k}={v!r}" for k, v in f.items()),
 )
 def test_producer_fields_of_unexpected_types_do_not_break_recording_the_failure(
-    worker: WorkerProcess, r: redis.Redis, record: Path, fields: dict[str, Any]
+    worker: WorkerProcess, r: redis.Redis, record: Record, fields: dict[str, Any]
 ) -> None:
     push_raw(r, failing("odd", **fields))
     wait_for(lambda: "odd" in entries(r, "retry"), 15, lambda: f"the retry set:\n{worker.log()}")
@@ -113,7 +105,7 @@ def test_producer_fields_of_unexpected_types_do_not_break_recording_the_failure(
 
 
 def test_a_failure_redis_refuses_to_record_ends_in_the_dead_set_with_the_error(
-    worker: WorkerProcess, r: redis.Redis, record: Path
+    worker: WorkerProcess, r: redis.Redis, record: Record
 ) -> None:
     r.set("retry", "not a sorted set")  # the retry set, made unwritable
     push_raw(r, failing("refused"))
@@ -131,7 +123,7 @@ def test_a_failure_redis_refuses_to_record_ends_in_the_dead_set_with_the_error(
 # rfetch's own limit (rfetch.payload.MAX_NESTING, 512) it is invalid before it runs.
 @pytest.mark.parametrize("depth", [1010, 1500, 100_000])
 def test_json_nested_deeper_than_the_parser_goes_to_the_dead_set_as_it_was(
-    worker: WorkerProcess, r: redis.Redis, record: Path, depth: int
+    worker: WorkerProcess, r: redis.Redis, record: Record, depth: int
 ) -> None:
     deep = '{"class":"testjobs.Noop","jid":"deep","args":' + nested(depth) + "}"
     push_raw(r, deep, json.dumps({"class": "testjobs.Noop", "args": [], "jid": "after"}))

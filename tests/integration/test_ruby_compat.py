@@ -11,7 +11,6 @@ import json
 import signal
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import redis
@@ -19,9 +18,11 @@ import redis
 from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.payload import epoch_seconds, new_jid
+from tests.support.record import Record
 from tests.support.redis_server import RedisServer
 from tests.support.ruby import needs_ruby, ruby
 from tests.support.wait import wait_for
+from tests.support.worker_fixtures import StartWorker, WorkerDefaults
 from tests.support.workers import WorkerProcess
 
 FAST_ENV = {
@@ -32,30 +33,23 @@ FAST_ENV = {
 }
 
 
-def records(path: Path, event: str) -> list[list[str]]:
-    if not path.exists():
+def records(record: Record, event: str) -> list[list[str]]:
+    """The lines of ``event``, split in 5 (the last field keeps its spaces)."""
+    if not record.path.exists():
         return []
-    lines = [line.split(" ", 4) for line in path.read_text().splitlines()]
+    lines = [line.split(" ", 4) for line in record.path.read_text().splitlines()]
     return [line for line in lines if line[0] == event]
 
 
 @pytest.fixture
-def record(tmp_path: Path) -> Path:
-    return tmp_path / "record.txt"
+def worker_defaults() -> WorkerDefaults:
+    return WorkerDefaults(args=("-r", "testjobs", "-c", "2", "-t", "1"), env=FAST_ENV)
 
 
 @pytest.fixture
-def worker(
-    redis_server: RedisServer, r: redis.Redis, tmp_path: Path, record: Path
-) -> Iterator[WorkerProcess]:
+def worker(start_worker: StartWorker) -> Iterator[WorkerProcess]:
     """A real worker on ``default`` with the test jobs (``testjobs.Hard`` is ``HardJob``)."""
-    proc = WorkerProcess(
-        redis_server.url,
-        ["-r", "testjobs", "-c", "2", "-t", "1"],
-        env={**FAST_ENV, "RFETCH_TEST_RECORD": str(record)},
-        log_dir=tmp_path,
-    )
-    proc.identity(r)
+    proc = start_worker()
     yield proc
     proc.signal(signal.SIGTERM)
     assert proc.wait(15) == 0, proc.log()
@@ -64,7 +58,7 @@ def worker(
 @pytest.mark.ruby
 @needs_ruby
 def test_job_pushed_by_ruby_runs_on_rfetch(
-    worker: WorkerProcess, redis_server: RedisServer, r: redis.Redis, record: Path
+    worker: WorkerProcess, redis_server: RedisServer, r: redis.Redis, record: Record
 ) -> None:
     pushed = ruby(
         redis_server.url,
@@ -121,14 +115,9 @@ puts JSON.generate({
 @pytest.mark.ruby
 @needs_ruby
 def test_ruby_api_reads_what_rfetch_wrote(
-    redis_server: RedisServer, r: redis.Redis, tmp_path: Path, record: Path
+    redis_server: RedisServer, r: redis.Redis, record: Record, start_worker: StartWorker
 ) -> None:
-    proc = WorkerProcess(
-        redis_server.url,
-        ["-r", "testjobs", "-q", "work", "-c", "2", "-t", "1"],
-        env={**FAST_ENV, "RFETCH_TEST_RECORD": str(record)},
-        log_dir=tmp_path,
-    )
+    proc = start_worker("-q", "work", ready=False)
     try:
         identity = proc.identity(r)
         client = Client(Config(redis_url=redis_server.url), r)
@@ -229,7 +218,7 @@ puts JSON.generate({size: Sidekiq::Workers.new.size, busy: busy})
 @pytest.mark.ruby
 @needs_ruby
 def test_sidekiq_6_api_sees_the_busy_threads(
-    worker: WorkerProcess, redis_server: RedisServer, r: redis.Redis, record: Path
+    worker: WorkerProcess, redis_server: RedisServer, r: redis.Redis, record: Record
 ) -> None:
     """Sidekiq 6.4's ``Workers`` (its Busy page) reads ``<identity>:workers``; Sidekiq 7 and 8
     read ``<identity>:work``: a running rfetch job shows in all of them."""
@@ -254,7 +243,7 @@ def test_sidekiq_6_api_sees_the_busy_threads(
 
 
 def test_sidekiq_8_millisecond_timestamps(
-    worker: WorkerProcess, r: redis.Redis, record: Path
+    worker: WorkerProcess, r: redis.Redis, record: Record
 ) -> None:
     """A job pushed in Sidekiq 8's form (integer epoch milliseconds) runs, and its times read
     as epoch seconds through ``rfetch.payload.epoch_seconds``, also after a retry."""

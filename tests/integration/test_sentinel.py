@@ -43,7 +43,7 @@ def test_no_reachable_sentinel_is_an_error_at_start() -> None:
     started = time.monotonic()
     with pytest.raises(RedisUnavailable, match="no sentinel reachable"):
         rfetch.Client(Config(redis_url=url, network_timeout=1.0, block_timeout=0.5))
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 60  # refused at once, not retried without end
 
 
 def test_unknown_master_is_an_error_at_start(sentinels: SentinelSet) -> None:

@@ -12,7 +12,6 @@ import logging
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,22 +20,17 @@ import pytest
 import redis
 import sentry_sdk
 from click.testing import CliRunner
-from sentry_sdk.envelope import Envelope
-from sentry_sdk.integrations.logging import unignore_logger
-from sentry_sdk.transport import Transport
 
 import rfetch
 from rfetch.cli import main
 from rfetch.config import Config
 from rfetch.errors import ConfigError
-from rfetch.integrations.sentry import DUPLICATE_LOGGERS, SentryErrorHandler, install
+from rfetch.integrations.sentry import SentryErrorHandler, install
 from rfetch.worker.registry import Registry
 from tests.support.gate_worker import Launch, LaunchedWorker, Worker, broken_once, running
 from tests.support.redis_server import RedisServer
+from tests.support.sentry import DSN, RecordingTransport, start_sentry
 from tests.support.wait import wait_for
-
-DSN = "http://public@localhost/1"
-"""Never contacted: the recording transport replaces HTTP."""
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,42 +49,6 @@ class Ok(rfetch.Job):
         Ok.ran.append(self.jid)
 
 
-class RecordingTransport(Transport):
-    """Keeps every envelope sentry-sdk hands over (sentry-sdk 2.x ``capture_envelope``)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.envelopes: list[Envelope] = []
-        self._lock = threading.Lock()
-
-    def capture_envelope(self, envelope: Envelope) -> None:
-        with self._lock:
-            self.envelopes.append(envelope)
-
-    def events(self) -> list[dict[str, Any]]:
-        with self._lock:
-            found = [envelope.get_event() for envelope in self.envelopes]
-        return [dict(event) for event in found if event is not None]
-
-
-@pytest.fixture
-def transport(monkeypatch: pytest.MonkeyPatch) -> Iterator[RecordingTransport]:
-    """A fresh recording transport; sentry-sdk is left uninitialised afterwards."""
-    monkeypatch.delenv("SENTRY_DSN", raising=False)
-    Ok.ran.clear()
-    recording = RecordingTransport()
-    yield recording
-    sentry_sdk.get_client().close()
-    sentry_sdk.get_global_scope().set_client(None)
-    for name in DUPLICATE_LOGGERS:
-        unignore_logger(name)
-
-
-def start_sentry(config: Config, transport: RecordingTransport) -> None:
-    # auto_enabling_integrations=False: no patching of redis-py for the rest of the session.
-    assert install(config, dsn=DSN, transport=transport, auto_enabling_integrations=False)
-
-
 @pytest.fixture
 def cfg(redis_server: RedisServer, r: redis.Redis) -> Config:
     return Config(redis_url=redis_server.url, block_timeout=0.2)
@@ -98,6 +56,7 @@ def cfg(redis_server: RedisServer, r: redis.Redis) -> Config:
 
 @pytest.fixture
 def parts(cfg: Config) -> Iterator[Worker]:
+    Ok.ran.clear()
     with running(cfg, [Fails, Ok]) as p:
         yield p
 
@@ -211,6 +170,7 @@ def test_an_invalid_job_is_one_event_with_its_context(
 
 @pytest.fixture
 def launched(cfg: Config, launch: Launch) -> LaunchedWorker:
+    Ok.ran.clear()
     return launch(cfg, [Fails, Ok])
 
 

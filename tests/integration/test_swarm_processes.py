@@ -81,7 +81,7 @@ def test_sigkilled_child_is_replaced_and_term_stops_every_child(make_swarm: Make
     swarm = make_swarm(4)
     victim = sorted(swarm.live())[1]
     os.kill(victim, signal.SIGKILL)
-    wait_for(lambda: len(swarm.events("start")) == 5, 5, swarm.log)
+    wait_for(lambda: len(swarm.events("start")) == 5, 60, swarm.log)
     replacement = int(swarm.events("start")[-1][1])
     assert swarm.events("start")[-1][0] == "1"  # the same slot
     assert replacement not in (victim,)
@@ -98,9 +98,9 @@ def test_tstp_and_ttin_reach_every_child_and_int_is_passed_on_once(make_swarm: M
     swarm = make_swarm(2)
     live = swarm.live()
     swarm.proc.send_signal(signal.SIGTTIN)
-    wait_for(lambda: len(swarm.events("ttin")) == 2, 5, swarm.log)
+    wait_for(lambda: len(swarm.events("ttin")) == 2, 60, swarm.log)
     swarm.proc.send_signal(signal.SIGTSTP)
-    wait_for(lambda: len(swarm.events("tstp")) == 2, 5, swarm.log)
+    wait_for(lambda: len(swarm.events("tstp")) == 2, 60, swarm.log)
     assert psutil.Process(swarm.proc.pid).status() != psutil.STATUS_STOPPED
     assert "quiet" in " ".join(psutil.Process(swarm.proc.pid).cmdline())
     swarm.proc.send_signal(signal.SIGINT)
@@ -131,7 +131,7 @@ def test_orphaned_descendants_are_reaped(
 ) -> None:
     (tmp_path / "grandchild-0").touch()
     swarm = make_swarm(1, "--subreaper")
-    wait_for(lambda: swarm.events("grandchild"), 5, swarm.log)
+    wait_for(lambda: swarm.events("grandchild"), 60, swarm.log)
     grandchild = int(swarm.events("grandchild")[0][2])
     os.kill(int(swarm.events("start")[0][1]), signal.SIGKILL)  # the grandchild is orphaned
 
@@ -141,7 +141,7 @@ def test_orphaned_descendants_are_reaped(
         except psutil.NoSuchProcess:
             return True
 
-    wait_for(reparented_or_gone, 5, "the grandchild handed to the swarm's parent")
+    wait_for(reparented_or_gone, 60, "the grandchild handed to the swarm's parent")
 
     def gone() -> bool:  # reaped: a zombie would still be listed
         return not psutil.pid_exists(grandchild)
@@ -155,7 +155,7 @@ def test_title_names_the_swarm(make_swarm: MakeSwarm) -> None:
     swarm = make_swarm(2)
     wait_for(
         lambda: "swarm [2 children]" in " ".join(psutil.Process(swarm.proc.pid).cmdline()),
-        5,
+        60,
         swarm.log,
     )
     assert all(c.status() != psutil.STATUS_ZOMBIE for c in swarm.children())

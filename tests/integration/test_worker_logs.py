@@ -10,8 +10,6 @@ process's output file.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 import redis
@@ -20,37 +18,21 @@ from rfetch.client import Client
 from rfetch.config import Config
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
+from tests.support.worker_fixtures import StartWorker, WorkerDefaults
 from tests.support.workers import WorkerProcess
-
-StartWorker = Callable[..., WorkerProcess]
 
 
 @pytest.fixture
-def start_worker(
-    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
-) -> Iterator[StartWorker]:
-    """Start ``rfetch worker -r logjobs`` plus the given arguments; waits for its heartbeat.
-    Workers are stopped (TERM, then KILL, by their own PID) at the end."""
-    started: list[WorkerProcess] = []
-
-    def start(*args: str) -> WorkerProcess:
-        worker = WorkerProcess(
-            redis_server.url,
-            ["-r", "logjobs", "-c", "2", "--cpu-affinity", "none", *args],
-            env={
-                "RFETCH_HEARTBEAT_INTERVAL": "0.5",
-                "RFETCH_BLOCK_TIMEOUT": "0.5",
-                "RFETCH_PUSH_EXIT_TIMEOUT": "0.5",
-            },
-            log_dir=tmp_path,
-        )
-        started.append(worker)
-        worker.identity(r)
-        return worker
-
-    yield start
-    for worker in started:
-        worker.stop()
+def worker_defaults() -> WorkerDefaults:
+    """``rfetch worker -r logjobs`` plus each test's arguments."""
+    return WorkerDefaults(
+        args=("-r", "logjobs", "-c", "2", "--cpu-affinity", "none"),
+        env={
+            "RFETCH_HEARTBEAT_INTERVAL": "0.5",
+            "RFETCH_BLOCK_TIMEOUT": "0.5",
+            "RFETCH_PUSH_EXIT_TIMEOUT": "0.5",
+        },
+    )
 
 
 @pytest.fixture
@@ -69,7 +51,7 @@ def test_a_failed_job_logs_its_traceback_in_text(
     jid = client.push("logjobs.Explodes", ["acme"], {"retry": 0})
     assert jid is not None
     wait_for(lambda: r.zcard("dead") == 1, 15, lambda: f"the job in the dead set:\n{worker.log()}")
-    wait_for(lambda: "explode_deep_inside" in worker.log(), 5, worker.log)
+    wait_for(lambda: "explode_deep_inside" in worker.log(), 60, worker.log)
     assert worker.stop() == 0
     text = worker.log()
     fail = next(i for i, line in enumerate(text.splitlines()) if "fail:" in line and jid in line)
@@ -89,7 +71,7 @@ def test_a_failed_job_logs_its_traceback_in_json(
     worker = start_worker("--json-logs")
     jid = client.push("logjobs.Explodes", ["json"], {"retry": 0})
     wait_for(lambda: r.zcard("dead") == 1, 15, lambda: f"the job in the dead set:\n{worker.log()}")
-    wait_for(lambda: "explode_deep_inside" in worker.log(), 5, worker.log)
+    wait_for(lambda: "explode_deep_inside" in worker.log(), 60, worker.log)
     worker.stop()
     entries = [json.loads(line) for line in worker.log().splitlines() if line.startswith("{")]
     fail = next(e for e in entries if e.get("jid") == jid and e["msg"].startswith("fail:"))

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 import redis
@@ -21,37 +19,18 @@ from rfetch.client import Client
 from rfetch.config import Config
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
-from tests.support.workers import WorkerProcess
+from tests.support.worker_fixtures import StartWorker, WorkerDefaults
 
-StartWorker = Callable[..., WorkerProcess]
 PASSWORD = "s3cret-Pa55"
 
 
 @pytest.fixture
-def start_worker(
-    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
-) -> Iterator[StartWorker]:
-    """Start ``rfetch worker`` with the given arguments (against ``url``, default the
-    session server); waits for its heartbeat. Workers are stopped at the end."""
-    started: list[WorkerProcess] = []
-
-    def start(*args: str, url: str | None = None, namespace: str | None = None) -> WorkerProcess:
-        worker = WorkerProcess(
-            url or redis_server.url,
-            ["-c", "2", "--cpu-affinity", "none", *args],
-            env={"RFETCH_HEARTBEAT_INTERVAL": "0.5", "RFETCH_BLOCK_TIMEOUT": "0.5"},
-            log_dir=tmp_path,
-        )
-        started.append(worker)
-        if namespace is None:
-            worker.identity(r)
-        else:
-            wait_for(lambda: "job classes:" in worker.log(), 15, worker.log)
-        return worker
-
-    yield start
-    for worker in started:
-        worker.stop()
+def worker_defaults() -> WorkerDefaults:
+    """No ``-r``: each test names what the worker requires."""
+    return WorkerDefaults(
+        args=("-c", "2", "--cpu-affinity", "none"),
+        env={"RFETCH_HEARTBEAT_INTERVAL": "0.5", "RFETCH_BLOCK_TIMEOUT": "0.5"},
+    )
 
 
 def test_start_lines_name_the_jobs_redis_without_password_and_namespace(
@@ -63,7 +42,8 @@ def test_start_lines_name_the_jobs_redis_without_password_and_namespace(
     )
     try:
         url = redis_server.url.replace("redis://", f"redis://tester:{PASSWORD}@")
-        worker = start_worker("-r", "logjobs", "--namespace", "shop", url=url, namespace="shop")
+        worker = start_worker("-r", "logjobs", "--namespace", "shop", url=url, ready=False)
+        wait_for(lambda: "job classes:" in worker.log(), 15, worker.log)
         wait_for(lambda: r.smembers("shop:processes"), 15, worker.log)
         log = worker.log()
     finally:

@@ -5,6 +5,7 @@ the ``RFETCH_TEST_RECORD`` file as testjobs' does."""
 from __future__ import annotations
 
 import asyncio
+import os
 
 from testjobs import record
 
@@ -57,4 +58,15 @@ class Limited(rfetch.Job):
         for _ in range(100):
             await asyncio.sleep(0.05)
             self.check_cancelled()
+        record("done", self.jid)
+
+
+class Gated(rfetch.Job):
+    """Records its start, then awaits until the file ``path`` exists (a loop slot held busy
+    for as long as the test needs, with no timing)."""
+
+    async def perform(self, path: str) -> None:
+        record("start", self.jid)
+        while not os.path.exists(path):
+            await asyncio.sleep(0.05)
         record("done", self.jid)

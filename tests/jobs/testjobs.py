@@ -98,3 +98,14 @@ class Crash(rfetch.Job):
     def perform(self) -> None:
         record("start", self.jid)
         os._exit(1)
+
+
+class Gated(rfetch.Job):
+    """Records its start, then waits until the file ``path`` exists (a thread held busy for
+    as long as the test needs, with no timing)."""
+
+    def perform(self, path: str) -> None:
+        record("start", self.jid)
+        while not os.path.exists(path):
+            time.sleep(0.05)
+        record("done", self.jid)

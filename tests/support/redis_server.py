@@ -36,6 +36,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class _PortTaken(RuntimeError):
+    """The server could not bind its port."""
+
+
 class RedisServer:
     """One redis-server process owned by the tests (killed only by its own PID)."""
 
@@ -47,6 +51,7 @@ class RedisServer:
         binary: str | None = None,
     ) -> None:
         self.binary = binary
+        self.fixed_port = port is not None
         self.port = port or free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="rfetch-redis-"))
         self.appendonly = appendonly
@@ -58,6 +63,26 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
+        """Start the server and wait (10 s at most) until it answers as itself.
+
+        On a port this class chose, a first start that finds the port taken (another
+        process, e.g. another pytest-xdist worker, bound it meanwhile) is tried again on a
+        new free port, up to 5 times; a restart keeps the port.
+
+        Raises:
+            RuntimeError: the server exited or did not answer.
+        """
+        for _ in range(4 if not self.fixed_port else 0):
+            try:
+                self._start_once()
+                break
+            except _PortTaken:
+                self.port = free_port()
+        else:
+            self._start_once()
+        self.fixed_port = True
+
+    def _start_once(self) -> None:
         args = [
             self.binary or redis_binary(),
             "--port", str(self.port),
@@ -69,17 +94,39 @@ class RedisServer:
             "--logfile", str(self.dir / "redis.log"),
             *self.extra_args,
         ]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = proc = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            try:
-                redis.Redis(port=self.port, socket_timeout=0.5).ping()
+            if proc.poll() is not None:
+                if "Address already in use" in self.log_tail():
+                    raise _PortTaken(self.log_tail())
+                raise RuntimeError(f"redis-server exited: {self.log_tail()}")
+            # The answer must come from this process, not from a server another test
+            # process started on the same port.
+            if self._answering_pid() == proc.pid and self._ping():
                 return
-            except (redis.ConnectionError, redis.TimeoutError):
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"redis-server exited: {self.log_tail()}") from None
-                time.sleep(0.02)
+            time.sleep(0.02)
         raise RuntimeError(f"redis-server did not start: {self.log_tail()}")
+
+    def _answering_pid(self) -> int | None:
+        client = redis.Redis(port=self.port, socket_timeout=0.5)
+        try:
+            return int(client.info("server")["process_id"])
+        except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
+            return None
+        finally:
+            client.close()
+
+    def _ping(self) -> bool:
+        client = redis.Redis(port=self.port, socket_timeout=0.5)
+        try:
+            return bool(client.ping())
+        except (redis.ConnectionError, redis.TimeoutError):  # incl. LOADING
+            return False
+        finally:
+            client.close()
 
     def log_tail(self) -> str:
         try:

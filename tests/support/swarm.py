@@ -3,34 +3,14 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from pathlib import Path
-
 import psutil
 import redis
 
 from rfetch.payload import loads
+from tests.support.record import Record
 
-
-class Records:
-    """The evidence file of ``RFETCH_TEST_RECORD``, read afresh at each call."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def rows(self, event: str) -> list[list[str]]:
-        """``[jid, pid, time, extra...]`` of every line of ``event``."""
-        if not self.path.exists():
-            return []
-        lines = [line.split() for line in self.path.read_text().splitlines() if line]
-        return [row[1:] for row in lines if row[0] == event]
-
-    def count(self, event: str) -> Counter[str]:
-        """How many times each jid has ``event``."""
-        return Counter(row[0] for row in self.rows(event))
-
-    def pids(self, event: str, jid: str) -> list[int]:
-        return [int(row[1]) for row in self.rows(event) if row[0] == jid]
+Records = Record
+"""The evidence file of ``RFETCH_TEST_RECORD`` (the harness's one :class:`Record`)."""
 
 
 def children(parent: int) -> list[psutil.Process]:

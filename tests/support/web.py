@@ -49,7 +49,7 @@ class WebProcess(RfetchProcess):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}{self.prefix}"
 
-    def wait_ready(self, timeout: float = 20.0) -> None:
+    def wait_ready(self, timeout: float = 60.0) -> None:
         """Wait until the server answers (any HTTP status).
 
         Raises:

@@ -39,12 +39,13 @@ class WorkerProcess(RfetchProcess):
         jobs_env = {"PYTHONPATH": str(JOBS_DIR), **(env or {})}
         super().__init__("worker", args, redis_url, jobs_env, log_dir, cwd=JOBS_DIR)
 
-    def identity(self, client: redis.Redis, timeout: float = 15.0) -> str:
+    def identity(self, client: redis.Redis, timeout: float = 60.0) -> str:
         """Wait for this process's heartbeat and return its identity.
 
         Raises:
             RuntimeError: the worker exited first.
-            AssertionError: no heartbeat within ``timeout`` seconds.
+            AssertionError: no heartbeat within ``timeout`` seconds (generous: a worker's
+                start-up imports are slow on a loaded machine).
         """
         found: list[str] = []
 

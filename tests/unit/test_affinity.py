@@ -1,11 +1,13 @@
 """CPU affinity: the CPU list format, the slot files that spread the worker
 processes of a host over its CPUs, and the cases where ``auto`` leaves placement alone.
-Pinning a real process is tested in tests/integration/test_affinity_worker.py (here it
-would pin the test process itself)."""
+Pinning a real worker is tested in tests/integration/test_affinity_worker.py; moving the
+threads of a process is tested here in a child process (never the test process itself)."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -134,3 +136,39 @@ def test_a_refused_pin_gives_the_threads_back_and_frees_the_slot(
     taken = affinity.take_slot([0, 1], tmp_path)
     assert taken is not None and taken[1] == 0, "slot 0 is free again"
     os.close(taken[2])
+
+
+MOVE_THREADS = """
+import json, os, sys, threading
+from rfetch.affinity import pin_threads
+stop = threading.Event()
+threads = [threading.Thread(target=stop.wait) for _ in range(3)]
+for thread in threads:
+    thread.start()
+def placements():
+    return [sorted(os.sched_getaffinity(int(tid))) for tid in os.listdir("/proc/self/task")]
+pin_threads({int(sys.argv[1])})
+pinned = placements()
+pin_threads(set(json.loads(sys.argv[2])))
+spread = placements()
+stop.set()
+print(json.dumps([pinned, spread]))
+"""
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="needs Linux and two CPUs this process may use",
+)
+def test_pin_threads_moves_every_running_thread_there_and_back() -> None:
+    """What adaptive affinity's moves rely on (a spread over every CPU, then pinned again):
+    threads already running are moved, not only the calling one."""
+    allowed = sorted(os.sched_getaffinity(0))
+    out = subprocess.run(
+        [sys.executable, "-c", MOVE_THREADS, str(allowed[-1]), json.dumps(allowed)],
+        check=True, capture_output=True, text=True, timeout=120,
+    ).stdout
+    pinned, spread = json.loads(out)
+    assert len(pinned) >= 4 and len(spread) == len(pinned)
+    assert all(cpus == [allowed[-1]] for cpus in pinned), pinned
+    assert all(cpus == allowed for cpus in spread), spread

@@ -16,9 +16,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from werkzeug.test import Client
 
 from rfetch.api import Api
+from rfetch.capacity import Busy, Capacity
 from rfetch.client import Client as JobClient
 from rfetch.config import Config
 from rfetch.metrics import ApiCollector, WorkerMetrics
+from rfetch.process_metrics import WorkerFigures
 from rfetch.stats import BUCKETS_MS, Stats
 from rfetch.store.keys import Keys
 from tests.support.redis_server import RedisServer, free_port
@@ -70,7 +72,8 @@ def test_metrics_endpoint(client: Client, r: redis.Redis) -> None:
     assert got[("rfetch_enqueued_jobs", ())] == 3
     assert got[("rfetch_queue_jobs", (("queue", "default"),))] == 3
     assert got[("rfetch_queue_jobs", (("queue", "mail"),))] == 0
-    assert 41 <= got[("rfetch_queue_latency_seconds", (("queue", "default"),))] < 60
+    latency = got[("rfetch_queue_latency_seconds", (("queue", "default"),))]
+    assert 41 <= latency <= 42 + (time.time() - now) + 1
     assert got[("rfetch_queue_paused", (("queue", "mail"),))] == 1
     assert got[("rfetch_queue_paused", (("queue", "default"),))] == 0
     assert got[("rfetch_retry_jobs", ())] == 2
@@ -109,8 +112,8 @@ def test_metrics_endpoint(client: Client, r: redis.Redis) -> None:
 # Gauges whose value is a flag (1/0) or whose unit depends on the labels (a limiter's kind).
 UNITLESS_GAUGES = {"rfetch_queue_paused", "rfetch_leader_present", "rfetch_worker_quiet",
                    "rfetch_limiter_limit", "rfetch_limiter_in_use"}
-UNITS = ("_seconds", "_bytes", "_jobs", "_threads", "_processes", "_cpus", "_items",
-         "_executions")
+UNITS = ("_seconds", "_bytes", "_jobs", "_threads", "_slots", "_processes", "_cpus",
+         "_items", "_executions")
 
 
 def assert_naming_conventions(families: Iterable[Metric]) -> None:
@@ -191,7 +194,7 @@ def test_collector_window_is_bounded(api: Api) -> None:
 
 def test_worker_metrics_middleware_counts_and_times() -> None:
     metrics = WorkerMetrics()
-    metrics.watch(lambda: (3, 5, True))
+    metrics.watch(lambda: WorkerFigures(Busy(3, 140), Capacity(5, 200), True))
 
     def ok() -> None:
         time.sleep(0.002)
@@ -214,6 +217,8 @@ def test_worker_metrics_middleware_counts_and_times() -> None:
     assert got[("rfetch_worker_job_duration_seconds_bucket", bucket)] <= 1
     assert got[("rfetch_worker_busy_threads", ())] == 3
     assert got[("rfetch_worker_concurrency_threads", ())] == 5
+    assert got[("rfetch_worker_busy_async_slots", ())] == 140
+    assert got[("rfetch_worker_concurrency_async_slots", ())] == 200
     assert got[("rfetch_worker_quiet", ())] == 1
     assert got[("rfetch_worker_cpus", ())] == len(os.sched_getaffinity(0))
     assert got[("rfetch_worker_concurrency", ())] == 5  # the deprecated name

@@ -78,7 +78,9 @@ def test_dashboard_history_chart_and_links(client: Client, r: redis.Redis) -> No
 
 @pytest.mark.usefixtures("seeded")
 def test_stats_json_is_what_the_live_chart_polls(client: Client) -> None:
+    before = time.time()
     response = client.get("/stats.json")
+    after = time.time()
     assert response.status_code == 200
     assert response.mimetype == "application/json"
     body = json.loads(response.data)
@@ -88,7 +90,7 @@ def test_stats_json_is_what_the_live_chart_polls(client: Client) -> None:
     assert body["retry_size"] == 4
     assert body["busy"] == 1
     assert body["processes"] == 1
-    assert abs(body["time"] - time.time()) < 5
+    assert before <= body["time"] <= after  # the server's clock, read during the request
     assert response.headers["Cache-Control"] == "no-store"
 
 
@@ -234,19 +236,24 @@ def test_redis_down_answers_503(make_app: object) -> None:
 
 
 def test_large_retry_set_pages_without_loading_it(client: Client, r: redis.Redis) -> None:
-    """100,000 retries: page 1, a deep page and a filtered page each render quickly."""
+    """100,000 retries: page 1 and a deep page read one page from Redis, and a filtered
+    page stops reading once it has its page (the 25 ``Rare`` jobs lie in the first quarter
+    of the set). Measured in bytes Redis sent, not in seconds, which are the machine's."""
     pipe = r.pipeline(transaction=False)
+    whole = 0
     for start in range(0, 100_000, 10_000):
-        pipe.zadd("retry", {failed(jid_of(i), "app.Big" if i % 1000 else "app.Rare", [i]): i
-                            for i in range(start, start + 10_000)})
+        members = {failed(jid_of(i), "app.Big" if i % 1000 else "app.Rare", [i]): i
+                   for i in range(start, start + 10_000)}
+        whole += sum(len(member) for member in members)
+        pipe.zadd("retry", members)
     pipe.execute()
-    for path, first in (("/retries", 0), ("/retries?offset=90000", 90_000),
-                        ("/retries?class=Rare", 0)):
-        started = time.perf_counter()
+    for path, first, most in (("/retries", 0, 100_000), ("/retries?offset=90000", 90_000, 100_000),
+                              ("/retries?class=Rare", 0, whole // 2)):
+        before = r.info("stats")["total_net_output_bytes"]
         body = text(client.get(path))
-        elapsed = time.perf_counter() - started
+        sent = r.info("stats")["total_net_output_bytes"] - before
         assert jid_of(first) in body, path
-        assert elapsed < 5, f"{path} took {elapsed:.2f} s"
+        assert sent < most, f"{path} read {sent:,} bytes of a {whole:,}-byte set"
     assert "90,001\u201390,025" in text(client.get("/retries?offset=90000"))
 
 

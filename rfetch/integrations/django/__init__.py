@@ -11,13 +11,21 @@
   users only (Django's ``staff_member_required``).
 - ``rfetch worker -r rfetch.integrations.django.worker -r myapp.jobs``: a worker that sets
   Django up and closes stale database connections around each job (:mod:`.worker`).
+- ``TASKS = {"default": {"BACKEND": "rfetch.integrations.django.RfetchBackend"}}``:
+  Django's task framework (``django.tasks``, or the ``django-tasks`` package before Django
+  6) on rfetch (:mod:`.tasks`), its tasks run by that same worker.
 
 See docs/integrations.md.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from rfetch.client import Client
+
+if TYPE_CHECKING:
+    from rfetch.integrations.django.tasks.backend import RfetchBackend
 
 
 def immediate_client() -> Client:
@@ -31,4 +39,13 @@ def immediate_client() -> Client:
     return app_config().immediate_client()
 
 
-__all__ = ["immediate_client"]
+def __getattr__(name: str) -> Any:
+    """``RfetchBackend``, imported at first use: Django's task framework is optional."""
+    if name == "RfetchBackend":
+        from rfetch.integrations.django.tasks.backend import RfetchBackend
+
+        return RfetchBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["RfetchBackend", "immediate_client"]

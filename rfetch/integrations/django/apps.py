@@ -10,8 +10,10 @@ from django.conf import settings
 
 from rfetch.client import DEFAULT, Client
 from rfetch.config import Config
+from rfetch.integrations.django.outbox import OutboxSink
 from rfetch.integrations.django.settings import DjangoOptions, config_from_settings
 from rfetch.integrations.django.sink import OnCommitSink
+from rfetch.sink import Sink
 
 if TYPE_CHECKING:
     from rfetch.web import WebApp
@@ -25,7 +27,8 @@ class RfetchConfig(AppConfig):
         config: the Config built from the settings.
         options: the integration's options.
         client: the default client (pushes inside a transaction wait for its commit,
-            unless ``RFETCH["on_commit"]`` is False).
+            unless ``RFETCH["on_commit"]`` is False; with ``RFETCH["outbox"]`` they are
+            rows of the outbox table, in the transaction).
     """
 
     name = "rfetch.integrations.django"
@@ -38,12 +41,18 @@ class RfetchConfig(AppConfig):
 
     def ready(self) -> None:
         self.config, self.options = config_from_settings(getattr(settings, "RFETCH", {}))
-        sink = OnCommitSink(self.options.database) if self.options.on_commit else None
-        self.client = Client(self.config, sink=sink)
+        self.client = Client(self.config, sink=self._sink())
         DEFAULT.set(self.client)
         self._lock = threading.Lock()
         self._immediate: Client | None = None
         self._web: WebApp | None = None
+
+    def _sink(self) -> Sink | None:
+        """Where the default client's pushes go: the outbox table (``RFETCH["outbox"]``),
+        Redis at commit (``on_commit``, the default), or Redis at once."""
+        if self.options.outbox:
+            return OutboxSink(self.options.database)
+        return OnCommitSink(self.options.database) if self.options.on_commit else None
 
     def immediate_client(self) -> Client:
         """A client of the same Config that pushes at once, even inside a transaction."""

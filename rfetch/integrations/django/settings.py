@@ -7,6 +7,9 @@ Keys are the :class:`rfetch.Config` field names (``redis_url``, ``namespace``, `
 - ``on_commit`` (default True): a push inside ``transaction.atomic()`` is written to Redis
   when the transaction commits, and never if it rolls back (Sidekiq 7's transaction-aware
   client); False pushes at once;
+- ``outbox`` (default False): every push is a row of the outbox table ``rfetch_outbox``,
+  written in the surrounding transaction (at once outside one), which ``rfetch relay``
+  moves to Redis, each job once (docs/outbox.md); it takes precedence over ``on_commit``;
 - ``database`` (default ``"default"``): the database alias whose transactions count;
 - ``web``: keyword arguments for :func:`rfetch.web.create_app` (``read_only``, ``title``,
   ``poll_interval``, ``metrics_window``), plus ``login_url`` (default ``"admin:login"``),
@@ -33,7 +36,8 @@ CALLABLE_LISTS = ("client_middleware", "server_middleware", "error_handlers", "d
 """Config fields whose entries may be dotted import paths."""
 
 WEB_OPTIONS = frozenset(
-    {"read_only", "title", "poll_interval", "metrics_window", "login_url", "metrics_token"}
+    {"read_only", "title", "poll_interval", "metrics_window", "login_url", "metrics_token",
+     "outbox_database"}
 )
 OWN_WEB_OPTIONS = frozenset({"login_url", "metrics_token"})
 """Keys of ``RFETCH["web"]`` that the view reads, not :func:`rfetch.web.create_app`."""
@@ -44,6 +48,7 @@ class DjangoOptions:
     """The integration's own options (see the module docstring)."""
 
     on_commit: bool = True
+    outbox: bool = False
     database: str = "default"
     web: Mapping[str, Any] = field(default_factory=dict)
 
@@ -73,7 +78,7 @@ def split_settings(values: Mapping[str, Any]) -> tuple[dict[str, Any], DjangoOpt
     if not isinstance(values, Mapping):
         raise ConfigError(f"settings.RFETCH must be a dict, got {type(values).__name__}")
     known = {f.name for f in dataclasses.fields(Config)}
-    options = {"on_commit", "database", "web"}
+    options = {"on_commit", "outbox", "database", "web"}
     unknown = set(values) - known - options
     if unknown:
         raise ConfigError(
@@ -85,6 +90,7 @@ def split_settings(values: Mapping[str, Any]) -> tuple[dict[str, Any], DjangoOpt
         raise ConfigError(f"settings.RFETCH['web'] takes the keys {sorted(WEB_OPTIONS)}")
     django_options = DjangoOptions(
         on_commit=bool(values.get("on_commit", True)),
+        outbox=bool(values.get("outbox", False)),
         database=str(values.get("database", "default")),
         web=dict(web),
     )

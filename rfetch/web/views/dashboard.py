@@ -46,6 +46,8 @@ def dashboard(ctx: Ctx) -> Response:
                 for state in ctx.shard_states()
             ],
         )
+    outbox = ctx.app.outbox
+    extra["outbox"] = outbox.read() if outbox is not None else None
     queues.sort(key=lambda q: (-q.size, q.name))
     return ctx.render(
         "dashboard.html",

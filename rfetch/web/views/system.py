@@ -35,6 +35,10 @@ def metrics(ctx: Ctx) -> Response:
     index = ctx.shard or 0
     if index not in app.metrics_registries:
         app.metrics_registries[index] = api_registry(api, app.metrics_window)
+        if app.outbox is not None and index == 0:  # the outbox is one database, not per shard
+            from rfetch.outbox.faces import OutboxCollector
+
+            app.metrics_registries[index].register(OutboxCollector(app.outbox))
     body = generate_latest(app.metrics_registries[index])
     return Response(body, mimetype=None, content_type=CONTENT_TYPE_LATEST)
 
