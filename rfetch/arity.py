@@ -11,7 +11,7 @@ a keyword-only parameter without one can never be given (a list has no place for
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,7 @@ class Arity:
         maximum: all positional parameters; None when ``perform`` has ``*args``.
         required_keywords: keyword-only parameters without a default.
         signature: ``perform``'s parameters without ``self`` and annotations, for messages.
+        method: the method named in messages (an iterable job's ``build_enumerator``).
     """
 
     raw: object
@@ -45,6 +46,7 @@ class Arity:
     maximum: int | None
     required_keywords: tuple[str, ...]
     signature: str
+    method: str = "perform"
 
     @classmethod
     def of(cls, job_class: type, perform: Callable[..., Any]) -> Arity:
@@ -84,7 +86,7 @@ class Arity:
             self.maximum is None or count <= self.maximum
         ):
             return  # the common case, once per job of a bulk push: nothing formatted
-        where = f"{job_name}.perform{self.signature}"
+        where = f"{job_name}.{self.method}{self.signature}"
         if self.required_keywords:
             raise ArgsMismatch(
                 f"{where} has keyword-only parameter(s) {list(self.required_keywords)} "
@@ -104,3 +106,44 @@ class Arity:
             f"{where} takes {wanted} argument{plural}, got {count}: {shorten(repr(list(args)))}; "
             "nothing was pushed (the worker would fail it on every retry)"
         )
+
+
+def positional_args(perform: Callable[..., Any], name: str, args: Sequence[Any],
+                    kwargs: Mapping[str, Any]) -> list[Any]:
+    """A job's arguments as the positional list a payload carries (Sidekiq's ``args``):
+    keyword arguments bound to ``perform``'s parameters (see
+    :meth:`rfetch.Job.positional_args`); ``name`` is the job's name in messages.
+
+    Raises:
+        TypeError: a keyword that ``perform`` does not take, a missing parameter, or a
+            keyword-only parameter (a JSON list has no place for it).
+    """
+    if not kwargs:
+        return list(args)
+    signature = inspect.signature(perform)
+    positional = {
+        p.name
+        for p in signature.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    }
+    try:
+        bound = signature.bind(None, *args, **kwargs)
+    except TypeError as exc:
+        raise TypeError(f"{name}.perform{signature}: {exc}") from None
+    not_positional = sorted(set(kwargs) - positional)
+    if not_positional:
+        raise TypeError(
+            f"{name}.perform{signature}: {not_positional} cannot be sent by "
+            "keyword: a job's arguments travel as a JSON list (Sidekiq's args), so "
+            "only parameters that can be given by position can be sent"
+        )
+    # Up to the last parameter given, in order; one skipped on the way takes its default.
+    params = list(signature.parameters.values())[1:]
+    given = [i for i, p in enumerate(params) if p.name in bound.arguments]
+    values: list[Any] = []
+    for param in params[: max(given, default=-1) + 1]:
+        if param.kind is param.VAR_POSITIONAL:
+            values.extend(bound.arguments.get(param.name, ()))
+        else:
+            values.append(bound.arguments.get(param.name, param.default))
+    return values

@@ -233,3 +233,24 @@ class OverLimit(RfetchError):
 class LimiterKeyError(RfetchError):
     """A limiter's Redis key (or the registry set of limiter names) exists with another
     type: the message names the key; nothing was written."""
+
+
+class CheckpointRefused(RfetchError):
+    """A durable job's checkpoint (an iterable job's cursor, a step's result) was refused:
+    the job is no longer in this process's private list, so another process owns it now
+    (this one stalled past its heartbeat and the job was recovered). The job stops at once
+    and this process leaves it alone: the owner goes on from its own checkpoint
+    (docs/durable-jobs.md, "Fencing")."""
+
+
+class JobInterrupted(RfetchError):
+    """An iterable job stopped at an item boundary after checkpointing its cursor: its
+    worker is going quiet (TSTP, TERM, a recycle) or its ``max_runtime`` ran out. The
+    worker pushes it back uncounted; it resumes from its cursor. Raised by rfetch, never by
+    application code."""
+
+
+class StepError(RfetchError, ValueError):
+    """A durable step (``self.step``) was misused: a name used twice in one execution, a
+    name that is not a non-empty string, or a result that is not native JSON or too large
+    to record."""

@@ -7,9 +7,10 @@ import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
-from rfetch.arity import Arity, raw_perform
+from rfetch.arity import Arity, positional_args, raw_perform
 from rfetch.errors import ConfigError
 from rfetch.job_setter import BulkItem, HasPerform, JobSetter, P
+from rfetch.job_steps import Steps
 from rfetch.limits import JobControl
 from rfetch.options import SetOptions, Unpack, check_options
 from rfetch.signature import Signature
@@ -23,7 +24,7 @@ RetryDecision = float | int | Literal["discard", "kill"] | None
 ``"kill"`` (straight to the dead set), or None for Sidekiq's default backoff."""
 
 
-class Job:
+class Job(Steps):
     """Base class of job classes.
 
     Subclass it and define ``perform``; class attributes are the default options::
@@ -202,35 +203,7 @@ class Job:
             TypeError: a keyword that ``perform`` does not take, a missing parameter, or a
                 keyword-only parameter (a JSON list has no place for it).
         """
-        if not kwargs:
-            return list(args)
-        signature = inspect.signature(cls.perform)
-        positional = {
-            p.name
-            for p in signature.parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        }
-        try:
-            bound = signature.bind(None, *args, **kwargs)
-        except TypeError as exc:
-            raise TypeError(f"{cls.job_name()}.perform{signature}: {exc}") from None
-        not_positional = sorted(set(kwargs) - positional)
-        if not_positional:
-            raise TypeError(
-                f"{cls.job_name()}.perform{signature}: {not_positional} cannot be sent by "
-                "keyword: a job's arguments travel as a JSON list (Sidekiq's args), so "
-                "only parameters that can be given by position can be sent"
-            )
-        # Up to the last parameter given, in order; one skipped on the way takes its default.
-        params = list(signature.parameters.values())[1:]
-        given = [i for i, p in enumerate(params) if p.name in bound.arguments]
-        values: list[Any] = []
-        for param in params[: max(given, default=-1) + 1]:
-            if param.kind is param.VAR_POSITIONAL:
-                values.extend(bound.arguments.get(param.name, ()))
-            else:
-                values.append(bound.arguments.get(param.name, param.default))
-        return values
+        return positional_args(cls.perform, cls.job_name(), args, kwargs)
 
     def ordering_key(self, *args: Any) -> str | None:
         """The ordering key of a job with these arguments, or None (no ordering). Called at

@@ -57,6 +57,8 @@ class JobControl:
             overdue and the worker stops it for real (``Config.job_timeout_grace``).
         started: when the job started, monotonic seconds (default: now).
         clock: the monotonic clock (tests pass a fake one).
+        stopping: whether the worker is going quiet (TSTP, TERM, a recycle): an iterable
+            job checkpoints and stops at its next item boundary (default: never).
     """
 
     def __init__(
@@ -65,8 +67,10 @@ class JobControl:
         grace: float,
         started: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        stopping: Callable[[], bool] = lambda: False,
     ) -> None:
         self.clock = clock
+        self.stopping = stopping
         self.timeout = timeout
         self.grace = grace
         self.started = clock() if started is None else started
@@ -77,6 +81,12 @@ class JobControl:
         self.cancel_reason = ""
         self.cancel_to_dead = False
         self._outcome: Literal["running", "finished", "abandoned"] = "running"
+
+    def rearm(self) -> None:
+        """Start the time limit again from now: an iterable job's ``timeout`` limits each
+        item (a hard limit per iteration), not the whole walk."""
+        if self.timeout is not None:
+            self.deadline = self.clock() + self.timeout
 
     @property
     def abandoned(self) -> bool:

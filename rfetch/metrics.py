@@ -32,6 +32,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 
 from rfetch.cap_metrics import flow_metrics
+from rfetch.durable_metrics import durable_metrics
 from rfetch.errors import JobCancelled, JobTimeout
 from rfetch.metric_names import window_summary, with_deprecated
 from rfetch.process_metrics import WorkerFigures, WorkerStateCollector, process_gauges
@@ -114,9 +115,7 @@ class ApiCollector(Collector):
             size.add_metric([q.name], q.size)
             latency.add_metric([q.name], q.latency)
             paused.add_metric([q.name], 1 if q.paused else 0)
-        yield size
-        yield latency
-        yield paused
+        yield from (size, latency, paused)
 
         yield from _class_counters(totals)
         yield from _periodic_metrics(api)
@@ -124,6 +123,7 @@ class ApiCollector(Collector):
         yield from _batch_metrics(api)
         yield from _limiter_metrics(api)
         yield from flow_metrics(api)
+        yield from durable_metrics(api, processes)
         yield from window_summary(classes, self.window_minutes)
         yield _gauge("rfetch_metrics_window_seconds",
                      "Width of the window of rfetch_class_duration_window_seconds.",

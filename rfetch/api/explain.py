@@ -20,6 +20,7 @@ from rfetch.store.cluster import node_client
 from .batches import batch_lines
 from .concurrency import cap_lines
 from .context import Context, queue_names_of
+from .durable import durable_lines
 from .groups import gate_lines
 from .location import Explanation, Location
 from .processes import ProcessInfo, ProcessSet
@@ -85,6 +86,7 @@ def explain(
     payloads = [loc.job.payload for loc in result.locations if loc.job and loc.job.payload]
     result.locations.extend(Location("batch", text) for text in batch_lines(ctx, jid, payloads))
     _cancel_line(ctx, result, jid)
+    result.locations.extend(Location(state, text) for state, text in durable_lines(ctx, jid))
     return result
 
 

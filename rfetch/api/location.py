@@ -18,7 +18,8 @@ class Location:
             in a tenant's list), ``waiting_key`` (behind its ordering key's holder),
             ``waiting_cap`` (for a slot of its concurrency key: fetch caps),
             ``scheduled``, ``retry`` or ``dead``; ``batch``: a line about the job's batch;
-            ``cancel``: a line saying a cancel mark is pending.
+            ``cancel``: a line saying a cancel mark is pending; ``iteration`` / ``steps``:
+            a durable job's saved cursor / recorded steps (docs/durable-jobs.md).
         text: one line saying where it is and why it is not running.
         job: the entry found.
         queue: queue it waits in, was fetched from, or will go to.

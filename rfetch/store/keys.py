@@ -148,6 +148,17 @@ class Keys:
         """Lock held by the one process that recovers orphans at a time."""
         return self._k("rfetch:lock:recovery")
 
+    def iteration(self, jid: str) -> str:
+        """State of one iterable job (hash, Sidekiq 7.3's ``it-<jid>``): ``ex`` executions,
+        ``c`` the JSON cursor, ``rt`` runtime in seconds, ``cancelled`` epoch seconds of a
+        cancel; kept 30 days after its last write, deleted when the job completes."""
+        return self._k(f"it-{jid}")
+
+    def steps(self, jid: str) -> str:
+        """Recorded results of one job's durable steps (hash: step name -> JSON result),
+        kept 30 days after its last write (``Job.step``)."""
+        return self._k(f"rfetch:steps:{jid}")
+
     def recoveries(self, jid: str) -> str:
         """How often a job was recovered from dead processes (expires after the window)."""
         return self._k(f"rfetch:recoveries:{jid}")

@@ -62,6 +62,7 @@ class Scripts:
     cancel_waiting: Script
     abandon: Script
     push_once: Script
+    checkpoint: Script
 
     @classmethod
     def load(cls, redis: Redis) -> Scripts:

@@ -12,6 +12,7 @@ from typing import Any, Literal, cast
 
 from rfetch.batch.context import enter_job
 from rfetch.config import Config
+from rfetch.durable.checkpoint import Hold
 from rfetch.errors import InvalidJob, JobCancelled, OverLimit, ResultNotSerializable
 from rfetch.job import Job
 from rfetch.limits import JobControl, timeout_of
@@ -20,8 +21,10 @@ from rfetch.logs import JobLog
 from rfetch.middleware import run_server_chain, run_server_chain_async
 from rfetch.payload import Payload, Routing, loads
 from rfetch.stats import Stats
+from rfetch.store.checkpoint_commands import CheckpointCommands
 from rfetch.store.workflow_commands import Ending
 from rfetch.worker.cancels import CancelCheck
+from rfetch.worker.durable_end import DURABLE_ENDS, durable_end
 from rfetch.worker.expiry import Expiry
 from rfetch.worker.job_run import JobRun
 from rfetch.worker.outcome import RecordedUnit, recorded_ttl, result_text
@@ -257,10 +260,15 @@ class Processor:
     def _control(self, run: JobRun, instance: Job, slot: int) -> None:
         """The execution's deadline and cancel flag, set on the job and registered for the
         timekeeper under ``slot`` (the thread id, or an async job's slot)."""
+        work = self.work
         control = JobControl(
-            timeout_of(run.job, self.config.job_timeout), self.config.job_timeout_grace
+            timeout_of(run.job, self.config.job_timeout), self.config.job_timeout_grace,
+            stopping=(lambda: work.quiet) if work is not None else lambda: False,
         )
         instance.control = run.control = control
+        unit = run.unit
+        instance.hold = Hold(CheckpointCommands(unit.fetch.commands), unit.private_key,
+                             unit.raw, run.job["jid"])
         instance.progress_writer = self.progress
         if self.work is not None:
             self.work.watch(slot, WatchedExecution(run.unit, run.job, instance, control))
@@ -303,6 +311,8 @@ class Processor:
             return  # the timekeeper recorded it (hard time limit or cancel)
         unit, job = execution.unit, execution.job
         if isinstance(exc, OverLimit) and self._overlimit(execution, exc):
+            return
+        if isinstance(exc, DURABLE_ENDS) and durable_end(unit, job, exc):
             return
         name, jid = job["class"], job["jid"]
         elapsed = execution.elapsed_ms()

@@ -206,6 +206,22 @@ class FakeModeInTestCaseTests(TestCase):
             queues.assert_enqueued(WelcomeSignup, args=[6], count=1)
 
 
+class QuerysetEnumeratorTests(TestCase):
+    """An iterable job's queryset walk (``rfetch.durable.enumerators``): by primary key in
+    batches, resuming after the cursor."""
+
+    def test_a_queryset_is_walked_by_pk_in_batches_from_the_cursor(self) -> None:
+        from rfetch.durable.enumerators import queryset_enumerator
+
+        rows = [Signup.objects.create(email=f"u{i}@example.com") for i in range(5)]
+        walk = list(queryset_enumerator(Signup.objects.all(), cursor=None, batch_size=2))
+        self.assertEqual([c for _, c in walk], [r.pk for r in rows])
+        resumed = queryset_enumerator(Signup.objects.filter(welcomed=False),
+                                      cursor=rows[2].pk, batch_size=2)
+        self.assertEqual([row.email for row, _ in resumed], ["u3@example.com",
+                                                              "u4@example.com"])
+
+
 class WorkerTests(TransactionTestCase):
     """A real ``rfetch worker`` with Django loaded: jobs use the ORM, and a database
     connection the server closed costs no job."""

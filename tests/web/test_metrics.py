@@ -112,7 +112,8 @@ def test_metrics_endpoint(client: Client, r: redis.Redis) -> None:
 # Gauges whose value is a flag (1/0) or whose unit depends on the labels (a limiter's kind).
 UNITLESS_GAUGES = {"rfetch_queue_paused", "rfetch_leader_present", "rfetch_worker_quiet",
                    "rfetch_limiter_limit", "rfetch_limiter_in_use"}
-UNITS = ("_seconds", "_bytes", "_jobs", "_threads", "_slots", "_processes", "_cpus")
+UNITS = ("_seconds", "_bytes", "_jobs", "_threads", "_slots", "_processes", "_cpus",
+         "_items", "_executions")
 
 
 def assert_naming_conventions(families: Iterable[Metric]) -> None:

@@ -15,8 +15,10 @@ from ..action import Ctx
 SET_SLUGS = {"scheduled": "scheduled", "retry": "retries", "dead": "dead"}
 """The set page of each place ``explain`` reports."""
 
-ENDED = ("dead", "finished", "recorded_dead", "recorded_cancelled", "cancel")
-"""States of a job that ended, and the line of a pending cancel: no Cancel button there."""
+ENDED = ("dead", "finished", "recorded_dead", "recorded_cancelled", "cancel", "iteration",
+         "steps")
+"""States of a job that ended, and the lines of a pending cancel and of a durable job's
+saved state: no Cancel button there."""
 
 
 def explain(ctx: Ctx) -> Response:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from werkzeug.wrappers import Response
 
 from rfetch.api import DEFAULT_MAX_SCAN, ActionResult, JobRecord, JobSet
+from rfetch.api.durable import durable_lines, forget
 from rfetch.api.shard_sets import add_results, merged_page
 
 from ..action import BadRequest, Ctx, Redirect
@@ -50,6 +51,11 @@ SET_KINDS = {
     "dead": SetKind("dead", "Dead", "Died", "desc", "The dead set is empty.",
                     ("retry", "add_to_queue", "delete"), ACTION_LABELS),
 }
+
+
+FROM_START = "retry_from_start"
+"""The job page's action for a durable job: forget its cursor and step results, then retry
+(the plain Retry resumes from them: "retry from here")."""
 
 
 def set_page(ctx: Ctx, kind: str) -> Response:
@@ -159,8 +165,9 @@ def set_job(ctx: Ctx, kind: str, key: str) -> Response:
         raise Redirect(ctx.url_for("explain", jid=jid),
                        f"Job {jid} is no longer at that place in the {info.title.lower()} "
                        "set: here is where it is now.", "warn")
+    durable = durable_lines(ctx.api.ctx, record.jid) if record and record.jid else []
     return ctx.render("job.html", kind=info, job=record, key=key,
-                      actions=info.actions, action_labels=info.labels,
+                      actions=info.actions, action_labels=info.labels, durable=durable,
                       status=200 if record is not None else 404)
 
 
@@ -168,12 +175,17 @@ def set_job_action(ctx: Ctx, kind: str, key: str) -> Response:
     """``POST /<kind>/<key>``: an action on one entry."""
     job_set = ctx.api.job_set(kind)
     action = ctx.request.form.get("action", "")
+    from_start = action == FROM_START and "retry" in SET_KINDS[kind].actions
+    if from_start:
+        action = "retry"
     if action not in SET_KINDS[kind].actions:
         raise BadRequest(f"the {job_set.name} set offers no action {action!r}")
     record = _find_entry(job_set, key)
     back = ctx.url_for("set_page", kind=kind)
     if record is None:
         raise Redirect(back, "That job is no longer in the set.", "warn")
+    if from_start and record.jid:
+        forget(ctx.api.ctx, record.jid)  # a durable job: no cursor, no recorded step
     raise Redirect(back, *outcome(job_set.apply(action, [record])))
 
 
