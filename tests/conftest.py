@@ -12,6 +12,10 @@ import redis
 from rfetch.config import Config
 from tests.support.redis_server import RedisServer
 
+# tests/django_app holds Django TestCases that Django's own runner runs, in a subprocess with
+# its settings (tests/integration/test_django.py); pytest would import them unconfigured.
+collect_ignore = ["django_app"]
+
 pytest_plugins = ["tests.support.gate_worker", "tests.support.worker_fixtures",
                   "tests.support.sentry"]
 
