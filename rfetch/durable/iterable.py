@@ -50,6 +50,8 @@ class IterableJob(Job):
     ``around_iteration(run)`` (call ``run()`` to do the item).
     """
 
+    __abstract_job__: ClassVar[bool] = True
+    """A base to subclass, not a job: no worker registers IterableJob itself."""
     checkpoint_interval: ClassVar[float] = 5.0
     checkpoint_every: ClassVar[int | None] = None
     max_runtime: ClassVar[float | None] = None

@@ -33,7 +33,9 @@ class Registry:
     """Job name -> job class.
 
     Args:
-        classes: the job classes; abstract ones (whose ``perform`` is Job's) are skipped.
+        classes: the job classes; abstract ones are skipped: those whose ``perform`` is
+            Job's, and a base class that says so in its own namespace
+            (``__abstract_job__ = True``, as ``rfetch.IterableJob`` does).
 
     Raises:
         DuplicateJobName: two different classes claim one name.
@@ -42,7 +44,7 @@ class Registry:
     def __init__(self, classes: Iterable[type[Job]]) -> None:
         self._by_name: dict[str, type[Job]] = {}
         for cls in classes:
-            if cls.perform is Job.perform:
+            if cls.perform is Job.perform or cls.__dict__.get("__abstract_job__", False):
                 continue
             name = cls.job_name()
             other = self._by_name.get(name)
