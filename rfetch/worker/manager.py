@@ -9,9 +9,9 @@ pushed back at once, and on stop everything still in the private lists is pushed
 the head of its queue.
 
 When a fetch finds nothing and no job waits, the blocking fetch (``BLMOVE``) is run by an
-idle processor thread, which then runs the job it gets itself: on an idle worker a job
-goes from Redis to ``perform`` without a hand-off between threads (Sidekiq's processors
-fetch for themselves for the same reason), and no job is fetched while no thread is free.
+idle processor thread, which then runs the job it gets itself
+(:mod:`rfetch.worker.blocking_fetch`). Jobs pushed back, and the sweep of strays from the
+private lists, are :mod:`rfetch.worker.push_back`'s.
 
 A job that waited long enough for this process to have been stalled past its heartbeat
 TTL (SIGSTOP, a VM pause, swap, a debugger) may have been recovered as an orphan and run
@@ -35,6 +35,7 @@ from rfetch.config import Config
 from rfetch.guard import ThreadGuard
 from rfetch.store.connection import REDIS_DOWN
 from rfetch.worker.acks import ACK_MAX_DELAY, DeferredAcks
+from rfetch.worker.blocking_fetch import BlockingHandOff
 from rfetch.worker.event_loop import AsyncPool
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.fetch_room import FetchRoom
@@ -42,6 +43,7 @@ from rfetch.worker.handoff import BlockingFetch, HandOff, Request
 from rfetch.worker.head_peek import async_next
 from rfetch.worker.prefetch import PrefetchPolicy
 from rfetch.worker.processor import Handled, Processor
+from rfetch.worker.push_back import PushBack
 from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.stall import StallGuard
 from rfetch.worker.started import StartMarks
@@ -108,15 +110,9 @@ class Manager:
         self.room = FetchRoom(config.concurrency, config.prefetch_count,
                               self.aio.size if self.aio is not None else 0, not registry.has_sync)
         self._low_water = config.concurrency
-        self._stuck: dict[int, UnitOfWork] = {}
-        """Jobs rfetch failed on and could not push back: left in the private lists."""
-        self._sweep: str | None = None
-        """Why stray jobs may sit in the private lists (pushed back by the fetcher's next
-        round); set by :meth:`_ask_sweep`."""
-        self._sweep_asks = 0
-        """Sweeps asked for so far; :attr:`_sweep_seen` is the count the fetcher's current
-        round saw, so that a sweep asked for during a sweep is not cleared by it."""
-        self._sweep_seen = 0
+        self.push_back = PushBack(fetch, self.pool, report)
+        self.blocking = BlockingHandOff(config, fetch, acks, work, self.pool, paused,
+                                        self._split, self.aio, self.push_back)
         self._threads: list[threading.Thread] = []
         self._fetcher: threading.Thread | None = None
         self.guard = ThreadGuard("fetch", log, report, fetch.redis, first=0.1, cap=5.0)
@@ -156,7 +152,7 @@ class Manager:
             waiting += looped
             self.pool.cond.notify_all()
         if waiting:
-            self._requeue(waiting, "quiet")
+            self.push_back.requeue(waiting, "quiet")
 
     def release(self, paused: Collection[str]) -> None:
         """Push back jobs fetched from queues that were just paused and not started yet."""
@@ -170,7 +166,7 @@ class Manager:
             released += looped
             self.pool.cond.notify_all()
         if released:
-            self._requeue(released, "queue paused")
+            self.push_back.requeue(released, "queue paused")
 
     def saturated(self) -> bool:
         """Whether a fetched job waits for a thread, or every thread runs a job (adaptive
@@ -221,38 +217,11 @@ class Manager:
             if item is None:
                 return
             if isinstance(item, BlockingFetch):
-                unit = self._blocking_fetch(ident, item)
+                unit = self.blocking.run(ident, item)
                 if unit is not None:
                     self._run(ident, unit, time.monotonic())
             else:
                 self._run(ident, item, None)
-
-    def _blocking_fetch(self, ident: int, request: BlockingFetch) -> UnitOfWork | None:
-        """Run the blocking fetch in this (idle) thread; the first job it gets is started
-        by this thread (marked started in the same lock section as it is held), the others
-        are handed to the pool."""
-        sent_at = time.monotonic()
-        units: list[UnitOfWork] = []
-        try:
-            if not self.work.quiet:
-                units = self.fetch.wait_for_work(request.paused)
-        except Exception as exc:  # the fetcher backs off and sweeps
-            request.error = exc
-        with self.pool.cond:
-            admitted, rejected = self.pool.admit(units, sent_at, self.work.quiet, self.paused())
-            request.units = admitted
-            request.done = True
-            looped, threaded = self._split(admitted)
-            if threaded:
-                self.pool.started[ident] = time.monotonic()
-            for unit in threaded[1:]:
-                self.pool.queue.put(unit)
-            self.pool.cond.notify_all()
-        if looped and self.aio is not None:
-            self.aio.submit(looped)
-        if rejected:
-            self._requeue(rejected, "fetched while going quiet or pausing")
-        return threaded[0] if threaded else None
 
     def _split(self, units: list[UnitOfWork]) -> tuple[list[UnitOfWork], list[UnitOfWork]]:
         """The async jobs (for the event loop) and the others (for the threads)."""
@@ -275,8 +244,8 @@ class Manager:
             self.pool.release(unit)
             if handled != "done":
                 if handled == "stuck":
-                    self._stuck[id(unit)] = unit  # not swept back: pushed back at shutdown
-                self._ask_sweep("taken by an async job rfetch failed on")
+                    self.push_back.stuck[id(unit)] = unit  # not swept back: pushed back at shutdown
+                self.push_back.ask_sweep("taken by an async job rfetch failed on")
             self.pool.cond.notify_all()
 
     def _run(self, ident: int, unit: UnitOfWork, started: float | None) -> None:
@@ -309,9 +278,9 @@ class Manager:
                     if handled == "stuck":
                         # Redis refused to push it back: not swept back to its queue either
                         # (it would run again at once, in a loop); pushed back at shutdown.
-                        self._stuck[id(unit)] = unit
+                        self.push_back.stuck[id(unit)] = unit
                     # jobs it had taken (coalescing) go back
-                    self._ask_sweep("taken by a job rfetch failed on")
+                    self.push_back.ask_sweep("taken by a job rfetch failed on")
         finally:
             self.work.end(ident)
             self._done(ident, unit, time.monotonic() - now)
@@ -356,12 +325,12 @@ class Manager:
                 # batch (an idle loop starves only while async jobs come).
                 wanted = plan.probe or (self.pool.thread_free() if idle else plan.eager)
                 # A sweep goes at once: the strays it pushes back wait for no thread here.
-                sweep = self._sweep is not None
+                sweep = self.push_back.sweep is not None
                 if give_back or sweep or self.acks.due() or (plan.room > 0 and wanted):
                     held = [unit for unit, _ in self.pool.held.values()]
-                    held += self._stuck.values()
-                    self._sweep_seen = self._sweep_asks
-                    return Request(plan.room, self.acks.take(), self._sweep, held,
+                    held += self.push_back.stuck.values()
+                    self.push_back.sweep_seen = self.push_back.sweep_asks
+                    return Request(plan.room, self.acks.take(), self.push_back.sweep, held,
                                    give_back, plan.probe)
                 self.pool.cond.wait(ACK_MAX_DELAY)
         return None
@@ -376,14 +345,12 @@ class Manager:
                 return
             room, acks, sweep, held, give_back, probe = request
             if give_back:
-                self._requeue(give_back, "waiting behind long jobs: given back to the queue")
+                self.push_back.requeue(
+                    give_back, "waiting behind long jobs: given back to the queue")
             try:
                 if sweep:
                     # Finished jobs whose acks are still pending are not strays.
-                    self.fetch.requeue_unheld([*held, *acks], sweep)
-                    with self.pool.cond:
-                        if self._sweep_asks == self._sweep_seen:  # none asked meanwhile
-                            self._sweep = None
+                    self.push_back.swept(sweep, [*held, *acks])
                 paused = self.paused()
                 sent_at = time.monotonic()
                 if room <= 0 or (probe and not async_next(self.fetch, self.aio, paused)) or (
@@ -398,7 +365,7 @@ class Manager:
                 if units:
                     self._hand_off(units, sent_at)
                 elif room > 0 and self.pool.thread_free():
-                    units = self._block(paused)
+                    units = self.blocking.block(paused)
                 # Idle only after looking for jobs and finding none (not after a call that
                 # only acknowledged, or gave back, for want of room).
                 idle = room > 0 and not units
@@ -407,7 +374,7 @@ class Manager:
                 # bug) pauses fetching with a back-off; the fetcher itself never ends.
                 self.acks.put_back(acks)
                 with self.pool.cond:  # a lost reply, or a script error after it moved jobs
-                    self._ask_sweep(
+                    self.push_back.ask_sweep(
                         "a reply lost to a connection error"
                         if isinstance(exc, REDIS_DOWN)
                         else "moved by a fetch that failed"
@@ -415,36 +382,6 @@ class Manager:
                 self.work.sleep(self.guard.failed(exc))
                 continue
             self.guard.succeeded()
-
-    def _block(self, paused: Collection[str]) -> list[UnitOfWork]:
-        """Blocking fetch by an idle processor thread (:meth:`_blocking_fetch`), which
-        runs what it gets; meanwhile threads acknowledge their jobs themselves.
-
-        Raises:
-            Exception: what the blocking fetch raised (e.g. Redis unreachable).
-        """
-        for unit in self.acks.deferring(False):
-            unit.acknowledge()
-        request = BlockingFetch(paused)
-        try:
-            with self.pool.cond:
-                if self.work.quiet:
-                    return []
-                self.pool.queue.put(request)
-                # Once quiet, a fetch not yet taken by a thread is cancelled; one under way
-                # is awaited, so that what it moves is pushed back before the pool ends.
-                limit = self.config.block_timeout + self.config.network_timeout
-                while not request.done:
-                    if self.work.quiet:
-                        if limit <= 0:
-                            break
-                        limit -= ACK_MAX_DELAY
-                    self.pool.cond.wait(ACK_MAX_DELAY if self.work.quiet else None)
-            if request.error is not None:
-                raise request.error
-            return request.units
-        finally:
-            self.acks.deferring(True)
 
     def _flush_acks(self) -> None:
         for unit in self.acks.take():
@@ -459,37 +396,4 @@ class Manager:
         if looped and self.aio is not None:
             self.aio.submit(looped)
         if rejected:
-            self._requeue(rejected, "fetched while going quiet or pausing")
-
-    def _ask_sweep(self, why: str) -> None:
-        """Have the fetcher push back, in its next round, the jobs of this process's private
-        lists that no thread holds (``why``: for the log line). Hold ``pool.cond``."""
-        self._sweep = why
-        self._sweep_asks += 1
-        self.pool.cond.notify_all()
-
-    def _requeue(self, units: list[UnitOfWork], why: str) -> None:
-        """Push back jobs this process no longer holds (taken out of ``pool.held``).
-
-        If the push-back fails, the jobs stay in the private list held by no thread, and
-        this process's heartbeat keeps orphan recovery away from them: the fetcher is told
-        to sweep the private lists (:meth:`ReliableFetch.requeue_unheld`), retried until
-        Redis answers. Without the sweep, the Sentinel chaos test lost the jobs given back
-        from behind threads stuck on their acknowledgements just after the master's
-        SIGKILL. Never raises: on the fetcher thread (a give-back) an error must not end it.
-        """
-        try:
-            pushed = self.fetch.requeue(units)
-            log.info("pushed back %d job(s) not started (%s)", pushed, why)
-        except Exception as exc:
-            with self.pool.cond:
-                self._ask_sweep("a push-back that failed")
-            log.error(
-                "could not push back %d job(s) (%s): %s; they are pushed back from the "
-                "private list once Redis answers",
-                len(units),
-                why,
-                exc,
-            )
-            if not isinstance(exc, REDIS_DOWN):
-                self.report(exc, {"context": "push back"})
+            self.push_back.requeue(rejected, "fetched while going quiet or pausing")

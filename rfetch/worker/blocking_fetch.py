@@ -1,0 +1,121 @@
+"""The blocking fetch (``BLMOVE``) of an idle worker, run by an idle processor thread.
+
+When a fetch finds nothing and no job waits, the fetcher hands the blocking fetch to an
+idle processor thread through the hand-off queue, and that thread runs the job it gets
+itself: on an idle worker a job goes from Redis to ``perform`` without a hand-off between
+threads (Sidekiq's processors fetch for themselves for the same reason), and no job is
+fetched while no thread is free.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+
+from rfetch.config import Config
+from rfetch.worker.acks import ACK_MAX_DELAY, DeferredAcks
+from rfetch.worker.event_loop import AsyncPool
+from rfetch.worker.fetch import ReliableFetch
+from rfetch.worker.handoff import BlockingFetch, HandOff
+from rfetch.worker.push_back import PushBack
+from rfetch.worker.unit import UnitOfWork
+from rfetch.worker.work_state import WorkState
+
+Split = Callable[[list[UnitOfWork]], tuple[list[UnitOfWork], list[UnitOfWork]]]
+"""Splits fetched jobs into the async ones (for the event loop) and the others."""
+
+
+class BlockingHandOff:
+    """Both sides of the blocking fetch: the fetcher's (:meth:`block`) and the idle
+    thread's (:meth:`run`).
+
+    Args:
+        config: block timeout and network timeout (seconds), for the wait once quiet.
+        fetch: the reliable fetch of this process.
+        acks: the processor's deferred acknowledgements (not deferred while blocking).
+        work: busy threads and quiet flag.
+        pool: the manager's held jobs and hand-off queue.
+        paused: returns the names of queues not to fetch from now (queue pausing).
+        split: the manager's split of fetched jobs (async ones, others).
+        aio: the event loop of async jobs, or None without async job classes.
+        push_back: pushes back jobs fetched while going quiet or pausing.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        fetch: ReliableFetch,
+        acks: DeferredAcks,
+        work: WorkState,
+        pool: HandOff,
+        paused: Callable[[], Collection[str]],
+        split: Split,
+        aio: AsyncPool | None,
+        push_back: PushBack,
+    ) -> None:
+        self.config = config
+        self.fetch = fetch
+        self.acks = acks
+        self.work = work
+        self.pool = pool
+        self.paused = paused
+        self.split = split
+        self.aio = aio
+        self.push_back = push_back
+
+    def run(self, ident: int, request: BlockingFetch) -> UnitOfWork | None:
+        """Run the blocking fetch in this (idle) thread; the first job it gets is started
+        by this thread (marked started in the same lock section as it is held), the others
+        are handed to the pool."""
+        sent_at = time.monotonic()
+        units: list[UnitOfWork] = []
+        try:
+            if not self.work.quiet:
+                units = self.fetch.wait_for_work(request.paused)
+        except Exception as exc:  # the fetcher backs off and sweeps
+            request.error = exc
+        with self.pool.cond:
+            admitted, rejected = self.pool.admit(units, sent_at, self.work.quiet, self.paused())
+            request.units = admitted
+            request.done = True
+            looped, threaded = self.split(admitted)
+            if threaded:
+                self.pool.started[ident] = time.monotonic()
+            for unit in threaded[1:]:
+                self.pool.queue.put(unit)
+            self.pool.cond.notify_all()
+        if looped and self.aio is not None:
+            self.aio.submit(looped)
+        if rejected:
+            self.push_back.requeue(rejected, "fetched while going quiet or pausing")
+        return threaded[0] if threaded else None
+
+    def block(self, paused: Collection[str]) -> list[UnitOfWork]:
+        """Blocking fetch by an idle processor thread (:meth:`run`), which runs what it
+        gets; meanwhile threads acknowledge their jobs themselves.
+
+        Raises:
+            Exception: what the blocking fetch raised (e.g. Redis unreachable).
+        """
+        for unit in self.acks.deferring(False):
+            unit.acknowledge()
+        request = BlockingFetch(paused)
+        try:
+            with self.pool.cond:
+                if self.work.quiet:
+                    return []
+                self.pool.queue.put(request)
+                # Once quiet, a fetch not yet taken by a thread is cancelled; one under way
+                # is awaited, so that what it moves is pushed back before the pool ends.
+                limit = self.config.block_timeout + self.config.network_timeout
+                while not request.done:
+                    if self.work.quiet:
+                        if limit <= 0:
+                            break
+                        limit -= ACK_MAX_DELAY
+                    self.pool.cond.wait(ACK_MAX_DELAY if self.work.quiet else None)
+            if request.error is not None:
+                raise request.error
+            return request.units
+        finally:
+            self.acks.deferring(True)
