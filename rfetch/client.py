@@ -8,7 +8,6 @@ Redis is unreachable), are :mod:`rfetch.delivery`'s.
 
 from __future__ import annotations
 
-import copy
 import functools
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -19,19 +18,18 @@ from redis.exceptions import RedisError
 
 from rfetch.batch.context import collecting
 from rfetch.bulk import BulkPush, check_batch_size
+from rfetch.bulk_build import build_bulk
 from rfetch.config import Config
-from rfetch.delivery import Delivery
 from rfetch.errors import BufferFull, ConfigError, QueueFull
 from rfetch.middleware import run_client_chain
 from rfetch.options import check_options
 from rfetch.outbox import context as outbox_context
-from rfetch.payload import Payload, check_args, dumps, new_jid, new_jids
+from rfetch.payload import Payload, check_args, dumps, new_jid
 from rfetch.payload_fields import add_option_fields
 from rfetch.push_buffer import BufferedJob, PushBuffer
-from rfetch.replicas import ReplicaWait
-from rfetch.shards import positions_by_shard, shard_config
+from rfetch.push_routing import deliver_to_shards, delivery_for
+from rfetch.shards import shard_config
 from rfetch.sink import INTERCEPTION, Send, Sink
-from rfetch.store.commands import Commands
 from rfetch.store.connection import connect
 from rfetch.store.keys import Keys
 
@@ -69,7 +67,7 @@ class Client:
             raise ConfigError("a client of several shards connects to each itself")
         configs = [shard_config(config, i) for i in range(len(config.shards))] or [config]
         clients = [connect(c) for c in configs] if redis is None else [redis]
-        self.deliveries = [_delivery(c, r) for c, r in zip(configs, clients, strict=True)]
+        self.deliveries = [delivery_for(c, r) for c, r in zip(configs, clients, strict=True)]
         self.delivery = self.deliveries[0]
         # What client middleware receives (the first shard's client, with shards).
         self.redis = clients[0]
@@ -268,45 +266,9 @@ class Client:
         """The payloads of a bulk push, every one built, checked and through the client
         middleware before anything is written (see :meth:`push_bulk`), each with its
         position in ``args_list`` (the middleware may drop some)."""
-        options = dict(options or {})
-        if "jid" in options:
-            raise ConfigError("jid cannot be given to push_bulk: each job needs its own")
-        check_options(options)
-        arg_lists = list(args_list)
-        jids = new_jids(len(arg_lists))
-        now = INTERCEPTION.now()
-        # Jobs whose options are all alike and whose fields do not depend on their
-        # arguments (no per-job options, no unique digest) are copies of one payload built
-        # once: build() per job was the largest part of a bulk push's own time (profiled).
-        template, mutable = None, []
-        if options_for is None and options.get("unique_for") is None:
-            template = self.build(class_name, [], options, at, now=now, jid="-", checked=True)
-            # each job gets its own copy of a list or dict field (a middleware may change it)
-            mutable = [k for k, v in template.items() if k != "args" and isinstance(v, list | dict)]
-        payloads: list[tuple[int, Payload]] = []  # (index in arg_lists, payload)
-        for index, (args, jid) in enumerate(zip(arg_lists, jids, strict=True)):
-            if not isinstance(args, (list, tuple)):
-                raise ConfigError(
-                    f"push_bulk takes a list of argument lists; got an item {args!r}"
-                )
-            if template is not None:
-                built = template.copy()  # Sidekiq's field order: "args" and "jid" keep theirs
-                built["args"] = list(args)
-                check_args(built["args"])
-                built["jid"] = jid
-                for name in mutable:
-                    built[name] = copy.deepcopy(built[name])
-            else:
-                own = options if options_for is None else options_for(args)
-                if options_for is not None and "jid" in own:
-                    raise ConfigError("jid cannot be given to push_bulk: each job needs its own")
-                built = self.build(
-                    class_name, args, own, at, now=now, jid=jid, checked=options_for is None
-                )
-            payload = self._through_middleware(built)
-            if payload is not None:
-                payloads.append((index, payload))
-        return payloads
+        return build_bulk(
+            self, self._through_middleware, class_name, args_list, options, at, options_for
+        )
 
     def _through_middleware(self, payload: Payload) -> Payload | None:
         chain = self.config.client_middleware
@@ -373,26 +335,7 @@ class Client:
     def deliver(self, jobs: Sequence[BufferedJob], buffer: bool = True) -> list[bool] | None:
         """Write through the delivery of each job's shard, past any sink (see
         :meth:`_write`; what a sink is given to write with)."""
-        if len(self.deliveries) == 1:
-            return self.delivery.write(jobs, buffer=buffer)
-        # Shards: each job to its queue's shard; a buffered group counts as accepted.
-        groups = positions_by_shard(self.config, [job.queue for job in jobs])
-        written = [True] * len(jobs)
-        for shard, positions in groups.items():
-            outcome = self.deliveries[shard].write([jobs[i] for i in positions], buffer=buffer)
-            if outcome is not None:
-                for position, ok in zip(positions, outcome, strict=True):
-                    written[position] = ok
-        return written
-
-
-def _delivery(config: Config, client: Redis) -> Delivery:
-    """The delivery of one Redis (one shard) through ``client``; with ``min_replicas``
-    through a connection of its own (``WAIT`` must follow the write on one connection)."""
-    keys = Keys(config.namespace)
-    replica_wait = ReplicaWait(config) if config.min_replicas else None
-    pushes = replica_wait.redis if replica_wait is not None else client
-    return Delivery(config, Commands(pushes, keys), replica_wait)
+        return deliver_to_shards(self.config, self.deliveries, jobs, buffer)
 
 
 class DefaultClient:

@@ -12,14 +12,12 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from rfetch.affinity import check_setting as check_cpu_affinity
+from rfetch.config_checks import check_limits, check_redis, check_redis_url
+from rfetch.config_env import env_values
 from rfetch.errors import ConfigError
-from rfetch.formatting import safe_url
 from rfetch.periodic.schedule import PeriodicRegistry
-from rfetch.store.sentinel import is_sentinel_url
-from rfetch.store.topology import check_topology, parse_shard_map
 
 if TYPE_CHECKING:
     from rfetch.middleware import ClientMiddleware, ServerMiddleware
@@ -273,43 +271,23 @@ class Config:
         if not 0 < self.block_timeout < self.network_timeout:
             raise ConfigError("block_timeout must be positive and below network_timeout")
         check_cpu_affinity(self.cpu_affinity)
-        _check_redis_url(self.redis_url)
-        self._validate_limits()
-        self._validate_redis()
+        check_redis_url(self.redis_url)
+        check_limits(
+            max_queue_size=self.max_queue_size, processes=self.processes,
+            max_memory=self.max_memory, max_jobs=self.max_jobs,
+            job_timeout=self.job_timeout, job_timeout_grace=self.job_timeout_grace,
+        )
+        check_redis(
+            self.redis_url, cluster=self.cluster, namespace=self.namespace,
+            min_replicas=self.min_replicas, min_replicas_timeout=self.min_replicas_timeout,
+            min_replicas_acks=self.min_replicas_acks, shards=self.shards,
+            shard_map=self.shard_map, processes=self.processes,
+        )
         if not self.leader_ttl >= 1:
             raise ConfigError(f"leader_ttl must be at least 1 second, got {self.leader_ttl}")
         if self.namespace is not None and (not self.namespace or ":" in self.namespace):
             raise ConfigError(
                 f"namespace must be a non-empty name without ':', got {self.namespace!r}"
-            )
-
-    def _validate_redis(self) -> None:
-        check_topology(
-            self.redis_url, cluster=self.cluster, namespace=self.namespace,
-            min_replicas=self.min_replicas, min_replicas_timeout=self.min_replicas_timeout,
-            shards=self.shards, shard_map=self.shard_map, processes=self.processes,
-        )
-        if self.min_replicas_acks and self.min_replicas < 1:
-            raise ConfigError("min_replicas_acks needs min_replicas of 1 or more")
-
-    def _validate_limits(self) -> None:
-        for queue, size in self.max_queue_size.items():
-            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-                raise ConfigError(
-                    f"max_queue_size of queue {queue!r} must be a whole number of jobs >= 1, "
-                    f"got {size!r}"
-                )
-        if self.processes < 1:
-            raise ConfigError(f"processes must be 1 or more, got {self.processes}")
-        for name in ("max_memory", "max_jobs"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ConfigError(f"{name} must be 1 or more (or unset), got {value}")
-        if self.job_timeout is not None and not self.job_timeout > 0:
-            raise ConfigError(f"job_timeout must be positive (or unset), got {self.job_timeout}")
-        if not self.job_timeout_grace >= 0:
-            raise ConfigError(
-                f"job_timeout_grace must not be negative, got {self.job_timeout_grace}"
             )
 
     @property
@@ -344,94 +322,6 @@ class Config:
             ConfigError: a variable that does not parse as its field's type.
         """
         env = os.environ if environ is None else environ
-        values: dict[str, Any] = {"redis_url": env.get("REDIS_URL") or DEFAULT_REDIS_URL}
-        for name, kind in _SCALAR_FIELDS.items():
-            text = env.get(f"RFETCH_{name.upper()}")
-            if text:
-                values[name] = _parse_scalar(name, kind, text)
-        if env.get("RFETCH_SHARDS"):
-            values["shards"] = tuple(env["RFETCH_SHARDS"].split())
-        if env.get("RFETCH_SHARD_MAP"):
-            values["shard_map"] = parse_shard_map(env["RFETCH_SHARD_MAP"])
-        if env.get("RFETCH_MAX_QUEUE_SIZE"):
-            try:
-                values["max_queue_size"] = parse_shard_map(env["RFETCH_MAX_QUEUE_SIZE"])
-            except ConfigError:
-                raise ConfigError(
-                    "RFETCH_MAX_QUEUE_SIZE wants queue=size pairs, e.g. 'mail=10000,reports=500'"
-                ) from None
+        values = env_values(env, DEFAULT_REDIS_URL)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
-
-
-def _check_redis_url(url: str) -> None:
-    """Raise ConfigError, with the password hidden, for a URL redis-py cannot use."""
-    if is_sentinel_url(url):  # several hosts: checked by SentinelUrl.parse
-        return
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - parsing the port is the check
-    except ValueError as exc:
-        raise ConfigError(f"redis_url {safe_url(url)} is not a valid URL: {exc}") from None
-    if parts.scheme not in ("redis", "rediss", "unix"):
-        raise ConfigError(
-            f"redis_url must start with redis://, rediss:// or unix://, got {safe_url(url)}"
-        )
-
-
-_SCALAR_FIELDS: dict[str, str] = {
-    "sentinel_password": "str",
-    "min_replicas": "int",
-    "min_replicas_timeout": "float",
-    "min_replicas_acks": "bool",
-    "cluster": "bool",
-    "namespace": "str",
-    "concurrency": "int",
-    "async_concurrency": "int",
-    "shutdown_timeout": "float",
-    "tag": "str",
-    "strict": "bool",
-    "heartbeat_interval": "float",
-    "heartbeat_ttl": "int",
-    "poll_interval_average": "float",
-    "poll_initial_wait": "float",
-    "max_retries": "int",
-    "dead_max_jobs": "int",
-    "dead_timeout": "float",
-    "max_payload_bytes": "int",
-    "prefetch": "int",
-    "prefetch_horizon": "float",
-    "block_timeout": "float",
-    "network_timeout": "float",
-    "orphan_check_interval": "float",
-    "orphan_full_scan_interval": "float",
-    "poison_max_recoveries": "int",
-    "poison_window": "float",
-    "push_buffer_size": "int",
-    "push_spool": "str",
-    "push_exit_timeout": "float",
-    "cpu_affinity": "str",
-    "processes": "int",
-    "max_memory": "int",
-    "max_jobs": "int",
-    "job_timeout": "float",
-    "job_timeout_grace": "float",
-    "leader_ttl": "float",
-}
-
-
-def _parse_scalar(name: str, kind: str, text: str) -> Any:
-    try:
-        if kind == "int":
-            return int(text)
-        if kind == "float":
-            return float(text)
-        if kind == "bool":
-            if text.lower() in ("1", "true", "yes"):
-                return True
-            if text.lower() in ("0", "false", "no"):
-                return False
-            raise ValueError(text)
-    except ValueError:
-        raise ConfigError(f"RFETCH_{name.upper()}={text!r} is not a valid {kind}") from None
-    return text

@@ -44,24 +44,26 @@ from .groups import (
 )
 from .limits import (
     LimiterInfo,
+    LimiterMethods,
     LimiterNotFound,
     LockInfo,
-    list_limiters,
-    read_limiter,
-    release_lock,
-    reset_limiter,
 )
+from .limits import list_limiters as list_limiters
+from .limits import read_limiter as read_limiter
+from .limits import release_lock as release_lock
+from .limits import reset_limiter as reset_limiter
 from .location import Explanation, Location
 from .periodic import (
     LeaderInfo,
     PeriodicInfo,
+    PeriodicMethods,
     PeriodicNotFound,
     leader_problem,
-    list_periodic,
-    read_leader,
-    run_now,
-    set_paused,
 )
+from .periodic import list_periodic as list_periodic
+from .periodic import read_leader as read_leader
+from .periodic import run_now as run_now
+from .periodic import set_paused as set_paused
 from .processes import ProcessInfo, ProcessNotFound, ProcessSet, RunningJob
 from .queues import Queue, QueueInfo, list_queues
 from .records import (
@@ -72,8 +74,8 @@ from .records import (
     JobFilter,
     JobRecord,
     Page,
-    to_text,
 )
+from .records import to_text as to_text
 from .server import RedisInfo, read_redis_info
 from .sets import DeadSet, JobSet, RetrySet, ScheduledSet
 from .stats import (
@@ -84,6 +86,8 @@ from .stats import (
     check_queues,
     read_class_metrics,
     read_class_totals,
+    read_expired,
+    read_expired_by_queue,
     read_history,
     read_stats,
 )
@@ -107,7 +111,7 @@ SET_NAMES = {
 }
 
 
-class Api:
+class Api(PeriodicMethods, LimiterMethods):
     """Entry point of the admin API.
 
     Args:
@@ -226,13 +230,11 @@ class Api:
     def expired_count(self) -> int:
         """Jobs dropped so far because they were not started within ``expires_in``
         (``stat:expired``)."""
-        value = self.ctx.redis.get(self.keys.expired)
-        return int(value) if value is not None else 0
+        return read_expired(self.ctx)
 
     def expired_by_queue(self) -> dict[str, int]:
         """Queue name -> its jobs dropped as expired (``rfetch:expired``)."""
-        found = self.ctx.redis.hgetall(self.keys.expired_queues)
-        return {to_text(q): int(n) for q, n in found.items()}
+        return read_expired_by_queue(self.ctx)
 
     def tenant_count(self, queue: str) -> int:
         """How many tenants :meth:`tenants` lists for ``queue`` without a limit."""
@@ -245,70 +247,6 @@ class Api:
             ValueError: a weight outside 1..1000, or a bad tenant name.
         """
         set_tenant_weight(self.ctx, queue, tenant, weight)
-
-    def periodic(self) -> list[PeriodicInfo]:
-        """Every periodic schedule the leader registered, with its next tick, last tick
-        pushed, counts and paused flag (see ``docs/periodic.md``)."""
-        return list_periodic(self.ctx)
-
-    def periodic_count(self) -> int:
-        """How many periodic schedules are registered (one HLEN)."""
-        return int(self.redis.hlen(self.keys.periodic))
-
-    def leader_problem(self) -> str | None:
-        """A sentence when periodic schedules are registered but no process has renewed the
-        leader lease within ``leader_ttl`` (so none is pushed); None otherwise."""
-        return leader_problem(self.ctx)
-
-    def leader(self) -> LeaderInfo:
-        """The leader lease: which process leads, since when, its last renewal."""
-        return read_leader(self.ctx)
-
-    def pause_periodic(self, name: str) -> None:
-        """Pause a periodic schedule: its ticks pass without a push until unpaused.
-
-        Raises:
-            PeriodicNotFound: no such schedule.
-        """
-        set_paused(self.ctx, name, True)
-
-    def unpause_periodic(self, name: str) -> None:
-        """Unpause a periodic schedule: its next tick is pushed.
-
-        Raises:
-            PeriodicNotFound: no such schedule.
-        """
-        set_paused(self.ctx, name, False)
-
-    def run_periodic(self, name: str) -> str | None:
-        """Push one job of a periodic schedule now, outside its ticks; its jid (None when
-        client middleware stopped it). See :func:`rfetch.api.periodic.run_now`.
-
-        Raises:
-            PeriodicNotFound: no such schedule.
-        """
-        return run_now(self.ctx, name)
-
-    def limiters(self) -> list[LimiterInfo]:
-        """Every limiter (``rfetch.Limiter``) with its kind, limit, current use, held locks
-        and counters (see :mod:`rfetch.api.limits`, docs/flow-control.md)."""
-        return list_limiters(self.ctx)
-
-    def limiter(self, name: str) -> LimiterInfo:
-        """One limiter.
-
-        Raises:
-            LimiterNotFound: no such limiter in Redis (never called, or expired).
-        """
-        return read_limiter(self.ctx, name)
-
-    def reset_limiter(self, name: str) -> bool:
-        """Delete a limiter's state, locks and counters; True if it existed."""
-        return reset_limiter(self.ctx, name)
-
-    def release_limiter_lock(self, name: str, token: str) -> bool:
-        """Drop one lock of a concurrent limiter; True if it was held."""
-        return release_lock(self.ctx, name, token)
 
     def job_set(self, name: str) -> JobSet:
         """``scheduled``/``schedule``, ``retry``/``retries`` or ``dead``/``morgue``.

@@ -191,3 +191,30 @@ def _read(ctx: Context, names: list[str]) -> list[LimiterInfo | None]:
         raw, ttl = replies[2 * i], replies[2 * i + 1]
         out.append(parse_limiter(name, raw, now_ms, int(ttl)) if raw else None)
     return out
+
+
+class LimiterMethods:
+    """:class:`rfetch.api.Api`'s limiter methods (a mixin: the Api gives ``ctx``)."""
+
+    ctx: Context
+
+    def limiters(self) -> list[LimiterInfo]:
+        """Every limiter (``rfetch.Limiter``) with its kind, limit, current use, held locks
+        and counters (see :mod:`rfetch.api.limits`, docs/flow-control.md)."""
+        return list_limiters(self.ctx)
+
+    def limiter(self, name: str) -> LimiterInfo:
+        """One limiter.
+
+        Raises:
+            LimiterNotFound: no such limiter in Redis (never called, or expired).
+        """
+        return read_limiter(self.ctx, name)
+
+    def reset_limiter(self, name: str) -> bool:
+        """Delete a limiter's state, locks and counters; True if it existed."""
+        return reset_limiter(self.ctx, name)
+
+    def release_limiter_lock(self, name: str, token: str) -> bool:
+        """Drop one lock of a concurrent limiter; True if it was held."""
+        return release_lock(self.ctx, name, token)

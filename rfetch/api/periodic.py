@@ -238,3 +238,58 @@ def leader_problem(ctx: Context) -> str | None:
         return (f"no leader has renewed its lease within leader_ttl: {int(schedules)} periodic "
                 "schedule(s) are not pushed")
     return None
+
+
+def count_periodic(ctx: Context) -> int:
+    """How many periodic schedules are registered (one HLEN)."""
+    return int(ctx.redis.hlen(ctx.keys.periodic))
+
+
+class PeriodicMethods:
+    """:class:`rfetch.api.Api`'s periodic schedule and leader methods (a mixin: the Api
+    gives ``ctx``)."""
+
+    ctx: Context
+
+    def periodic(self) -> list[PeriodicInfo]:
+        """Every periodic schedule the leader registered, with its next tick, last tick
+        pushed, counts and paused flag (see ``docs/periodic.md``)."""
+        return list_periodic(self.ctx)
+
+    def periodic_count(self) -> int:
+        """How many periodic schedules are registered (one HLEN)."""
+        return count_periodic(self.ctx)
+
+    def leader_problem(self) -> str | None:
+        """A sentence when periodic schedules are registered but no process has renewed the
+        leader lease within ``leader_ttl`` (so none is pushed); None otherwise."""
+        return leader_problem(self.ctx)
+
+    def leader(self) -> LeaderInfo:
+        """The leader lease: which process leads, since when, its last renewal."""
+        return read_leader(self.ctx)
+
+    def pause_periodic(self, name: str) -> None:
+        """Pause a periodic schedule: its ticks pass without a push until unpaused.
+
+        Raises:
+            PeriodicNotFound: no such schedule.
+        """
+        set_paused(self.ctx, name, True)
+
+    def unpause_periodic(self, name: str) -> None:
+        """Unpause a periodic schedule: its next tick is pushed.
+
+        Raises:
+            PeriodicNotFound: no such schedule.
+        """
+        set_paused(self.ctx, name, False)
+
+    def run_periodic(self, name: str) -> str | None:
+        """Push one job of a periodic schedule now, outside its ticks; its jid (None when
+        client middleware stopped it). See :func:`rfetch.api.periodic.run_now`.
+
+        Raises:
+            PeriodicNotFound: no such schedule.
+        """
+        return run_now(self.ctx, name)

@@ -339,3 +339,16 @@ def check_queues(
         f"highest latency {slowest.name} {slowest.latency:.1f} s",
         queues,
     )
+
+
+def read_expired(ctx: Context) -> int:
+    """Jobs dropped so far because they were not started within ``expires_in``
+    (``stat:expired``)."""
+    value = ctx.redis.get(ctx.keys.expired)
+    return int(value) if value is not None else 0
+
+
+def read_expired_by_queue(ctx: Context) -> dict[str, int]:
+    """Queue name -> its jobs dropped as expired (``rfetch:expired``)."""
+    found = ctx.redis.hgetall(ctx.keys.expired_queues)
+    return {to_text(q): int(n) for q, n in found.items()}
