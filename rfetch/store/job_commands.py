@@ -1,0 +1,222 @@
+"""The worker's script calls (:class:`JobCommands`): fetch and acknowledge, finish, settle a
+failure into the retry or dead set, push back, coalesce waiting jobs, write leases. Part of
+:class:`rfetch.store.commands.Commands`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from redis.client import Pipeline
+
+from rfetch.payload import Routing
+from rfetch.store.caps import cap_keys
+from rfetch.store.command_base import Client, CommandBase, Outcome, queue_script, text
+from rfetch.store.fetch_args import fetch_call
+from rfetch.store.replies import Fetched, FetchReply, RequeueReply
+
+
+class JobCommands(CommandBase):
+    """``fetch.lua``, ``finish.lua``, ``settle.lua``, ``requeue.lua``, ``coalesce.lua`` and
+    ``lease.lua``, one typed method each."""
+
+    def fetch(
+        self,
+        names: Sequence[str],
+        public: Mapping[str, str],
+        private: Mapping[str, str],
+        fetch_count: int,
+        limit: int,
+        fair: Sequence[str],
+        acks: Sequence[Fetched],
+        capped: Sequence[str] = (),
+    ) -> FetchReply:
+        """``fetch.lua``: acknowledge ``acks``, then move up to ``limit`` jobs from the
+        first ``fetch_count`` queues of ``names`` into their private lists.
+
+        Args:
+            names: queue names in fetch order; every queue of an acknowledgement is named.
+            public, private: queue name -> its public queue / this process's private list.
+            fetch_count: how many of ``names``, from the first, to fetch from.
+            limit: the most jobs to move (0: only acknowledge).
+            fair: names among the first ``fetch_count`` that are fetched fairly (tenants).
+            acks: finished jobs, each in ``private[job.queue]``; one whose routing holds a
+                key, a unique lock or a fetch cap's slot also releases them.
+            capped: names among the first ``fetch_count`` that have had capped jobs: their
+                ready ring of concurrency keys is fetched from too (fetch caps).
+
+        Raises:
+            KeyError: an acknowledgement's queue is not named.
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
+        """
+        keys, args = fetch_call(
+            self.keys, names, public, private, fetch_count, limit, fair, acks, capped
+        )
+        looked_at, moved, broken = self.scripts.fetch(keys=keys, args=args, client=self.redis)
+        return FetchReply(
+            int(looked_at),
+            [(int(moved[i]) - 1, moved[i + 1]) for i in range(0, len(moved), 2)],
+            {int(broken[i]) - 1: text(broken[i + 1]) for i in range(0, len(broken), 2)},
+        )
+
+    def finish(
+        self,
+        list_key: str,
+        queue: str,
+        raw: bytes,
+        routing: Routing,
+        client: Client | None = None,
+        batch: Literal["ok", "dead"] | None = None,
+        failure: str = "",
+    ) -> bool:
+        """``finish.lua``: LREM one job from ``list_key`` (a private list, or the public
+        queue for an admin delete) and, if removed, release its ordering key (the key's next
+        job goes out) and its unique lock, and count it in its batch.
+
+        Args:
+            queue: the queue of the key gate.
+            routing: the job's routing fields.
+            client: a pipeline to queue the call on (the reply is then the pipeline's).
+            batch: for a batched job taken out of a private list: ``"ok"`` (it
+                succeeded) or ``"dead"`` (it failed and is discarded); None counts nothing.
+            failure: with ``"dead"``: the failure's JSON ``{"error_class", "error_message"}``.
+
+        Returns:
+            Whether the job was removed (always True on a pipeline).
+        """
+        keys = [list_key, *self.gate_keys(queue, routing.ordering_key, routing.unique)]
+        args: list[bytes | str] = [
+            raw, queue, routing.ordering_key or "", routing.jid, routing.unique or ""
+        ]
+        if routing.capped:
+            keys += cap_keys(self.keys, queue)
+        args.append(routing.concurrency_key or "")
+        if batch is not None and routing.bid:
+            keys += [self.keys.batch(routing.bid), self.keys.prefix]
+            args += [batch, failure]
+        return bool(self.scripts.finish(keys=keys, args=args, client=client or self.redis))
+
+    def settle(
+        self,
+        private_key: str,
+        queue: str,
+        raw: bytes,
+        zset: str,
+        score: float,
+        payload: bytes | str,
+        routing: Routing | None,
+        outcome: Outcome = "dead",
+        trim_before: float | None = None,
+        cap: int | None = None,
+        failure: str = "",
+    ) -> bool:
+        """``settle.lua``: atomically take a failed job out of its private list and into the
+        retry or dead set, only if it is still there (Sidekiq #4112), counting a batched
+        job's failure (retry set) or death (dead set) in its batch in the same call.
+
+        Args:
+            private_key: the private list holding ``raw``.
+            queue: the job's queue (its key gate).
+            raw: the payload exactly as fetched.
+            zset: key of the retry or dead set.
+            score: next retry time or time of death (float epoch seconds).
+            payload: the JSON to store.
+            routing: the job's routing fields; None for a plain or unparseable job.
+            outcome: for a job with an ordering key or a unique lock: ``"retry"`` keeps the
+                key blocked, ``"skip"`` releases it, ``"dead"`` releases it and the lock.
+            trim_before: dead set: drop entries scored below this (float epoch seconds).
+            cap: dead set: keep at most this many entries.
+            failure: a batched job's failure as JSON ``{"error_class", "error_message"}``.
+
+        Returns:
+            True if written, False if the job was no longer in the private list.
+        """
+        keys = [private_key, zset]
+        args: list[bytes | str] = [
+            raw,
+            repr(score),
+            payload,
+            "" if trim_before is None else repr(trim_before),
+            "" if cap is None else str(cap),
+        ]
+        if routing is not None and routing.locking:
+            keys += self.gate_keys(queue, routing.ordering_key, routing.unique)
+            args += [outcome, queue, routing.ordering_key or "", routing.jid]
+            args.append(routing.unique or "")
+            if routing.capped:
+                keys += cap_keys(self.keys, queue)
+                args.append(routing.concurrency_key or "")
+        if routing is not None and routing.bid and zset in (self.keys.retry, self.keys.dead):
+            # a failure or a death in its batch (an over-limit reschedule is neither)
+            if not routing.locking:
+                args += ["", "", "", "", ""]
+            if not routing.capped:
+                args.append("")
+            keys += [self.keys.batch(routing.bid), self.keys.prefix]
+            args += ["dead" if zset == self.keys.dead else "fail", routing.jid, failure]
+        return bool(self.scripts.settle(keys=keys, args=args, client=self.redis))
+
+    def requeue(
+        self, private_key: str, queue: str, jobs: Sequence[tuple[bytes, Routing | None]]
+    ) -> RequeueReply:
+        """``requeue.lua``: push jobs still in ``private_key`` back to the head of
+        ``queue`` (the first given runs first), a keyed or tenant job by the gate's
+        push-back rule.
+
+        Args:
+            jobs: (raw payload, routing fields or None) of each job.
+
+        Returns:
+            How many jobs were pushed back (those still in the private list), and the jobs
+            left in the private list because a key on their way holds another type.
+        """
+        keys = [private_key, *self.gate_keys(queue)]
+        args: list[bytes | str | int] = [queue, len(jobs)]
+        cap_index = 0
+        for raw, routing in jobs:
+            if routing is None:
+                args += [raw, "", "", "", 0, "", 0]
+                continue
+            list_index = 0
+            if routing.ordering_key is not None:
+                keys.append(self.keys.key_list(queue, routing.ordering_key))
+                list_index = len(keys)
+            if routing.capped and not cap_index:
+                cap_index = len(keys) + 1
+                keys += cap_keys(self.keys, queue)
+            args += [raw, routing.jid, routing.ordering_key or "", routing.tenant or "", list_index]
+            args += [routing.concurrency_key or "", cap_index if routing.capped else 0]
+        pushed, left = self.scripts.requeue(keys=keys, args=args, client=self.redis)
+        return RequeueReply(
+            int(pushed),
+            [(int(left[i]) - 1, text(left[i + 1])) for i in range(0, len(left), 2)],
+        )
+
+    def coalesce(
+        self, private_key: str, queue: str, ordering_key: str, jid: str, limit: int
+    ) -> list[bytes]:
+        """``coalesce.lua``: move up to ``limit`` waiting jobs of ``ordering_key`` into the
+        private list of its running holder ``jid``; their raw payloads, oldest first (none
+        if ``jid`` no longer holds the key)."""
+        keys = [private_key, self.keys.key_holders(queue), self.keys.key_list(queue, ordering_key)]
+        taken: list[bytes] = self.scripts.coalesce(
+            keys=keys,
+            args=[ordering_key, jid, limit],
+            client=self.redis,
+        )
+        return taken
+
+    def lease(self, pipe: Pipeline, held: Sequence[tuple[str, str, str]], ttl: float) -> None:
+        """``lease.lua`` queued on ``pipe``: write the leases of running keyed jobs, each
+        expiring ``ttl`` seconds from now by Redis's clock.
+
+        Args:
+            held: (queue, jid, ordering key) of each running keyed job.
+        """
+        queue_script(
+            self.scripts.lease,
+            pipe,
+            keys=[self.keys.key_leases(queue) for queue, _, _ in held],
+            args=[ttl, *(f"{jid}:{key}" for _, jid, key in held)],
+        )
