@@ -1,0 +1,132 @@
+"""The plain-Python model of what must happen to each job, from docs/guarantees.md,
+docs/workflows.md, docs/flow-control.md and docs/ordering.md.
+
+A job's **natural outcome** follows from its behaviour and options alone:
+
+- ``ok`` and ``slow`` succeed; ``flaky`` succeeds if it has a retry (``retry >= 1``);
+  ``fail``, and ``flaky`` without a retry, die with ``RuntimeError``: the dead set, or
+  discarded with ``dead=False`` (guarantees.md, "At least once");
+- a job pushed with a tiny ``expires_in`` is never started: dropped as expired
+  (flow-control.md, "Expiring jobs");
+- a job pushed ``after=`` another is buried with ``rfetch.DependencyFailed`` without
+  running when that one did not succeed (workflows.md, "Dependencies").
+
+A cancel changes it by what :func:`rfetch.api.cancel` answered: ``deleted`` and ``marked``
+mean the job never starts after the cancel and ends cancelled (the dead set with
+``rfetch.JobCancelled`` when asked, else dropped); ``cancelling`` (a worker holds it) allows
+the cancel or the natural outcome (it may finish first); ``dead`` and ``not_found`` change
+nothing.
+
+A batch fires ``complete`` once (every job ended, at quiet), ``success`` once iff every
+job succeeded, ``death`` once iff some job did not (workflows.md, "Batches").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SUCCEEDED = "succeeded"
+GONE = "gone"
+"""Observed when a job neither succeeded nor is in the dead set: discarded, expired or
+cancelled without the dead set."""
+
+
+@dataclass
+class JobSpec:
+    """One pushed job and what the test did to it.
+
+    Attributes:
+        jid: its jid (None: the push returned None, a unique lock was held).
+        behaviour: ``ok``, ``flaky``, ``fail`` or ``slow``.
+        retry: the ``retry`` option (0, 1 or 2).
+        dead: False when pushed with ``dead=False``.
+        store_result: pushed with ``store_result``.
+        key, tenant, cap, unique: the ordering key, tenant, concurrency key, unique key.
+        expires: pushed with a tiny ``expires_in`` (it expires before any start).
+        bid: its batch.
+        after: the jid it waits on.
+        pushed_at: epoch seconds when the push returned.
+        cancel: what the cancel answered, with ``dead`` and the epoch time it was asked.
+        exposures: TERMs and KILLs that found it running or just finished.
+    """
+
+    jid: str | None
+    behaviour: str
+    retry: int = 1
+    dead: bool = True
+    store_result: bool = False
+    key: str | None = None
+    tenant: str | None = None
+    cap: str | None = None
+    cap_limit: int = 1
+    unique: str | None = None
+    expires: bool = False
+    bid: str | None = None
+    after: str | None = None
+    pushed_at: float = 0.0
+    cancel: tuple[str, bool, float] | None = None
+    exposures: int = 0
+
+    def runs(self) -> bool:
+        """Whether its natural outcome involves running ``perform``."""
+        return not self.expires
+
+    def fails_for_good(self) -> bool:
+        return self.behaviour == "fail" or (self.behaviour == "flaky" and self.retry == 0)
+
+    def nominal_starts(self) -> int:
+        """Starts without a kill, TERM or cancel: one per attempt."""
+        if self.behaviour == "fail":
+            return self.retry + 1
+        if self.behaviour == "flaky":
+            return 2 if self.retry >= 1 else 1
+        return 1
+
+
+def natural(spec: JobSpec, dependency_succeeded: bool | None) -> str:
+    """The natural outcome: ``succeeded``, ``dead:<class>`` or ``gone``.
+
+    Args:
+        spec: the job.
+        dependency_succeeded: for an ``after=`` job, whether its dependency succeeded;
+            None for other jobs.
+    """
+    if dependency_succeeded is False:
+        return "dead:rfetch.DependencyFailed"
+    if spec.expires:
+        return GONE
+    if spec.fails_for_good():
+        return "dead:RuntimeError" if spec.dead else GONE
+    return SUCCEEDED
+
+
+def allowed(spec: JobSpec, dependency_succeeded: bool | None) -> set[str]:
+    """Every outcome the model allows for ``spec``, the cancel taken into account."""
+    nat = natural(spec, dependency_succeeded)
+    if spec.cancel is None:
+        return {nat}
+    state, dead, _ = spec.cancel
+    cancelled = "dead:rfetch.JobCancelled" if dead else GONE
+    if state in ("deleted", "marked"):
+        return {cancelled}
+    if state == "cancelling":
+        return {cancelled, nat}
+    return {nat}
+
+
+@dataclass
+class BatchSpec:
+    """One batch pushed with all three callbacks; ``jids`` its jobs."""
+
+    bid: str
+    jids: list[str] = field(default_factory=list)
+
+
+def expected_callbacks(succeeded: list[bool]) -> dict[str, int]:
+    """The callbacks a batch fires once all its jobs ended, from whether each succeeded."""
+    expected = {"complete": 1}
+    if all(succeeded):
+        expected["success"] = 1
+    else:
+        expected["death"] = 1
+    return expected

@@ -1,0 +1,36 @@
+"""Failing examples the model-based test found, kept as plain regression tests (the same
+real workers and evidence as ``test_model.py``)."""
+
+from __future__ import annotations
+
+import time
+
+import rfetch
+from tests.model.harness import System, wait_quiet
+from tests.support.wait import wait_for
+
+
+def test_a_batched_job_that_expires_before_it_starts_is_a_death_in_its_batch(
+    system: System,
+) -> None:
+    """Found by the model: a batch whose only job expired fired ``success`` (the expiry
+    acknowledged the job as a success), though the job never ran and a ``store_result``
+    job's record says ``dead``, ``rfetch.JobExpired`` (a chord's body would run after a
+    header that never ran). Shrunk: one batch, one job, ``expires_in`` 1 ms."""
+    system.fleet.fill()
+    jobs = system.jobs
+    batch = rfetch.Batch(on_success=jobs.OnSuccess, on_complete=jobs.OnComplete,
+                         on_death=jobs.OnDeath, client=system.client)
+    with batch.jobs():
+        jid = jobs.Scripted.set(client=system.client, expires_in=0.001).perform_async("ok")
+    time.sleep(0.01)  # past its expiry, whatever the workers do
+
+    def fired() -> dict[str, int]:
+        return system.evidence.read().callbacks(batch.bid)
+
+    wait_for(lambda: fired().get("complete"), 60, system.fleet.logs)
+    wait_quiet(system)
+    assert system.evidence.read().count(jid, "start") == 0
+    assert fired() == {"complete": 1, "death": 1}
+    failure = system.redis.hget(f"b-{batch.bid}-failinfo", jid)
+    assert failure is not None and b"rfetch.JobExpired" in failure
