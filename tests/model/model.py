@@ -15,7 +15,8 @@ A cancel changes it by what :func:`rfetch.api.cancel` answered: ``deleted`` and 
 mean the job never starts after the cancel and ends cancelled (the dead set with
 ``rfetch.JobCancelled`` when asked, else dropped); ``cancelling`` (a worker holds it) allows
 the cancel or the natural outcome (it may finish first); ``dead`` and ``not_found`` change
-nothing.
+nothing. A job both expired and ``marked`` may end either way (it never runs): the worker
+checks the expiry first.
 
 A batch fires ``complete`` once (every job ended, at quiet), ``success`` once iff every
 job succeeded, ``death`` once iff some job did not (workflows.md, "Batches").
@@ -107,6 +108,8 @@ def allowed(spec: JobSpec, dependency_succeeded: bool | None) -> set[str]:
         return {nat}
     state, dead, _ = spec.cancel
     cancelled = "dead:rfetch.JobCancelled" if dead else GONE
+    if state == "marked" and spec.expires:
+        return {cancelled, nat}  # the worker's expiry check comes before its cancel check
     if state in ("deleted", "marked"):
         return {cancelled}
     if state == "cancelling":
