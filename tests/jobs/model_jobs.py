@@ -6,7 +6,7 @@ appends lines ``<event>\\t<jid>\\t<pid>\\t<time>\\t<extra>`` to
 ``<RFETCH_MODEL_DIR>/<pid>.log`` (O_APPEND, one ``write(2)`` per line, so a line survives a
 SIGKILL a moment later). Events: ``start``, ``ok`` (perform returned), ``fail`` (perform
 raised), ``stopped`` (a cooperative job saw its cancel or deadline), ``callback`` (a batch
-callback; jid = the bid, extra = the event) and ``died`` (a death handler; extra = the
+callback ran; extra = ``<event> <bid>``) and ``died`` (a death handler; extra = the
 error class).
 """
 
@@ -44,12 +44,22 @@ def _first_attempt(jid: str) -> bool:
     return True
 
 
+FULL = rfetch.Limiter.window(
+    "model-full", 1, per=86400, ttl=3 * 86400, wait_timeout=0, reschedule=1,
+    backoff=lambda n, job: 0.2,
+)
+"""A limiter whose one grant a day the test takes first (``tests/model/conftest.py``):
+every call from a job is over the limit; a job is rescheduled once (0.2 s), then its
+next ``OverLimit`` is a normal failure."""
+
+
 class Scripted(rfetch.Job):
     """Runs the behaviour its first argument names:
 
     - ``ok``: returns at once;
     - ``flaky``: raises ``RuntimeError`` on its first attempt, then returns;
     - ``fail``: always raises ``RuntimeError``;
+    - ``overlimit``: calls the :data:`FULL` limiter (``rfetch.OverLimit``);
     - ``slow``: works ``seconds`` (second argument) in 20 ms steps, stopping at the first
       ``check_cancelled`` that says so (a cancel or TERM while running).
 
@@ -67,6 +77,13 @@ class Scripted(rfetch.Job):
                     record("stopped", self.jid, type(exc).__name__)
                     raise
                 time.sleep(0.02)
+        elif behaviour == "overlimit":
+            try:
+                with FULL.within_limit():
+                    pass
+            except rfetch.OverLimit:
+                record("overlimit", self.jid, behaviour)
+                raise
         elif behaviour == "fail" or (behaviour == "flaky" and _first_attempt(self.jid)):
             record("fail", self.jid, behaviour)
             raise RuntimeError(f"scripted failure of {behaviour}")
@@ -81,21 +98,21 @@ class OnSuccess(rfetch.Job):
     """A batch's success callback."""
 
     def perform(self, status: dict[str, Any], options: dict[str, Any]) -> None:
-        record("callback", str(status["bid"]), "success")
+        record("callback", self.jid, f"success {status['bid']}")
 
 
 class OnComplete(rfetch.Job):
     """A batch's complete callback."""
 
     def perform(self, status: dict[str, Any], options: dict[str, Any]) -> None:
-        record("callback", str(status["bid"]), "complete")
+        record("callback", self.jid, f"complete {status['bid']}")
 
 
 class OnDeath(rfetch.Job):
     """A batch's death callback."""
 
     def perform(self, status: dict[str, Any], options: dict[str, Any]) -> None:
-        record("callback", str(status["bid"]), "death")
+        record("callback", self.jid, f"death {status['bid']}")
 
 
 def configure_worker(config: rfetch.Config) -> None:

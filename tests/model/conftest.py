@@ -30,9 +30,12 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
     finally:
         sys.path.remove(str(JOBS_DIR))
     config = rfetch.Config(redis_url=server.url)
+    client = rfetch.Client(config)
+    # Take the one grant of the day of the jobs' FULL limiter: every job's call is over it.
+    rfetch.Limiter.window("model-full", 1, per=86400, ttl=3 * 86400, client=client).acquire()
     fleet = Fleet(server.url, base / "evidence", base)
     try:
-        yield System(server.client(), rfetch.Client(config), Api(config), fleet,
+        yield System(server.client(), client, Api(config), fleet,
                      Evidence(base / "evidence"), jobs)
     finally:
         fleet.stop_all()

@@ -64,11 +64,25 @@ class Evidence:
     def count(self, jid: str, kind: str) -> int:
         return len(self.events(jid, kind))
 
-    def callbacks(self, bid: str) -> dict[str, int]:
-        counts: dict[str, int] = defaultdict(int)
-        for event in self.events(bid, "callback"):
-            counts[event.extra] += 1
-        return dict(counts)
+    def callbacks(self, bid: str) -> dict[str, list[str]]:
+        """event -> the jid of each run of a callback of batch ``bid``."""
+        found: dict[str, list[str]] = defaultdict(list)
+        for events in self.by_jid.values():
+            for event in events:
+                if event.kind == "callback" and event.extra.split(" ")[-1] == bid:
+                    found[event.extra.split(" ")[0]].append(event.jid)
+        return dict(found)
+
+    def recent(self, now: float, seconds: float = 2.0) -> set[str]:
+        """Jids running (last event a start) or whose last event is less than ``seconds``
+        old: what a KILL or TERM at ``now`` may run again (an acknowledgement may still
+        be pending)."""
+        found = set()
+        for jid, events in self.by_jid.items():
+            mine = [e for e in events if e.kind != "died"]
+            if mine and (mine[-1].kind == "start" or mine[-1].at > now - seconds):
+                found.add(jid)
+        return found
 
 
 class Fleet:

@@ -20,7 +20,10 @@ from tests.model.model import BatchSpec, JobSpec
 SLOW_SECONDS = 1.5
 """How long a ``slow`` job works: long enough to be cancelled or TERMed while running."""
 
-BEHAVIOURS = st.sampled_from(["ok", "ok", "flaky", "fail", "slow"])
+CAP_LIMITS = {"c1": 1, "c2": 2}
+"""Each concurrency key's limit (fixed: the latest push sets a key's limit)."""
+
+BEHAVIOURS = st.sampled_from(["ok", "ok", "flaky", "fail", "slow", "overlimit"])
 ROUTES = st.sampled_from(["plain", "plain", "key", "tenant", "key+tenant", "cap"])
 
 
@@ -42,7 +45,7 @@ def job_specs(draw: Any, unique: bool = True, routed: bool = True) -> JobSpec:
         spec.tenant = draw(st.sampled_from(["t1", "t2"]))
     if route == "cap":
         spec.cap = draw(st.sampled_from(["c1", "c2"]))
-        spec.cap_limit = draw(st.integers(1, 2))
+        spec.cap_limit = CAP_LIMITS[spec.cap]
     if unique and draw(st.integers(0, 3)) == 0:
         spec.unique = draw(st.sampled_from(["u1", "u2"]))
     return spec
@@ -81,6 +84,7 @@ class RfetchMachine(RuleBasedStateMachine):
         self.tally = tally
         self.specs: list[JobSpec] = []
         self.batches: list[BatchSpec] = []
+        self.exposures: Counter[str] = Counter()
         system.fleet.fill()
         tally["examples"] += 1
 
@@ -92,6 +96,7 @@ class RfetchMachine(RuleBasedStateMachine):
         spec.pushed_at = time.time()
         self.specs.append(spec)
         self.tally["jobs"] += 1
+        self.tally[f"behaviour:{spec.behaviour}"] += 1
 
     @rule(spec=job_specs())
     def push(self, spec: JobSpec) -> None:
@@ -153,28 +158,17 @@ class RfetchMachine(RuleBasedStateMachine):
                 return
             time.sleep(0.05)
 
-    def _running(self) -> set[int]:
-        """Indexes of the jobs running or just finished (their acknowledgement may
-        still be pending), as a TERM or KILL would find them."""
-        evidence = self.system.evidence.read()
-        now = time.time()
-        found = set()
-        for i, spec in enumerate(self.specs):
-            events = [e for e in evidence.by_jid.get(str(spec.jid), []) if e.kind != "died"]
-            if events and (events[-1].kind == "start" or events[-1].at > now - 2):
-                found.add(i)
-        return found
-
     def _signal(self, how: str, index: int) -> None:
+        """TERM or KILL a worker; every job running or just finished then is exposed."""
         self.tally["steps"] += 1
         self.tally[how] += 1
-        exposed = self._running()
+        exposed = self.system.evidence.read().recent(time.time())
         if how == "TERM":
             self.system.fleet.term(index)
         else:
             self.system.fleet.kill(index)
-        for i in exposed | self._running():
-            self.specs[i].exposures += 1
+        exposed |= self.system.evidence.read().recent(time.time())
+        self.exposures.update(exposed)
 
     @rule(index=st.integers(0, 1))
     def term_worker(self, index: int) -> None:
@@ -193,5 +187,8 @@ class RfetchMachine(RuleBasedStateMachine):
         self.system.fleet.fill()
         wait_quiet(self.system)
         evidence = self.system.evidence.read()
-        violations = check_all(self.specs, self.batches, self.system.redis, evidence)
+        for spec in self.specs:
+            spec.exposures = self.exposures[str(spec.jid)]
+        violations = check_all(self.specs, self.batches, self.system.redis, evidence,
+                               self.system.fleet.signalled, self.exposures)
         assert not violations, "\n".join(violations)

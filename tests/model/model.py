@@ -6,6 +6,10 @@ A job's **natural outcome** follows from its behaviour and options alone:
 - ``ok`` and ``slow`` succeed; ``flaky`` succeeds if it has a retry (``retry >= 1``);
   ``fail``, and ``flaky`` without a retry, die with ``RuntimeError``: the dead set, or
   discarded with ``dead=False`` (guarantees.md, "At least once");
+- ``overlimit`` (``rfetch.OverLimit`` from a limiter that is always full, ``reschedule=1``)
+  is rescheduled once without counting as a failure, then fails as usual, so dies with
+  ``rfetch.OverLimit`` after ``retry + 2`` runs (flow-control.md, "Over the limit inside a
+  job");
 - a job pushed with a tiny ``expires_in`` is never started: dropped as expired
   (flow-control.md, "Expiring jobs");
 - a job pushed ``after=`` another is buried with ``rfetch.DependencyFailed`` without
@@ -73,12 +77,15 @@ class JobSpec:
         return not self.expires
 
     def fails_for_good(self) -> bool:
-        return self.behaviour == "fail" or (self.behaviour == "flaky" and self.retry == 0)
+        return self.behaviour in ("fail", "overlimit") or (
+            self.behaviour == "flaky" and self.retry == 0)
 
     def nominal_starts(self) -> int:
         """Starts without a kill, TERM or cancel: one per attempt."""
         if self.behaviour == "fail":
             return self.retry + 1
+        if self.behaviour == "overlimit":  # one reschedule, then a failure per attempt
+            return self.retry + 2
         if self.behaviour == "flaky":
             return 2 if self.retry >= 1 else 1
         return 1
@@ -97,7 +104,11 @@ def natural(spec: JobSpec, dependency_succeeded: bool | None) -> str:
     if spec.expires:
         return GONE
     if spec.fails_for_good():
-        return "dead:RuntimeError" if spec.dead else GONE
+        if not spec.dead:
+            return GONE
+        if spec.behaviour == "overlimit":
+            return "dead:rfetch.errors.OverLimit"
+        return "dead:RuntimeError"
     return SUCCEEDED
 
 
