@@ -160,6 +160,10 @@ def pending(r: redis.Redis) -> list[str]:
     found += [f"{z}:{r.zcard(z)}" for z in ("schedule", "retry") if r.zcard(z)]
     if r.hlen("rfetch:waiting"):
         found.append(f"rfetch:waiting:{r.hlen('rfetch:waiting')}")
+    # A lease written by a heartbeat that raced its job's acknowledgement is stale, and
+    # removed by the next stuck-key rescue (docs/ordering.md): waited for, not a leak.
+    for key in r.scan_iter(match="rfetch:key-leases:*", count=1000):
+        found.append(f"{key.decode()}:{r.zrange(key, 0, -1)}")
     for member in r.smembers("processes"):
         busy = r.hget(member, "busy")
         if busy not in (None, b"0"):
@@ -178,6 +182,8 @@ def held(r: redis.Redis) -> dict[str, str]:
             if kind == "hash":
                 fields = r.hgetall(key)
                 found[name] = json.dumps({k.decode(): v.decode() for k, v in fields.items()})
+            elif kind == "zset":
+                found[name] = str(r.zrange(key, 0, -1, withscores=True))
             elif kind == "list":
                 found[name] = f"list of {r.llen(key)}"
             else:

@@ -131,6 +131,8 @@ class RfetchMachine(RuleBasedStateMachine):
         result = self.system.api.cancel(str(spec.jid), dead=dead, reason="model")
         if spec.cancel is None or spec.cancel[0] in ("dead", "not_found"):
             spec.cancel = (result.state, dead, asked)
+        elif result.cancelled:
+            spec.also_dead.add(dead)
         self.tally[f"cancel:{result.state}"] += 1
 
     @precondition(lambda self: bool(self.specs))

@@ -51,7 +51,10 @@ class JobSpec:
         bid: its batch.
         after: the jid it waits on.
         pushed_at: epoch seconds when the push returned.
-        cancel: what the cancel answered, with ``dead`` and the epoch time it was asked.
+        cancel: what the first effective cancel answered, with ``dead`` and the epoch time
+            it was asked.
+        also_dead: the ``dead`` of later cancels that took effect too (each rewrites the
+            mark, so the job ends as the last one the worker read asks).
         exposures: TERMs and KILLs that found it running or just finished.
     """
 
@@ -70,6 +73,7 @@ class JobSpec:
     after: str | None = None
     pushed_at: float = 0.0
     cancel: tuple[str, bool, float] | None = None
+    also_dead: set[bool] = field(default_factory=set)
     exposures: int = 0
 
     def runs(self) -> bool:
@@ -118,13 +122,15 @@ def allowed(spec: JobSpec, dependency_succeeded: bool | None) -> set[str]:
     if spec.cancel is None:
         return {nat}
     state, dead, _ = spec.cancel
-    cancelled = "dead:rfetch.JobCancelled" if dead else GONE
+    if state == "deleted":  # the cancel itself took it out of its queue or set
+        return {"dead:rfetch.JobCancelled" if dead else GONE}
+    cancelled = {"dead:rfetch.JobCancelled" if d else GONE for d in {dead, *spec.also_dead}}
     if state == "marked" and spec.expires:
-        return {cancelled, nat}  # the worker's expiry check comes before its cancel check
-    if state in ("deleted", "marked"):
-        return {cancelled}
+        return {*cancelled, nat}  # the worker's expiry check comes before its cancel check
+    if state == "marked":
+        return cancelled
     if state == "cancelling":
-        return {cancelled, nat}
+        return {*cancelled, nat}
     return {nat}
 
 

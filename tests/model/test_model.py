@@ -2,8 +2,8 @@
 combinations and scripted behaviours) and events (cancel, TERM, KILL, time) against real
 Redis and real workers, checked against the plain-Python model of ``tests/model/model.py``.
 
-CI runs a bounded, derandomized setting (``RFETCH_MODEL_EXAMPLES``, default 6 examples of
-at most 8 steps); a longer run by hand::
+CI runs a bounded, derandomized setting (``RFETCH_MODEL_EXAMPLES``, default 15 examples of
+at most 10 steps, ``RFETCH_MODEL_STEPS``); a longer run by hand::
 
     RFETCH_MODEL_EXAMPLES=100 RFETCH_MODEL_STEPS=20 RFETCH_MODEL_SEED=random \\
         RFETCH_MODEL_SHRINK=1 .venv/bin/python -m pytest -p no:cacheprovider tests/model -q -s
@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -27,8 +28,8 @@ PHASES = [Phase.explicit, Phase.generate, Phase.shrink]
 def model_settings() -> settings:
     """CI's bounded setting, or the one the environment asks for."""
     return settings(
-        max_examples=int(os.environ.get("RFETCH_MODEL_EXAMPLES", "6")),
-        stateful_step_count=int(os.environ.get("RFETCH_MODEL_STEPS", "8")),
+        max_examples=int(os.environ.get("RFETCH_MODEL_EXAMPLES", "15")),
+        stateful_step_count=int(os.environ.get("RFETCH_MODEL_STEPS", "10")),
         deadline=None,
         derandomize=os.environ.get("RFETCH_MODEL_SEED", "") != "random",
         database=None,
@@ -37,5 +38,6 @@ def model_settings() -> settings:
     )
 
 
+@pytest.mark.slow  # it SIGKILLs workers
 def test_the_model_holds(system: System, tally: Counter[str]) -> None:
     run_state_machine_as_test(lambda: RfetchMachine(system, tally), settings=model_settings())
