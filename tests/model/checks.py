@@ -56,8 +56,10 @@ def check_outcomes(specs: list[JobSpec], r: redis.Redis, evidence: Evidence) -> 
             continue
         ok = allowed(spec, dependency_succeeded(spec, outcomes))
         if outcomes[spec.jid] not in ok:
+            seen = [(e.kind, e.pid, round(e.at, 3), e.extra)
+                    for e in evidence.by_jid.get(spec.jid, [])]
             errors.append(f"{spec.jid}: ended {outcomes[spec.jid]}, the model allows {sorted(ok)}"
-                          f" ({spec})")
+                          f" ({spec}; evidence {seen})")
     return errors
 
 
@@ -79,7 +81,8 @@ def check_starts(specs: list[JobSpec], evidence: Evidence) -> list[str]:
         if spec.cancel is not None and spec.cancel[0] in ("deleted", "marked"):
             late = [e for e in starts if e.at > spec.cancel[2]]
             if late:
-                errors.append(f"{spec.jid}: started after its cancel answered {spec.cancel[0]}")
+                errors.append(f"{spec.jid}: started after its cancel answered {spec.cancel[0]}"
+                              f" ({spec})")
         bound = spec.nominal_starts() + spec.exposures
         if len(starts) > bound:
             errors.append(f"{spec.jid}: started {len(starts)} times, bound {bound} ({spec})")

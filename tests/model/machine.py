@@ -127,10 +127,10 @@ class RfetchMachine(RuleBasedStateMachine):
         self._push(spec)
 
     def _cancel(self, spec: JobSpec, dead: bool) -> None:
-        asked = time.time()
         result = self.system.api.cancel(str(spec.jid), dead=dead, reason="model")
+        answered = time.time()  # a start during the call may precede the cancel's effect
         if spec.cancel is None or spec.cancel[0] in ("dead", "not_found"):
-            spec.cancel = (result.state, dead, asked)
+            spec.cancel = (result.state, dead, answered)
         elif result.cancelled:
             spec.also_dead.add(dead)
         self.tally[f"cancel:{result.state}"] += 1

@@ -52,7 +52,7 @@ class JobSpec:
         after: the jid it waits on.
         pushed_at: epoch seconds when the push returned.
         cancel: what the first effective cancel answered, with ``dead`` and the epoch time
-            it was asked.
+            of the answer.
         also_dead: the ``dead`` of later cancels that took effect too (each rewrites the
             mark, so the job ends as the last one the worker read asks).
         exposures: TERMs and KILLs that found it running or just finished.
