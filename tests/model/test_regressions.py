@@ -3,6 +3,7 @@ real workers and evidence as ``test_model.py``)."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import rfetch
@@ -35,3 +36,23 @@ def test_a_batched_job_that_expires_before_it_starts_is_a_death_in_its_batch(
     assert fired() == {"complete": 1, "death": 1}
     failure = system.redis.hget(f"b-{batch.bid}-failinfo", jid)
     assert failure is not None and b"rfetch.JobExpired" in failure
+
+
+def test_a_cancel_that_asks_for_the_dead_set_keeps_a_dead_false_job_there(
+    system: System,
+) -> None:
+    """Found by the model: ``cancel(jid, dead=True)`` of a job pushed with ``dead=False``
+    put it in the dead set when the API took it from its queue, but dropped it when a
+    worker recorded the cancel (the job waited in its tenant's list, so the cancel answered
+    ``marked``): the payload's ``"dead": false`` won over the request. Shrunk: one tenant
+    job, ``dead=False``, cancelled at once with ``dead=True``."""
+    system.fleet.fill()
+    scripted = system.jobs.Scripted.set(client=system.client, dead=False, tenant="t1")
+    jid = scripted.perform_async("slow", 1.5)
+    result = system.api.cancel(jid, dead=True, reason="regression")
+    assert result.state in ("marked", "cancelling"), result.text  # a worker records it
+    wait_quiet(system)
+    dead = {json.loads(raw)["jid"]: json.loads(raw) for raw in system.redis.zrange("dead", 0, -1)}
+    assert jid in dead, "dropped instead of kept in the dead set"
+    assert dead[jid]["error_class"] == "rfetch.JobCancelled"
+    assert system.evidence.read().count(jid, "ok") == 0
