@@ -11,6 +11,7 @@ import redis
 
 from tests.model.harness import Evidence, held
 from tests.model.model import (
+    EXPIRY,
     GONE,
     SUCCEEDED,
     BatchSpec,
@@ -46,6 +47,13 @@ def dependency_succeeded(spec: JobSpec, outcomes: dict[str, str]) -> bool | None
     return outcomes.get(spec.after) == SUCCEEDED
 
 
+def note_in_time(specs: list[JobSpec], evidence: Evidence) -> None:
+    """Mark the expiring jobs a worker started within their expiry."""
+    for spec in specs:
+        starts = evidence.events(str(spec.jid), "start")
+        spec.in_time = spec.expires and bool(starts) and starts[0].at <= spec.pushed_at + EXPIRY
+
+
 def check_outcomes(specs: list[JobSpec], r: redis.Redis, evidence: Evidence) -> list[str]:
     """Every accepted job ended in exactly one outcome the model allows."""
     dead = dead_entries(r)
@@ -74,7 +82,7 @@ def check_starts(specs: list[JobSpec], evidence: Evidence) -> list[str]:
             continue
         starts = evidence.events(spec.jid, "start")
         dep_failed = spec.after is not None and evidence.count(spec.after, "ok") == 0
-        never = spec.expires or (dep_failed and dead.get(spec.after) is not None)
+        never = spec.never_runs() or (dep_failed and dead.get(spec.after) is not None)
         if never and starts:
             errors.append(f"{spec.jid}: started {len(starts)} time(s) but must never run ({spec})")
             continue
@@ -206,6 +214,7 @@ def check_all(specs: list[JobSpec], batches: list[BatchSpec], r: redis.Redis,
               evidence: Evidence, signalled: set[int], exposures: Counter[str]) -> list[str]:
     """Every invariant; the violations, one per line."""
     left = held(r)
+    note_in_time(specs, evidence)
     return [
         *check_outcomes(specs, r, evidence),
         *check_starts(specs, evidence),

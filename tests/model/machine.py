@@ -15,7 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 import rfetch
 from tests.model.checks import check_all
 from tests.model.harness import System, wait_quiet
-from tests.model.model import BatchSpec, JobSpec
+from tests.model.model import EXPIRY, BatchSpec, JobSpec
 
 SLOW_SECONDS = 1.5
 """How long a ``slow`` job works: long enough to be cancelled or TERMed while running."""
@@ -69,7 +69,7 @@ def push_options(spec: JobSpec) -> dict[str, Any]:
         options["unique_for"] = 600
         options["unique_key"] = spec.unique
     if spec.expires:
-        options["expires_in"] = 0.001
+        options["expires_in"] = EXPIRY
     if spec.after:
         options["after"] = spec.after
     return options

@@ -10,8 +10,12 @@ A job's **natural outcome** follows from its behaviour and options alone:
   is rescheduled once without counting as a failure, then fails as usual, so dies with
   ``rfetch.OverLimit`` after ``retry + 2`` runs (flow-control.md, "Over the limit inside a
   job");
-- a job pushed with a tiny ``expires_in`` is never started: dropped as expired
-  (flow-control.md, "Expiring jobs");
+- a job pushed with a tiny ``expires_in`` (1 ms) is dropped as expired, not run
+  (flow-control.md, "Expiring jobs"), unless a worker started it within that millisecond
+  (it happens on an idle machine: :data:`EXPIRY` after the push returned at the latest);
+  then it runs once, and whatever would come back later (a retry, an over-limit
+  reschedule, a push-back at TERM or a recovery) is dropped as expired ("A retry keeps its
+  ``expires_at``");
 - a job pushed ``after=`` another is buried with ``rfetch.DependencyFailed`` without
   running when that one did not succeed (workflows.md, "Dependencies").
 
@@ -30,6 +34,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+EXPIRY = 0.001
+"""The tiny ``expires_in`` (seconds) of an expiring job."""
+
 SUCCEEDED = "succeeded"
 GONE = "gone"
 """Observed when a job neither succeeded nor is in the dead set: discarded, expired or
@@ -47,7 +54,8 @@ class JobSpec:
         dead: False when pushed with ``dead=False``.
         store_result: pushed with ``store_result``.
         key, tenant, cap, unique: the ordering key, tenant, concurrency key, unique key.
-        expires: pushed with a tiny ``expires_in`` (it expires before any start).
+        expires: pushed with a tiny ``expires_in`` (:data:`EXPIRY`).
+        in_time: an expiring job started within :data:`EXPIRY` (set by the checks).
         bid: its batch.
         after: the jid it waits on.
         pushed_at: epoch seconds when the push returned.
@@ -69,6 +77,7 @@ class JobSpec:
     cap_limit: int = 1
     unique: str | None = None
     expires: bool = False
+    in_time: bool = False
     bid: str | None = None
     after: str | None = None
     pushed_at: float = 0.0
@@ -76,9 +85,9 @@ class JobSpec:
     also_dead: set[bool] = field(default_factory=set)
     exposures: int = 0
 
-    def runs(self) -> bool:
-        """Whether its natural outcome involves running ``perform``."""
-        return not self.expires
+    def never_runs(self) -> bool:
+        """An expiring job that no worker started in time."""
+        return self.expires and not self.in_time
 
     def fails_for_good(self) -> bool:
         return self.behaviour in ("fail", "overlimit") or (
@@ -86,6 +95,8 @@ class JobSpec:
 
     def nominal_starts(self) -> int:
         """Starts without a kill, TERM or cancel: one per attempt."""
+        if self.expires:
+            return 1 if self.in_time else 0
         if self.behaviour == "fail":
             return self.retry + 1
         if self.behaviour == "overlimit":  # one reschedule, then a failure per attempt
@@ -105,8 +116,12 @@ def natural(spec: JobSpec, dependency_succeeded: bool | None) -> str:
     """
     if dependency_succeeded is False:
         return "dead:rfetch.DependencyFailed"
-    if spec.expires:
+    if spec.never_runs():
         return GONE
+    if spec.expires and spec.behaviour != "ok" and spec.behaviour != "slow":
+        first_try_ends = spec.behaviour != "overlimit" and spec.retry == 0
+        if not first_try_ends:  # comes back after its expiry: dropped then
+            return GONE
     if spec.fails_for_good():
         if not spec.dead:
             return GONE
@@ -119,12 +134,14 @@ def natural(spec: JobSpec, dependency_succeeded: bool | None) -> str:
 def allowed(spec: JobSpec, dependency_succeeded: bool | None) -> set[str]:
     """Every outcome the model allows for ``spec``, the cancel taken into account."""
     nat = natural(spec, dependency_succeeded)
+    if spec.in_time and spec.exposures:  # pushed back or recovered: then dropped as expired
+        return {nat, GONE} if spec.cancel is None else {nat, GONE, *_cancelled(spec)}
     if spec.cancel is None:
         return {nat}
     state, dead, _ = spec.cancel
     if state == "deleted":  # the cancel itself took it out of its queue or set
         return {"dead:rfetch.JobCancelled" if dead else GONE}
-    cancelled = {"dead:rfetch.JobCancelled" if d else GONE for d in {dead, *spec.also_dead}}
+    cancelled = _cancelled(spec)
     if state == "marked" and spec.expires:
         return {*cancelled, nat}  # the worker's expiry check comes before its cancel check
     if state == "marked":
@@ -132,6 +149,12 @@ def allowed(spec: JobSpec, dependency_succeeded: bool | None) -> set[str]:
     if state == "cancelling":
         return {*cancelled, nat}
     return {nat}
+
+
+def _cancelled(spec: JobSpec) -> set[str]:
+    """The outcomes of the cancels that took effect (each rewrote the mark)."""
+    assert spec.cancel is not None
+    return {"dead:rfetch.JobCancelled" if d else GONE for d in {spec.cancel[1], *spec.also_dead}}
 
 
 @dataclass

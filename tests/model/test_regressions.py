@@ -22,9 +22,14 @@ def test_a_batched_job_that_expires_before_it_starts_is_a_death_in_its_batch(
     jobs = system.jobs
     batch = rfetch.Batch(on_success=jobs.OnSuccess, on_complete=jobs.OnComplete,
                          on_death=jobs.OnDeath, client=system.client)
-    with batch.jobs():
-        jid = jobs.Scripted.set(client=system.client, expires_in=0.001).perform_async("ok")
-    time.sleep(0.01)  # past its expiry, whatever the workers do
+    queue = system.api.queue("default")
+    queue.pause()  # no worker may start it within its millisecond
+    try:
+        with batch.jobs():
+            jid = jobs.Scripted.set(client=system.client, expires_in=0.001).perform_async("ok")
+        time.sleep(0.05)
+    finally:
+        queue.unpause()
 
     def fired() -> dict[str, int]:
         got = system.evidence.read().callbacks(batch.bid)
