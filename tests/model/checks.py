@@ -47,11 +47,18 @@ def dependency_succeeded(spec: JobSpec, outcomes: dict[str, str]) -> bool | None
     return outcomes.get(spec.after) == SUCCEEDED
 
 
+RECORD_LAG = 0.5
+"""Seconds a start record may follow the worker's expiry check (the thread may be
+descheduled in between on a loaded machine): a first start later than the expiry plus this
+is a job run after its expiry."""
+
+
 def note_in_time(specs: list[JobSpec], evidence: Evidence) -> None:
     """Mark the expiring jobs a worker started within their expiry."""
     for spec in specs:
         starts = evidence.events(str(spec.jid), "start")
-        spec.in_time = spec.expires and bool(starts) and starts[0].at <= spec.pushed_at + EXPIRY
+        latest = spec.pushed_at + EXPIRY + RECORD_LAG
+        spec.in_time = spec.expires and bool(starts) and starts[0].at <= latest
 
 
 def check_outcomes(specs: list[JobSpec], r: redis.Redis, evidence: Evidence) -> list[str]:

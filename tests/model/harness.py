@@ -73,7 +73,7 @@ class Evidence:
                     found[event.extra.split(" ")[0]].append(event.jid)
         return dict(found)
 
-    def recent(self, now: float, seconds: float = 2.0) -> set[str]:
+    def recent(self, now: float, seconds: float = 5.0) -> set[str]:
         """Jids running (last event a start) or whose last event is less than ``seconds``
         old: what a KILL or TERM at ``now`` may run again (an acknowledgement may still
         be pending)."""

@@ -12,7 +12,8 @@ A job's **natural outcome** follows from its behaviour and options alone:
   job");
 - a job pushed with a tiny ``expires_in`` (1 ms) is dropped as expired, not run
   (flow-control.md, "Expiring jobs"), unless a worker started it within that millisecond
-  (it happens on an idle machine: :data:`EXPIRY` after the push returned at the latest);
+  (it happens on an idle machine; its start record may lag the check, see
+  ``tests.model.checks.RECORD_LAG``);
   then it runs once, and whatever would come back later (a retry, an over-limit
   reschedule, a push-back at TERM or a recovery) is dropped as expired ("A retry keeps its
   ``expires_at``");
