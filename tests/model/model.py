@@ -132,8 +132,20 @@ def natural(spec: JobSpec, dependency_succeeded: bool | None) -> str:
     return SUCCEEDED
 
 
+POISON_RECOVERIES = 3
+"""``poison_max_recoveries``: a job recovered that often is a poison pill (guarantees.md)."""
+
+
 def allowed(spec: JobSpec, dependency_succeeded: bool | None) -> set[str]:
-    """Every outcome the model allows for ``spec``, the cancel taken into account."""
+    """Every outcome the model allows for ``spec``, the cancel taken into account; a job
+    exposed to :data:`POISON_RECOVERIES` KILLs or TERMs may also end as a poison pill."""
+    found = _allowed(spec, dependency_succeeded)
+    if spec.exposures >= POISON_RECOVERIES:
+        found.add("dead:rfetch.PoisonPill" if spec.dead else GONE)
+    return found
+
+
+def _allowed(spec: JobSpec, dependency_succeeded: bool | None) -> set[str]:
     nat = natural(spec, dependency_succeeded)
     if spec.in_time and spec.exposures:  # pushed back or recovered: then dropped as expired
         return {nat, GONE} if spec.cancel is None else {nat, GONE, *_cancelled(spec)}
