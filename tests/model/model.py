@@ -140,6 +140,11 @@ def allowed(spec: JobSpec, dependency_succeeded: bool | None) -> set[str]:
     """Every outcome the model allows for ``spec``, the cancel taken into account; a job
     exposed to :data:`POISON_RECOVERIES` KILLs or TERMs may also end as a poison pill."""
     found = _allowed(spec, dependency_succeeded)
+    runs = spec.cancel is None and not spec.never_runs() and dependency_succeeded is not False
+    if spec.exposures and spec.behaviour == "flaky" and runs:
+        # Killed after its first failure and before the failure was recorded: recovered,
+        # it runs again and succeeds (at least once), whatever its retry count.
+        found.add(SUCCEEDED)
     if spec.exposures >= POISON_RECOVERIES:
         found.add("dead:rfetch.PoisonPill" if spec.dead else GONE)
     return found
