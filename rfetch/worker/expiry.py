@@ -29,10 +29,14 @@ from rfetch.worker.unit import UnitOfWork
 
 log = logging.getLogger("rfetch.expiry")
 
+EXPIRED_CLASS = "rfetch.JobExpired"
+"""The error class an expired job's batch failure and ``store_result`` record carry."""
+
 
 class Expiry:
     """Drops expired jobs: acknowledged (removed from the private list, releasing what
-    the job holds), counted in ``stat:expired`` and per queue in ``rfetch:expired``, and
+    the job holds; a batched job counts a death in its batch, ``rfetch.JobExpired``),
+    counted in ``stat:expired`` and per queue in ``rfetch:expired``, and
     logged with the jid.
 
     Args:
@@ -68,13 +72,18 @@ class Expiry:
         now = self.clock()
         if now <= expires_at:
             return False
+        message = f"expired {now - expires_at:.3f} s before it started"
         ttl = recorded_ttl(unit)
         if ttl is not None:  # store_result: its dead record and its waiting jobs, with the ack
-            unit = RecordedUnit.of(unit, str(job.get("class", "")), Ending(
-                "dead", ttl, error_class="rfetch.JobExpired",
-                error_message=f"expired {now - expires_at:.3f} s before it started",
-            ))
-        self.ack(unit)
+            self.ack(RecordedUnit.of(unit, str(job.get("class", "")), Ending(
+                "dead", ttl, error_class=EXPIRED_CLASS, error_message=message,
+            )))
+        elif unit.routing is not None and unit.routing.batched:
+            # Never run, so not a success: a death in its batch, as its record says for a
+            # store_result job (a chord's body must not run after a header that expired).
+            unit.discard({**job, "error_class": EXPIRED_CLASS, "error_message": message})
+        else:
+            self.ack(unit)
         log.warning(
             "expired: %s jid=%s queue=%s not started %.3f s after its expiry; dropped, not run",
             job.get("class"),

@@ -99,11 +99,12 @@ class JobRetry:
         job: Payload | None,
         exc: BaseException,
         instance: Job | None = None,
+        keep: bool = False,
     ) -> str:
         """Send a job to the dead set (the morgue), or discard it if its payload says
-        ``"dead": false``, atomically with its removal from the private list; then, if this
-        call removed it, run the class's ``retries_exhausted`` and the death handlers
-        (Sidekiq's ``retries_exhausted`` / ``death_handlers``).
+        ``"dead": false`` (unless ``keep``), atomically with its removal from the private
+        list; then, if this call removed it, run the class's ``retries_exhausted`` and the
+        death handlers (Sidekiq's ``retries_exhausted`` / ``death_handlers``).
 
         Args:
             unit: the job, in a private list (this process's, or a dead process's for a
@@ -112,13 +113,15 @@ class JobRetry:
                 for an invalid payload, stored exactly as fetched.
             exc: why it dies, for the hooks.
             instance: the job object, for ``retries_exhausted``; None when unknown.
+            keep: the dead set even for a ``"dead": false`` payload (a cancel that asked
+                for the dead set).
 
         Returns:
             ``"dead"``, ``"discarded"`` or ``"lost-ownership"`` (no longer in the private
             list: nothing was written and no hook ran).
         """
         now = time.time()
-        if job is not None and job.get("dead") is False:
+        if job is not None and job.get("dead") is False and not keep:
             owned = self._discard(unit, job, exc)
             outcome = "discarded"
         elif recorded_ttl(unit) is not None:
@@ -258,8 +261,8 @@ class JobRetry:
         job["error_message"] = str(exc)[:ERROR_MESSAGE_LIMIT]
         job["error_class"] = error_class_name(exc)
         job.setdefault("failed_at", time.time())
-        if dead:
-            return self.kill(unit, job, exc)
+        if dead:  # asked for: as the API's cancel of a waiting job, whatever "dead" says
+            return self.kill(unit, job, exc, keep=True)
         if not self._discard(unit, job, exc):
             return "lost-ownership"
         self._run_death_handlers(job, exc)
