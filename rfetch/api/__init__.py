@@ -42,6 +42,7 @@ from .groups import (
     list_tenants,
     set_tenant_weight,
 )
+from .job_filter import JobFilter
 from .limits import (
     LimiterInfo,
     LimiterMethods,
@@ -71,7 +72,6 @@ from .records import (
     DEFAULT_MAX_SCAN,
     ActionResult,
     ClassCounts,
-    JobFilter,
     JobRecord,
     Page,
 )

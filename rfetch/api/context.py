@@ -15,7 +15,8 @@ from rfetch.config import Config
 from rfetch.store.commands import Commands
 from rfetch.store.keys import Keys
 
-from .records import CHUNK, JobFilter, JobRecord, Page
+from .job_filter import JobFilter
+from .records import CHUNK, JobRecord, Page
 
 FIND_WINDOW = 5000
 """Entries one ``api_find.lua`` call examines (a few milliseconds of Redis time)."""

@@ -15,11 +15,11 @@ from typing import Any
 from rfetch.payload import epoch_seconds
 
 from .context import Context, Found, collect_page
+from .job_filter import JobFilter
 from .records import (
     DEFAULT_MAX_SCAN,
     ActionResult,
     ClassCounts,
-    JobFilter,
     JobRecord,
     Page,
     parse_payload,

@@ -21,12 +21,12 @@ from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
 from .context import Context, Found, collect_page, zrange_scored
+from .job_filter import JobFilter
 from .records import (
     CHUNK,
     DEFAULT_MAX_SCAN,
     ActionResult,
     ClassCounts,
-    JobFilter,
     JobRecord,
     Page,
 )

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .records import ActionResult, JobFilter, JobRecord, Page
+from .job_filter import JobFilter
+from .records import ActionResult, JobRecord, Page
 from .sets import JobSet
 
 
