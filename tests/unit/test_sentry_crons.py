@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+pytest.importorskip("sentry_sdk", reason="sentry-sdk is not installed")
+
 from rfetch.integrations.sentry.crons import (
     MAX_SLUG_LENGTH,
     crontab_of,
