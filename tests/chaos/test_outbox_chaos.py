@@ -38,10 +38,10 @@ class App:
         self.log = open(log, "ab")  # noqa: SIM115 - the test's own file, closed with it
         self.proc: subprocess.Popen[bytes] | None = None
         self.kills = self.exits = 0
-        self.started = 0.0
+        self.orders_at_start = 0
 
     def start(self) -> None:
-        self.started = time.monotonic()
+        self.orders_at_start = len(committed_orders(self.url))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.support.outbox_app", self.url, self.redis_url,
              str(self.rng.randrange(1 << 30))],
@@ -61,6 +61,11 @@ class App:
             assert self.proc.returncode == -9, self.proc.returncode
             self.exits += 1
             self.start()
+
+    def has_committed(self) -> bool:
+        """Whether this run of the app committed an order: it is then worth killing (a kill
+        during its imports, which take seconds on a loaded machine, tests nothing)."""
+        return len(committed_orders(self.url)) > self.orders_at_start
 
 
 def fresh_orders(url: str) -> None:
@@ -112,12 +117,21 @@ def run_outbox_chaos(url: str, tmp_path: Path, seconds: float, say: Callable[[st
         relay_kills = 0
         restarted_redis = False
         start = time.monotonic()
-        while time.monotonic() - start < seconds:
+
+        def enough() -> bool:
+            """The run's length: at least ``seconds``, and on a loaded machine (where each
+            start of the app costs seconds) until it did what the test asserts, at most 240 s."""
+            elapsed = time.monotonic() - start
+            did = (len(committed_orders(url)) > 30 and app.kills + app.exits > 3
+                   and relay_kills > 3)
+            return elapsed >= 240 or (elapsed >= seconds and did)
+
+        while not enough():
             time.sleep(rng.uniform(0.1, 0.8))
             app.restart_if_exited()
             roll = rng.random()
-            if roll < 0.35 and time.monotonic() - app.started > rng.uniform(2.0, 5.0):
-                app.kill()  # once it had time to start (its imports take most of a second)
+            if roll < 0.35 and app.has_committed():
+                app.kill()  # once this run of it has committed (its imports take a while)
                 app.start()
             elif roll < 0.55:
                 victim = rng.randrange(len(relays))
@@ -148,7 +162,7 @@ def run_outbox_chaos(url: str, tmp_path: Path, seconds: float, say: Callable[[st
         ran = run_jobs(redis_server.url, tmp_path, len(jobs))
         say(f"a worker then ran {len(ran)} distinct jobs ({sum(ran.values())} runs)")
         assert ran == Counter(orders)
-        assert len(orders) > 30  # few on a loaded machine: each start costs a second
+        assert len(orders) > 30  # the run lasts until there are (at most 240 s)
         assert app.kills + app.exits > 3 and relay_kills > 3
         assert (lost, extra, doubled) == (set(), set(), {})
     finally:

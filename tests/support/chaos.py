@@ -203,16 +203,20 @@ class Fleet:
         proc.signal(sig)
 
     def stop(self, proc: WorkerProcess, timeout: float = 20.0) -> int:
-        """TERM one worker and wait for it; its exit code."""
+        """TERM one worker, once it handles signals, and wait for it; its exit code."""
         self.live.remove(proc)
+        proc.wait_started()
         proc.signal(signal.SIGTERM)
         code = proc.wait(timeout)
         self.gone.append(proc)
         return code
 
     def stop_all(self, timeout: float = 20.0) -> list[int]:
-        """TERM every live worker at once, then wait; their exit codes."""
+        """TERM every live worker at once (each once it handles signals), then wait; their
+        exit codes."""
         procs = list(self.live)
+        for proc in procs:
+            proc.wait_started()
         for proc in procs:
             proc.signal(signal.SIGTERM)
         codes = []

@@ -39,6 +39,17 @@ class WorkerProcess(RfetchProcess):
         jobs_env = {"PYTHONPATH": str(JOBS_DIR), **(env or {})}
         super().__init__("worker", args, redis_url, jobs_env, log_dir, cwd=JOBS_DIR)
 
+    def wait_started(self, timeout: float = 60.0) -> None:
+        """Wait until the worker handles signals (its "starting" line, written after its
+        signal handlers are installed) or has exited. A TERM sent during its imports, which
+        take seconds on a loaded machine, would kill it with Python's default action.
+
+        Raises:
+            AssertionError: neither within ``timeout`` seconds.
+        """
+        wait_for(lambda: " starting: identity=" in self.log() or self.proc.poll() is not None,
+                 timeout, lambda: f"worker {self.pid}'s start line:\n{self.log()[-2000:]}")
+
     def identity(self, client: redis.Redis, timeout: float = 60.0) -> str:
         """Wait for this process's heartbeat and return its identity.
 
