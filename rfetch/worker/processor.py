@@ -64,7 +64,6 @@ class Processor:
         steps: Steps,
         ack: Callable[[UnitOfWork], object] = lambda unit: unit.acknowledge(),
     ) -> None:
-        self.context = context
         self.config = context.config
         self.work = context.work
         self.stats = context.stats

@@ -137,6 +137,9 @@ class Steps:
         if not wrap:
             perform()
             return
+        if len(wrap) == 1:  # the usual list: the user's middleware only
+            wrap[0].wrap(run, instance, perform)
+            return
 
         def at(index: int) -> None:
             if index == len(wrap):
