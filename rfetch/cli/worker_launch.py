@@ -41,7 +41,7 @@ def launch(
 ) -> int:
     """Build and run the Launcher of one worker process (logging is in place)."""
     from rfetch.worker import adaptive_affinity
-    from rfetch.worker.launcher import Launcher
+    from rfetch.worker.launcher import Hosting, Launcher
 
     config, registry = boot.config, boot.registry
     try:
@@ -68,7 +68,8 @@ def launch(
             config, registry, metrics, metrics_port, metrics_bind, job_context, placement
         )
     launcher = Launcher(
-        config, registry, identity=identity, supervision=supervision, job_context=job_context
+        config, registry, identity=identity,
+        hosting=Hosting(supervision=supervision, job_context=job_context),
     )
     if placement.adaptive:
         adaptive_affinity.start(placement, launcher.manager.saturated, launcher.report)

@@ -14,13 +14,11 @@ import os
 import socket
 
 from rfetch.config import Config
-from rfetch.store.commands import Commands
 from rfetch.store.connection import connect
 from rfetch.store.keys import Keys
+from rfetch.worker.context import WorkerContext
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.recovery import OrphanRecovery
-from rfetch.worker.reporting import ErrorReporter
-from rfetch.worker.rescue import KeyRescue
 from rfetch.worker.retry import JobRetry
 
 
@@ -45,15 +43,11 @@ class ParentRecovery:
         """
         redis = connect(self.config, max_connections=2)
         try:
-            commands = Commands(redis, self.keys)
+            context = WorkerContext.build(self.config, redis, self.identity)
             recovery = OrphanRecovery(
-                self.config,
-                commands,
-                ReliableFetch(self.config, commands, self.identity),
+                context,
+                ReliableFetch(context),
                 JobRetry(self.config, self.keys),
-                KeyRescue(self.config, commands),
-                ErrorReporter(self.config.error_handlers),
-                self.identity,
             )
             return recovery.reap(identity, [q.name for q in self.config.queues])
         finally:

@@ -158,6 +158,22 @@ def _other(placement: Where) -> Where:
     return "spread" if placement == "pinned" else "pinned"
 
 
+@dataclass(frozen=True)
+class Instruments:
+    """What the thread reads and moves (tests give their own).
+
+    Attributes:
+        cpu_clock: CPU seconds of the process and its children (default :func:`tree_cpu`).
+        wall_clock: monotonic seconds.
+        apply: moves the process to the CPUs given (default: :meth:`AdaptiveAffinity`'s
+            own move of the process and the children that inherited its pin).
+    """
+
+    cpu_clock: Callable[[], float] | None = None
+    wall_clock: Callable[[], float] = time.monotonic
+    apply: Callable[[frozenset[int]], None] | None = None
+
+
 class AdaptiveAffinity:
     """The thread that measures a worker process and moves it between its pinned CPU and
     every allowed CPU by :class:`AffinityPolicy`.
@@ -169,9 +185,7 @@ class AdaptiveAffinity:
             or every thread is busy): :meth:`rfetch.worker.manager.Manager.saturated`.
         report: the error reporter.
         tuning: the policy's numbers.
-        cpu_clock: CPU seconds of the process and its children (:func:`tree_cpu`).
-        wall_clock: monotonic seconds.
-        apply: moves the process to the CPUs given (default :func:`place`).
+        instruments: the clocks and the move (default: the real ones).
     """
 
     def __init__(
@@ -180,19 +194,18 @@ class AdaptiveAffinity:
         saturated: Callable[[], bool],
         report: Reporter | None = None,
         tuning: Tuning | None = None,
-        cpu_clock: Callable[[], float] | None = None,
-        wall_clock: Callable[[], float] = time.monotonic,
-        apply: Callable[[frozenset[int]], None] | None = None,
+        instruments: Instruments | None = None,
     ) -> None:
+        instruments = instruments or Instruments()
         if not placement.adaptive:
             raise RfetchError("AdaptiveAffinity needs a placement made with 'adaptive'")
         self.pinned_cpus = placement.cpus
         self.allowed = placement.allowed
         self.saturated = saturated
         self.policy = AffinityPolicy(tuning or Tuning())
-        self.cpu_clock = cpu_clock or tree_cpu
-        self.wall_clock = wall_clock
-        self.apply = apply or self._place
+        self.cpu_clock = instruments.cpu_clock or tree_cpu
+        self.wall_clock = instruments.wall_clock
+        self.apply = instruments.apply or self._place
         self.moves = 0
         """Moves made so far (pinned or spread)."""
         self._last: tuple[float, float] | None = None

@@ -11,18 +11,39 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection
+from typing import Protocol
 
-from rfetch.config import Config
 from rfetch.worker.acks import ACK_MAX_DELAY, DeferredAcks
+from rfetch.worker.context import WorkerContext
 from rfetch.worker.event_loop import AsyncPool
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.handoff import BlockingFetch, HandOff
 from rfetch.worker.push_back import PushBack
 from rfetch.worker.unit import UnitOfWork
-from rfetch.worker.work_state import WorkState
 
 Split = Callable[[list[UnitOfWork]], tuple[list[UnitOfWork], list[UnitOfWork]]]
 """Splits fetched jobs into the async ones (for the event loop) and the others."""
+
+
+class Feeder(Protocol):
+    """What the blocking fetch shares with the pool that it feeds (the manager's)."""
+
+    fetch: ReliableFetch
+    """The reliable fetch of this process."""
+    acks: DeferredAcks
+    """The processor's deferred acknowledgements (not deferred while blocking)."""
+    pool: HandOff
+    """The held jobs and the hand-off queue."""
+    paused: Callable[[], Collection[str]]
+    """The names of queues not to fetch from now (queue pausing)."""
+    aio: AsyncPool | None
+    """The event loop of async jobs, or None without async job classes."""
+    push_back: PushBack
+    """Pushes back jobs fetched while going quiet or pausing."""
+
+    def split(self, units: list[UnitOfWork]) -> tuple[list[UnitOfWork], list[UnitOfWork]]:
+        """Fetched jobs split into the async ones (for the event loop) and the others."""
+        ...
 
 
 class BlockingHandOff:
@@ -30,38 +51,21 @@ class BlockingHandOff:
     thread's (:meth:`run`).
 
     Args:
-        config: block timeout and network timeout (seconds), for the wait once quiet.
-        fetch: the reliable fetch of this process.
-        acks: the processor's deferred acknowledgements (not deferred while blocking).
-        work: busy threads and quiet flag.
-        pool: the manager's held jobs and hand-off queue.
-        paused: returns the names of queues not to fetch from now (queue pausing).
-        split: the manager's split of fetched jobs (async ones, others).
-        aio: the event loop of async jobs, or None without async job classes.
-        push_back: pushes back jobs fetched while going quiet or pausing.
+        context: config (block timeout and network timeout, seconds, for the wait once
+            quiet) and work state (busy threads and quiet flag).
+        feeder: the pool it feeds (the manager).
     """
 
-    def __init__(
-        self,
-        config: Config,
-        fetch: ReliableFetch,
-        acks: DeferredAcks,
-        work: WorkState,
-        pool: HandOff,
-        paused: Callable[[], Collection[str]],
-        split: Split,
-        aio: AsyncPool | None,
-        push_back: PushBack,
-    ) -> None:
-        self.config = config
-        self.fetch = fetch
-        self.acks = acks
-        self.work = work
-        self.pool = pool
-        self.paused = paused
-        self.split = split
-        self.aio = aio
-        self.push_back = push_back
+    def __init__(self, context: WorkerContext, feeder: Feeder) -> None:
+        self.config = context.config
+        self.work = context.work
+        self.fetch = feeder.fetch
+        self.acks = feeder.acks
+        self.pool = feeder.pool
+        self.paused = feeder.paused
+        self.split: Split = feeder.split
+        self.aio = feeder.aio
+        self.push_back = feeder.push_back
 
     def run(self, ident: int, request: BlockingFetch) -> UnitOfWork | None:
         """Run the blocking fetch in this (idle) thread; the first job it gets is started

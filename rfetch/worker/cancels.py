@@ -31,8 +31,10 @@ from rfetch.limits import CANCEL_TTL, read_cancel_mark
 from rfetch.payload import Payload
 from rfetch.stats import Stats
 from rfetch.store.keys import Keys
+from rfetch.worker.job_run import JobRun
 from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.retry import JobRetry
+from rfetch.worker.steps import Step
 from rfetch.worker.unit import UnitOfWork
 
 log = logging.getLogger("rfetch.job")
@@ -105,9 +107,9 @@ class CancelMarks:
             del self._pending[jid]
 
 
-class CancelCheck:
-    """The processor's step before a job starts: a job with a cancel mark ends as
-    cancelled instead of running.
+class CancelCheck(Step):
+    """The server step before a job starts: a job with a cancel mark ends as cancelled
+    (outcome ``"cancelled"``) instead of running.
 
     Args:
         marks: the pending cancel marks.
@@ -116,6 +118,8 @@ class CancelCheck:
         report: the error reporter (sees the ``rfetch.JobCancelled``).
     """
 
+    name = "cancel-before-start"
+
     def __init__(
         self, marks: CancelMarks, job_retry: JobRetry, stats: Stats, report: ErrorReporter
     ) -> None:
@@ -123,6 +127,14 @@ class CancelCheck:
         self.job_retry = job_retry
         self.stats = stats
         self.report = report
+
+    def applies(self, run: JobRun) -> bool:
+        """Whether the jid was announced as cancelled (no round trip)."""
+        return self.pending(run.job)
+
+    def before(self, run: JobRun) -> str | None:
+        """``"cancelled"`` when the job had a cancel mark (see :meth:`dropped`)."""
+        return "cancelled" if self.dropped(run.unit, run.job) else None
 
     def pending(self, job: Payload) -> bool:
         """Whether ``job``'s jid was announced as cancelled (no round trip)."""

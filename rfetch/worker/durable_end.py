@@ -1,15 +1,24 @@
-"""The two ends of a durable job that are neither a success nor a failure: an iterable job
+"""Durable jobs' server step: each execution's hold on its durable state, and the two
+ends of a durable job that are neither a success nor a failure: an iterable job
 interrupted at an item boundary (pushed back uncounted, resumes from its cursor) and a
 job whose checkpoint was refused (another process owns it: left alone)."""
 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
+from rfetch.durable.checkpoint import Hold
 from rfetch.errors import CheckpointRefused, JobInterrupted
 from rfetch.payload import Payload
+from rfetch.store.checkpoint_commands import CheckpointCommands
 from rfetch.store.connection import REDIS_DOWN
+from rfetch.worker.job_run import JobRun
+from rfetch.worker.steps import Step
 from rfetch.worker.unit import UnitOfWork
+
+if TYPE_CHECKING:
+    from rfetch.job import Job
 
 log = logging.getLogger("rfetch.job")
 
@@ -40,3 +49,23 @@ def durable_end(unit: UnitOfWork, job: Payload, exc: BaseException) -> bool:
         log.warning("%s", exc, extra=extra)
         return True
     return False
+
+
+class Durable(Step):
+    """The durable jobs' step: the instance's :class:`~rfetch.durable.checkpoint.Hold`
+    (fenced by the exact payload in this process's private list), and the ends of
+    :func:`durable_end` (outcomes ``"interrupted"`` and ``"refused"``)."""
+
+    name = "durable"
+
+    def begin(self, run: JobRun, instance: Job) -> None:
+        """Give the instance its hold (no round trip)."""
+        unit = run.unit
+        instance.hold = Hold(CheckpointCommands(unit.fetch.commands), unit.private_key,
+                             unit.raw, run.job["jid"])
+
+    def claim(self, run: JobRun, exc: BaseException) -> str | None:
+        """The durable end ``exc`` is, handled; None for any other exception."""
+        if not isinstance(exc, DURABLE_ENDS) or not durable_end(run.unit, run.job, exc):
+            return None
+        return "interrupted" if isinstance(exc, JobInterrupted) else "refused"

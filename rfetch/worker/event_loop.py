@@ -28,15 +28,13 @@ import threading
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
 
-from rfetch.config import Config
 from rfetch.errors import InvalidJob
 from rfetch.payload import loads
+from rfetch.worker.context import WorkerContext
 from rfetch.worker.processor import Handled, Processor
 from rfetch.worker.registry import Registry
-from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.started import StartMarks
 from rfetch.worker.unit import UnitOfWork
-from rfetch.worker.work_state import WorkState
 
 log = logging.getLogger("rfetch.manager")
 
@@ -49,11 +47,10 @@ class AsyncPool:
     """The event-loop thread of a worker process and the async jobs it runs.
 
     Args:
-        config: ``async_concurrency`` (jobs running at once).
+        context: config (``async_concurrency``: jobs running at once), work state (busy
+            state shared with the heartbeat), error reporter (internal errors).
         processor: runs one job (:meth:`Processor.aprocess`).
         registry: which job classes are async (routing, :meth:`accepts`).
-        work: busy state shared with the heartbeat.
-        report: the error reporter, for internal errors.
         on_done: called in the loop thread with each job whose execution ended (finished,
             failed, cancelled) and how it was left (:data:`Handled`: after rfetch itself
             failed around it the manager sweeps its private lists), so the manager frees
@@ -64,21 +61,19 @@ class AsyncPool:
 
     def __init__(
         self,
-        config: Config,
+        context: WorkerContext,
         processor: Processor,
         registry: Registry,
-        work: WorkState,
-        report: ErrorReporter,
         on_done: Callable[[UnitOfWork, Handled], None],
         marks: StartMarks,
     ) -> None:
-        self.size = config.async_concurrency
+        self.size = context.config.async_concurrency
         self.marks = marks
         self._free_slots = list(range(self.size - 1, -1, -1))  # touched only in the loop
         self.processor = processor
         self.registry = registry
-        self.work = work
-        self.report = report
+        self.work = context.work
+        self.report = context.report
         self.on_done = on_done
         self._loop = asyncio.new_event_loop()
         self._thread: threading.Thread | None = None

@@ -19,12 +19,12 @@ import logging
 import time
 from collections.abc import Callable
 
-from redis import Redis
-
 from rfetch.payload import Payload, epoch_seconds
-from rfetch.store.keys import Keys
 from rfetch.store.workflow_commands import Ending
+from rfetch.worker.context import WorkerContext
+from rfetch.worker.job_run import JobRun
 from rfetch.worker.outcome import RecordedUnit, recorded_ttl
+from rfetch.worker.steps import Step
 from rfetch.worker.unit import UnitOfWork
 
 log = logging.getLogger("rfetch.expiry")
@@ -33,30 +33,38 @@ EXPIRED_CLASS = "rfetch.JobExpired"
 """The error class an expired job's batch failure and ``store_result`` record carry."""
 
 
-class Expiry:
-    """Drops expired jobs: acknowledged (removed from the private list, releasing what
-    the job holds; a batched job counts a death in its batch, ``rfetch.JobExpired``),
-    counted in ``stat:expired`` and per queue in ``rfetch:expired``, and
-    logged with the jid.
+class Expiry(Step):
+    """The server step that drops expired jobs (outcome ``"expired"``): acknowledged
+    (removed from the private list, releasing what the job holds; a batched job counts a
+    death in its batch, ``rfetch.JobExpired``), counted in ``stat:expired`` and per queue
+    in ``rfetch:expired``, and logged with the jid.
 
     Args:
-        redis: the worker's client (one round trip per expired job).
-        keys: key names of the namespace.
+        context: the worker's client (one round trip per expired job) and key names.
         ack: how a finished job is acknowledged (the processor's).
         clock: epoch seconds now (``time.time``; tests pass their own).
     """
 
+    name = "expiry"
+
     def __init__(
         self,
-        redis: Redis,
-        keys: Keys,
+        context: WorkerContext,
         ack: Callable[[UnitOfWork], object],
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.redis = redis
-        self.keys = keys
+        self.redis = context.redis
+        self.keys = context.keys
         self.ack = ack
         self.clock = clock
+
+    def applies(self, run: JobRun) -> bool:
+        """Whether the payload has an expiry (most have not: one dict lookup)."""
+        return "expires_at" in run.job
+
+    def before(self, run: JobRun) -> str | None:
+        """``"expired"`` when the job was dropped (see :meth:`dropped`)."""
+        return "expired" if self.dropped(run.unit, run.job) else None
 
     def dropped(self, unit: UnitOfWork, job: Payload) -> bool:
         """Whether ``job`` expired before this start; if so it is acknowledged (not run),

@@ -1,9 +1,8 @@
 """Reliable fetch (Sidekiq Pro's super_fetch), many jobs per round trip.
 
 A fetched job is moved atomically from ``queue:<q>`` into this process's private list
-``queue:sq|<identity>|<q>`` and stays there until it is acknowledged (LREM after success),
-settled (moved into the retry or dead set by one conditional script), or pushed back.
-Whatever happens to the process, every accepted job is in exactly one list or set.
+``queue:sq|<identity>|<q>`` and stays there until it is acknowledged, settled or pushed
+back (:mod:`rfetch.worker.private_lists`, the base class: every way a job leaves them).
 
 Fetch order: one Lua call (``fetch.lua``, through :meth:`Commands.fetch`) acknowledges
 finished jobs and moves up to N new ones, taking the queues in weighted-random or strict
@@ -17,16 +16,12 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from typing import Literal
+from collections.abc import Iterable, Sequence
 
-from redis.client import Pipeline
-
-from rfetch.config import Config
 from rfetch.payload import Routing
-from rfetch.store.commands import Commands, Outcome
-from rfetch.store.connection import REDIS_DOWN
+from rfetch.worker.context import WorkerContext
 from rfetch.worker.outcome import settle_recorded
+from rfetch.worker.private_lists import PrivateLists
 from rfetch.worker.queue_order import QueueOrder
 from rfetch.worker.unit import UnitOfWork
 
@@ -42,25 +37,21 @@ first tenant job within ``block_timeout`` (its EXISTS covers every queue's tenan
 one of a single queue, within this time."""
 
 
-class ReliableFetch:
-    """Fetch, acknowledge, settle and push back jobs of one worker process.
+class ReliableFetch(PrivateLists):
+    """Fetch the jobs of one worker process into its private lists (and, by
+    :class:`PrivateLists`, acknowledge, settle and push them back).
 
     Args:
-        config: supplies queues, weights, ``block_timeout`` and ``heartbeat_ttl`` (seconds).
-        commands: the Lua scripts, on a client with no automatic retries (see
-            :func:`rfetch.store.connection.connect`).
-        identity: the process identity ``host:pid:hex``.
+        context: config (queues, weights, ``block_timeout`` and ``heartbeat_ttl``,
+            seconds), the Lua scripts on a client with no automatic retries (see
+            :func:`rfetch.store.connection.connect`), key names and the process identity
+            ``host:pid:hex``.
     """
 
-    def __init__(self, config: Config, commands: Commands, identity: str) -> None:
-        self.config = config
-        self.commands = commands
-        self.redis = commands.redis
-        self.keys = commands.keys
-        self.identity = identity
-        self.order = QueueOrder(config)
-        self._private = {q.name: self.keys.private(identity, q.name) for q in config.queues}
-        self._public = {q.name: self.keys.queue(q.name) for q in config.queues}
+    def __init__(self, context: WorkerContext) -> None:
+        super().__init__(context)
+        self.order = QueueOrder(context.config)
+        self._public = {q.name: self.keys.queue(q.name) for q in context.config.queues}
         self.broken: dict[str, str] = {}
         """Queues whose key holds another Redis type than a list: name -> type."""
         self.fair: frozenset[str] = frozenset()
@@ -99,10 +90,6 @@ class ReliableFetch:
         self.fair = frozenset(n for n, f in zip(names, flags, strict=True) if f)
         self.capped = frozenset(n for n, f in zip(names, caps, strict=True) if f)
         return self.fair
-
-    def private_key(self, queue: str) -> str:
-        """This process's private list for ``queue``."""
-        return self._private.get(queue) or self.keys.private(self.identity, queue)
 
     def retrieve_work(
         self,
@@ -219,18 +206,6 @@ class ReliableFetch:
         keys += [self.keys.cap_ring(q) for q in self._public if q not in skip]
         return bool(keys) and int(self.redis.exists(*keys)) > 0
 
-    def _ack_now(self, unit: UnitOfWork, failure: str | None = None) -> bool:
-        """LREM of the exact bytes, or ``finish.lua`` for a job whose removal releases an
-        ordering key or a unique lock, or counts in a batch (as succeeded, or with
-        ``failure`` as a death: a failed job that is discarded)."""
-        routing = unit.routing
-        if routing is not None and (routing.locking or routing.batched):
-            outcome: Literal["ok", "dead"] = "ok" if failure is None else "dead"
-            return self.commands.finish(
-                unit.private_key, unit.queue, unit.raw, routing, None, outcome, failure or ""
-            )
-        return bool(self.redis.lrem(unit.private_key, 1, unit.raw))  # type: ignore[arg-type]
-
     def take_followers(self, unit: UnitOfWork, limit: int) -> list[UnitOfWork]:
         """Move up to ``limit`` waiting jobs of the running holder's key into its private
         list (``coalesce.lua``); their units, oldest first.
@@ -245,175 +220,6 @@ class ReliableFetch:
             unit.private_key, unit.queue, routing.ordering_key, routing.jid, limit
         )
         return [self.unit(unit.queue, raw, unit.private_key) for raw in raws]
-
-    def holds(self, unit: UnitOfWork) -> bool:
-        """Whether ``unit`` is still in its private list (one LPOS of the exact bytes,
-        retried until Redis answers): False once orphan recovery has pushed it back after
-        this process looked dead (its heartbeat expired during a stall), so it must not be
-        started here.
-
-        Used before starting a job that waited long enough for its process to have been
-        stalled past ``heartbeat_ttl`` (see :class:`rfetch.worker.manager.Manager`).
-        """
-        return (
-            self._until_answered(
-                lambda: self.redis.lpos(unit.private_key, unit.raw),  # type: ignore[arg-type]
-                "ownership check",
-                None,
-            )
-            is not None
-        )
-
-    def write_leases(self, pipe: Pipeline, units: Iterable[UnitOfWork]) -> None:
-        """Queue on ``pipe`` the leases of running keyed jobs: the heartbeat calls it, so a
-        running holder's lease (``rfetch:key-leases:<q>``, member ``<jid>:<key>``) expires
-        ``heartbeat_ttl`` seconds after its process's last beat by Redis's clock. Stuck-key
-        rescue looks only at expired leases."""
-        held = [
-            (u.queue, u.routing.jid, u.routing.ordering_key)
-            for u in units
-            if u.routing is not None and u.routing.ordering_key is not None
-        ]
-        if held:
-            self.commands.lease(pipe, held, self.config.heartbeat_ttl)
-
-    def acknowledge(
-        self, unit: UnitOfWork, give_up: float | None = None, failure: str | None = None
-    ) -> bool:
-        """Remove a finished job from the private list (LREM of the exact bytes; a job with
-        an ordering key or a unique lock by ``finish.lua``, which also releases the key, so
-        its next job goes out, and the lock).
-
-        A failed call is retried until Redis answers (Sidekiq #4495 left such jobs in the
-        private list until the next restart).
-
-        Args:
-            unit: the job.
-            give_up: ``time.monotonic()`` deadline after which to stop trying (shutdown);
-                the job then stays in the private list and is recovered as an orphan.
-            failure: None when the job succeeded; for a failed job that is discarded, its
-                failure as JSON (a batched job then counts as dead in its batch).
-
-        Returns:
-            True if this call removed the job; False if it was no longer in the private
-            list (pushed back or settled meanwhile) or we gave up.
-        """
-        return bool(
-            self._until_answered(lambda: self._ack_now(unit, failure), "acknowledge", give_up)
-        )
-
-    def settle(
-        self,
-        unit: UnitOfWork,
-        zset: str,
-        score: float,
-        payload: bytes | str,
-        trim_before: float | None = None,
-        cap: int | None = None,
-        give_up: float | None = None,
-        outcome: Outcome = "dead",
-        failure: str = "",
-    ) -> bool:
-        """Atomically move a failed job from the private list into the retry or dead set
-        (``settle.lua``).
-
-        Retried until Redis answers. Writes nothing if the job is no longer in the private
-        list (it was pushed back meanwhile), so a job is never both requeued and retried
-        (Sidekiq #4112).
-
-        Args:
-            unit: the job.
-            zset: key of the retry or dead set.
-            score: next retry time or time of death (float epoch seconds).
-            payload: the JSON to store.
-            trim_before: dead set: drop entries scored below this (epoch seconds).
-            cap: dead set: keep at most this many entries.
-            give_up: ``time.monotonic()`` deadline (see :meth:`acknowledge`).
-            outcome: for a job with an ordering key or a unique lock: ``"retry"`` keeps its
-                key blocked, ``"skip"`` releases the key (the skip policy), ``"dead"``
-                releases the key and the unique lock.
-            failure: a batched job's failure as JSON (its batch's failure info).
-
-        Returns:
-            True if written, False if the job was no longer ours or we gave up.
-        """
-        result = self._until_answered(
-            lambda: self.commands.settle(
-                unit.private_key,
-                unit.queue,
-                unit.raw,
-                zset,
-                score,
-                payload,
-                unit.routing,
-                outcome,
-                trim_before,
-                cap,
-                failure,
-            ),
-            "settle",
-            give_up,
-        )
-        return bool(result)
-
-    def requeue(self, units: Sequence[UnitOfWork]) -> int:
-        """Push jobs back to the head of their queues (next to run), if still ours.
-
-        Jobs are grouped per private list; within a group the first given runs first. A job
-        with an ordering key goes back by the gate's rule (``requeue.lua``), keeping order.
-
-        A job one of whose keys on the way back holds another Redis type stays in the
-        private list (nothing is changed for it) and is logged; the others go back.
-
-        Returns:
-            How many jobs were pushed back.
-
-        Raises:
-            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable (the jobs
-                stay in the private lists and are recovered as orphans).
-        """
-        groups: dict[tuple[str, str], list[tuple[bytes, Routing | None]]] = {}
-        for unit in units:
-            groups.setdefault((unit.queue, unit.private_key), []).append((unit.raw, unit.routing))
-        pushed = 0
-        for (queue, private_key), jobs in groups.items():
-            reply = self.commands.requeue(private_key, queue, jobs)
-            pushed += reply.pushed
-            if reply.left:
-                log.error(
-                    "%d job(s) of queue %s NOT pushed back, they stay in the private list %s "
-                    "(pushed back again at the next try, or recovered as orphans): %s",
-                    len(reply.left),
-                    queue,
-                    private_key,
-                    reply.left[0][1],
-                )
-        return pushed
-
-    def push_back_counted(self, unit: UnitOfWork, counter: str) -> str:
-        """Push a job back to the head of its queue as orphan recovery does
-        (``recover.lua``), counting the push-backs of ``counter`` (a jid) against
-        ``poison_max_recoveries`` within ``poison_window`` seconds.
-
-        Returns:
-            ``"requeued"``, ``"gone"`` (no longer in its private list) or ``"poison"`` (the
-            count is reached: nothing changed, the caller sends it to the dead set).
-
-        Raises:
-            redis.exceptions.ResponseError: Redis refused (a key on the job's way holds
-                another type, out of memory, READONLY); nothing changed.
-            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable (the
-                push-back may have happened; the job is then in its queue, not lost).
-        """
-        return self.commands.recover(
-            unit.private_key,
-            unit.queue,
-            unit.raw,
-            unit.routing,
-            counter,
-            self.config.poison_max_recoveries,
-            int(self.config.poison_window),
-        )
 
     def requeue_unheld(self, held: Iterable[UnitOfWork], why: str) -> int:
         """Push back every job in this process's private lists that no thread holds.
@@ -443,21 +249,3 @@ class ReliableFetch:
         if pushed:
             log.warning("pushed back %d job(s) from the private lists (%s)", pushed, why)
         return pushed
-
-    def _until_answered(
-        self, call: Callable[[], object], what: str, give_up: float | None
-    ) -> object:
-        delay = 0.05
-        warned = False
-        while True:
-            try:
-                return call()
-            except REDIS_DOWN as exc:
-                if not warned:
-                    log.warning("%s failed, retrying until Redis answers: %s", what, exc)
-                    warned = True
-                if give_up is not None and time.monotonic() + delay > give_up:
-                    log.error("%s abandoned at shutdown; the job stays in its private list", what)
-                    return None
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)

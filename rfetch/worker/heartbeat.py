@@ -33,19 +33,15 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from redis import Redis
 from redis.client import Pipeline
 from redis.typing import EncodableT, FieldT
 
 from rfetch.capacity import Capacity
-from rfetch.config import Config
-from rfetch.guard import Reporter, ThreadGuard
-from rfetch.stats import Stats
-from rfetch.store.keys import Keys
+from rfetch.guard import ThreadGuard
 from rfetch.version import __version__
+from rfetch.worker.context import WorkerContext
 from rfetch.worker.host import own_stamp
 from rfetch.worker.unit import UnitOfWork
-from rfetch.worker.work_state import WorkState
 
 log = logging.getLogger("rfetch.heartbeat")
 
@@ -66,47 +62,38 @@ class Heartbeat:
     """Writes this process's heartbeat.
 
     Args:
-        config: interval, TTL, tag, labels, queues.
-        redis: the client.
-        keys: key names of the namespace.
-        identity: ``host:pid:hex``.
-        work: busy threads and quiet state of this process.
-        stats: counters to flush.
+        context: config (interval, TTL, tag, labels, queues), client, key names, identity
+            (``host:pid:hex``), work state (busy threads, quiet), counters to flush, and
+            the error reporter (told once per kind of failure).
         on_signal: called with a signal name popped from the remote signal list.
         renew: queues on the pipeline the leases of running keyed jobs (ordering keys,
             ``ReliableFetch.write_leases``).
         extra_info: more fields of ``info`` (a swarm's worker: ``swarm``, the parent's
             ``host:pid``, and its ``slot``).
-        report: the error reporter, told once per kind of failure.
         capacity: threads and loop slots of the process (default: ``config.concurrency``
             threads and no loop).
     """
 
     def __init__(
         self,
-        config: Config,
-        redis: Redis,
-        keys: Keys,
-        identity: str,
-        work: WorkState,
-        stats: Stats,
+        context: WorkerContext,
         on_signal: Callable[[str], None],
         renew: Callable[[Pipeline, list[UnitOfWork]], None] | None = None,
         extra_info: Mapping[str, str | int] | None = None,
-        report: Reporter | None = None,
         capacity: Capacity | None = None,
     ) -> None:
+        config = context.config
         self.config = config
         self.capacity = capacity or Capacity(config.concurrency, 0)
-        self.redis = redis
-        self.identity = identity
-        self.work = work
-        self.stats = stats
+        self.redis = context.redis
+        self.identity = context.identity
+        self.work = context.work
+        self.stats = context.stats
         self.on_signal = on_signal
         self.renew = renew
-        self.keys = keys
+        self.keys = context.keys
         self.started_at = time.time()
-        self.guard = ThreadGuard("heartbeat", log, report, redis)
+        self.guard = ThreadGuard("heartbeat", log, context.report, context.redis)
         self._rtt_us = 0  # round trip of the previous heartbeat, microseconds
         self._lock = threading.Lock()
         self._cleared = False

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rfetch.errors import UnknownJob
 from rfetch.job import Job
@@ -14,19 +14,25 @@ from rfetch.worker.unit import UnitOfWork
 
 @dataclass
 class JobRun:
-    """One execution of a fetched job: the job, its coalesced followers, its class (None
-    for a name this worker does not know), its start (``time.perf_counter``) and, once
-    made, its instance and its time limit and cancel flag."""
+    """One execution of a fetched job, carried through the server steps
+    (:mod:`rfetch.worker.steps`): the job, its coalesced followers, its class (None for a
+    name this worker does not know), its start (``time.perf_counter``), ``perform``'s
+    arguments and, once made, its instance and its time limit and cancel flag."""
 
     unit: UnitOfWork
     job: Payload
-    followers: list[tuple[UnitOfWork, Payload]]
-    cls: type[Job] | None
-    started: float
+    followers: list[tuple[UnitOfWork, Payload]] = field(default_factory=list)
+    cls: type[Job] | None = None
+    started: float = 0.0
+    args: list[object] = field(default_factory=list)
+    """``perform``'s arguments (the job's own, or a coalesced key's)."""
     instance: Job | None = None
     control: JobControl | None = None
     value: object = None
     """What ``perform`` returned (recorded for a ``store_result`` job)."""
+    ack_as: UnitOfWork | None = None
+    """What to acknowledge on success instead of ``unit`` (a ``store_result`` job's
+    :class:`~rfetch.worker.outcome.RecordedUnit`)."""
 
     def owned(self) -> bool:
         """Whether this execution still owns its outcome (acknowledge it or record its

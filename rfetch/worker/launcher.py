@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 import traceback
+from dataclasses import dataclass
 from typing import Any
 
 from redis import Redis
@@ -40,16 +41,13 @@ from rfetch.formatting import safe_url
 from rfetch.log_context import JobContext
 from rfetch.periodic.assembly import leader_service
 from rfetch.periodic.current import CURRENT
-from rfetch.stats import Stats
-from rfetch.store.commands import Commands
 from rfetch.store.connection import connect
-from rfetch.store.keys import Keys
 from rfetch.swarm.channel import EXIT_RETIRED, StatusWriter, Supervision
 from rfetch.version import __version__
 from rfetch.worker.ack_replicas import AckReplicas
 from rfetch.worker.acks import DeferredAcks
-from rfetch.worker.cancels import CancelCheck, CancelMarks
-from rfetch.worker.expiry import Expiry
+from rfetch.worker.cancels import CancelMarks
+from rfetch.worker.context import WorkerContext
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.heartbeat import Heartbeat, make_identity
 from rfetch.worker.manager import Manager
@@ -58,13 +56,10 @@ from rfetch.worker.preflight import warn_about_redis
 from rfetch.worker.processor import Processor
 from rfetch.worker.recovery import OrphanRecovery
 from rfetch.worker.registry import Registry
-from rfetch.worker.reporting import ErrorReporter
-from rfetch.worker.rescue import KeyRescue
 from rfetch.worker.retry import JobRetry
 from rfetch.worker.scheduled import Poller
+from rfetch.worker.server_steps import server_steps
 from rfetch.worker.timekeeper import Timekeeper
-from rfetch.worker.work_state import WorkState
-from rfetch.workflow.progress import ProgressWriter
 
 log = logging.getLogger("rfetch.launcher")
 
@@ -80,22 +75,37 @@ def set_title(text: str) -> None:
     setproctitle.setproctitle(text)
 
 
+@dataclass(frozen=True)
+class Hosting:
+    """How a launcher is hosted in its process.
+
+    Attributes:
+        supervision: set in a swarm's child (``rfetch worker --processes``): its status
+            pipe, parent and slot; None for a worker on its own.
+        own_signals: install the TERM/INT/TSTP/TTIN handlers in :meth:`Launcher.run`;
+            False when a :class:`rfetch.worker.shards.ShardedLauncher` owns them and
+            forwards each signal to :attr:`Launcher.events`.
+        job_context: marks the running job for the application's log records (the one
+            :func:`rfetch.logs.setup_logging` filters with; default: a new one).
+    """
+
+    supervision: Supervision | None = None
+    own_signals: bool = True
+    job_context: JobContext | None = None
+
+
 class Launcher:
-    """A worker process: builds every part once (one Redis client, one set of key names,
-    one error reporter, one :class:`Commands`) and hands each part what it needs.
+    """A worker process: builds every part once around one :class:`WorkerContext` (one
+    Redis client, one set of key names, one error reporter, one :class:`Commands`) and
+    hands each part the context and its own collaborators.
 
     Args:
         config: the settings.
         registry: the jobs this process may run.
         redis: an existing client (default: connect to ``config.redis_url``).
         identity: the process identity (default: a new ``host:pid:hex``).
-        supervision: set in a swarm's child (``rfetch worker --processes``): its status
-            pipe, parent and slot; None for a worker on its own.
-        own_signals: install the TERM/INT/TSTP/TTIN handlers in :meth:`run`; False when a
-            :class:`rfetch.worker.shards.ShardedLauncher` owns them and forwards each signal
-            to :attr:`events`.
-        job_context: marks the running job for the application's log records (the one
-            :func:`rfetch.logs.setup_logging` filters with).
+        hosting: a swarm's supervision, signal ownership and the log context of the
+            running job (default: a worker on its own, owning its signals).
     """
 
     def __init__(
@@ -104,93 +114,67 @@ class Launcher:
         registry: Registry,
         redis: Redis | None = None,
         identity: str | None = None,
-        supervision: Supervision | None = None,
-        own_signals: bool = True,
-        job_context: JobContext | None = None,
+        hosting: Hosting | None = None,
     ) -> None:
+        hosting = hosting or Hosting()
         self.config = config
-        self.own_signals = own_signals
-        self.supervision = supervision
-        self.status = supervision.status if supervision is not None else StatusWriter(None)
         self.registry = registry
-        self.identity = identity or make_identity()
-        self.keys = Keys(config.namespace)
-        # Threads, the worker's own threads, and the event loop's executor threads (a
-        # failure's retry of an async job); connections open only when used.
-        pool_size = config.concurrency + 8 + (config.async_concurrency if registry.has_async else 0)
-        self.redis = redis if redis is not None else connect(config, max_connections=pool_size)
-        self.report = ErrorReporter(config.error_handlers)
-        self.commands = Commands(self.redis, self.keys)
-        self.fetch = ReliableFetch(config, self.commands, self.identity)
-        self.stats = Stats(self.keys)
-        self.work = WorkState()
+        self.own_signals = hosting.own_signals
+        supervision = self.supervision = hosting.supervision
+        self.status = supervision.status if supervision is not None else StatusWriter(None)
+        if redis is None:
+            # Threads, the worker's own threads, and the event loop's executor threads (a
+            # failure's retry of an async job); connections open only when used.
+            extra = config.async_concurrency if registry.has_async else 0
+            redis = connect(config, max_connections=config.concurrency + 8 + extra)
+        context = self.context = WorkerContext.build(
+            config, redis, identity or make_identity(), hosting.job_context
+        )
+        self.identity, self.redis, self.keys = context.identity, redis, context.keys
+        self.commands, self.report = context.commands, context.report
+        self.stats, self.work = context.stats, context.work
+        self.events: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._wire_jobs(context)
+        self._wire_threads(context)
+        self._stop_threads = threading.Event()
+        self._deadline: float | None = None
+        self._recycling = False
+        self._exit_code = 0
+        self._retire_reason = ""
+
+    def _wire_jobs(self, context: WorkerContext) -> None:
+        """The parts a job goes through: fetch, processor and its steps, pool."""
+        config = self.config
+        self.fetch = ReliableFetch(context)
         self.acks = DeferredAcks(
             after=AckReplicas(config).after_ack if config.min_replicas_acks else None
         )
         self.job_retry = JobRetry(config, self.keys)
         self.cancels = CancelMarks(self.redis, self.keys)
-        self.processor = Processor(
-            config,
-            registry,
-            self.job_retry,
-            self.stats,
-            self.report,
-            ack=self.acks,
-            work=self.work,
-            job_context=job_context,
-            progress=ProgressWriter(self.redis, self.keys),
-            expiry=Expiry(self.redis, self.keys, self.acks),
-            cancels=CancelCheck(self.cancels, self.job_retry, self.stats, self.report),
-        )
-        self.pause_watcher = PauseWatcher(
-            self.keys, self.redis, on_change=self._paused, cancels=self.cancels
-        )
+        steps = server_steps(context, self.job_retry, self.acks, self.cancels)
+        self.processor = Processor(context, self.registry, self.job_retry, steps, self.acks)
+        self.pause_watcher = PauseWatcher(context, on_change=self._paused, cancels=self.cancels)
         self.manager = Manager(
-            config,
-            self.fetch,
-            self.processor,
-            self.acks,
-            self.work,
-            self.report,
-            paused=self.pause_watcher.paused,
+            context, self.fetch, self.processor, self.acks, paused=self.pause_watcher.paused
         )
-        self.events: queue.SimpleQueue[str] = queue.SimpleQueue()
+
+    def _wire_threads(self, context: WorkerContext) -> None:
+        """The process's own threads: heartbeat, timekeeper, poller, recovery, leader."""
+        supervision = self.supervision
         self.heartbeat = Heartbeat(
-            config,
-            self.redis,
-            self.keys,
-            self.identity,
-            self.work,
-            self.stats,
+            context,
             self.events.put,
             renew=self.fetch.write_leases,
             extra_info=(
                 {"swarm": supervision.swarm, "slot": supervision.slot}
                 if supervision is not None else None
             ),
-            report=self.report,
             capacity=self.capacity,
         )
-        self.timekeeper = Timekeeper(
-            self.redis, self.keys, self.work, self.job_retry, self.stats, self.report,
-            retire=self._retire,
-        )
-        self.poller = Poller(config, self.commands, self.report)
-        self.recovery = OrphanRecovery(
-            config,
-            self.commands,
-            self.fetch,
-            self.job_retry,
-            KeyRescue(config, self.commands),
-            self.report,
-            self.identity,
-        )
-        self.periodic = leader_service(config, self.commands, self.identity, self.report)
-        self._stop_threads = threading.Event()
-        self._deadline: float | None = None
-        self._recycling = False
-        self._exit_code = 0
-        self._retire_reason = ""
+        self.timekeeper = Timekeeper(context, self.job_retry, retire=self._retire)
+        self.poller = Poller(context)
+        self.recovery = OrphanRecovery(context, self.fetch, self.job_retry)
+        self.periodic = leader_service(self.config, self.commands, self.identity, self.report)
 
     @property
     def capacity(self) -> Capacity:

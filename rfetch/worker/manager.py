@@ -31,11 +31,11 @@ import threading
 import time
 from collections.abc import Callable, Collection
 
-from rfetch.config import Config
 from rfetch.guard import ThreadGuard
 from rfetch.store.connection import REDIS_DOWN
 from rfetch.worker.acks import ACK_MAX_DELAY, DeferredAcks
 from rfetch.worker.blocking_fetch import BlockingHandOff
+from rfetch.worker.context import WorkerContext
 from rfetch.worker.event_loop import AsyncPool
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.fetch_room import FetchRoom
@@ -44,11 +44,9 @@ from rfetch.worker.head_peek import async_next
 from rfetch.worker.prefetch import PrefetchPolicy
 from rfetch.worker.processor import Handled, Processor
 from rfetch.worker.push_back import PushBack
-from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.stall import StallGuard
 from rfetch.worker.started import StartMarks
 from rfetch.worker.unit import UnitOfWork
-from rfetch.worker.work_state import WorkState
 
 log = logging.getLogger("rfetch.manager")
 
@@ -60,12 +58,12 @@ class Manager:
     """Runs ``config.concurrency`` processor threads fed by one fetcher thread.
 
     Args:
-        config: concurrency, prefetch, prefetch horizon, block timeout, heartbeat interval.
+        context: config (concurrency, prefetch, prefetch horizon, block timeout,
+            heartbeat interval), work state (busy threads and quiet flag, shared with the
+            heartbeat and metrics), error reporter (internal errors).
         fetch: the reliable fetch of this process.
         processor: runs one job; its acknowledgement is ``acks``.
         acks: the processor's deferred acknowledgements, sent by the fetcher.
-        work: busy threads and quiet flag, shared with the heartbeat and metrics.
-        report: the error reporter, for internal errors.
         paused: returns the names of queues not to fetch from now (queue pausing).
 
     When the processor's registry has async job classes, the manager also runs an
@@ -80,20 +78,18 @@ class Manager:
 
     def __init__(
         self,
-        config: Config,
+        context: WorkerContext,
         fetch: ReliableFetch,
         processor: Processor,
         acks: DeferredAcks,
-        work: WorkState,
-        report: ErrorReporter,
         paused: Callable[[], Collection[str]] = frozenset,
     ) -> None:
-        self.config = config
+        config = self.config = context.config
         self.fetch = fetch
         self.processor = processor
         self.acks = acks
-        self.work = work
-        self.report = report
+        self.work = context.work
+        report = self.report = context.report
         self.paused = paused
         self.prefetch = PrefetchPolicy(
             config.concurrency, config.prefetch_count, config.prefetch_horizon
@@ -103,7 +99,7 @@ class Manager:
         self.pool = HandOff(config.concurrency)
         registry = processor.registry
         self.aio = (
-            AsyncPool(config, processor, registry, work, report, self._async_done, self.marks)
+            AsyncPool(context, processor, registry, self._async_done, self.marks)
             if registry.has_async
             else None
         )
@@ -111,8 +107,7 @@ class Manager:
                               self.aio.size if self.aio is not None else 0, not registry.has_sync)
         self._low_water = config.concurrency
         self.push_back = PushBack(fetch, self.pool, report)
-        self.blocking = BlockingHandOff(config, fetch, acks, work, self.pool, paused,
-                                        self._split, self.aio, self.push_back)
+        self.blocking = BlockingHandOff(context, self)
         self._threads: list[threading.Thread] = []
         self._fetcher: threading.Thread | None = None
         self.guard = ThreadGuard("fetch", log, report, fetch.redis, first=0.1, cap=5.0)
@@ -223,7 +218,7 @@ class Manager:
             else:
                 self._run(ident, item, None)
 
-    def _split(self, units: list[UnitOfWork]) -> tuple[list[UnitOfWork], list[UnitOfWork]]:
+    def split(self, units: list[UnitOfWork]) -> tuple[list[UnitOfWork], list[UnitOfWork]]:
         """The async jobs (for the event loop) and the others (for the threads)."""
         if self.aio is None:
             return [], units
@@ -390,7 +385,7 @@ class Manager:
     def _hand_off(self, units: list[UnitOfWork], sent_at: float) -> None:
         with self.pool.cond:
             admitted, rejected = self.pool.admit(units, sent_at, self.work.quiet, self.paused())
-            looped, threaded = self._split(admitted)
+            looped, threaded = self.split(admitted)
             for unit in threaded:
                 self.pool.queue.put(unit)
         if looped and self.aio is not None:

@@ -16,12 +16,19 @@ import logging
 import math
 import random
 import time
+from typing import TYPE_CHECKING
 
 from rfetch.errors import OverLimit
 from rfetch.limiter.spec import default_backoff
 from rfetch.payload import Payload, dumps
+from rfetch.stats import Stats
 from rfetch.store.keys import Keys
+from rfetch.worker.job_run import JobRun
+from rfetch.worker.steps import Step
 from rfetch.worker.unit import UnitOfWork
+
+if TYPE_CHECKING:
+    from rfetch.worker.retry import JobRetry
 
 log = logging.getLogger("rfetch.retry")
 
@@ -79,3 +86,30 @@ def reschedule(
         job["class"], job["jid"], delay, exc.name, count + 1, exc.reschedule,
     )
     return "rescheduled"
+
+
+class OverLimitStep(Step):
+    """The server step that takes over a job raising :class:`rfetch.OverLimit`: it is
+    rescheduled (outcome ``"rescheduled"``), counted as processed, not failed, with no
+    error handler called (Sidekiq Enterprise's middleware swallows the error the same way);
+    past its ``reschedule`` maximum it is left to fail normally.
+
+    Args:
+        job_retry: writes the reschedule (:meth:`JobRetry.overlimit`).
+        stats: counts the job as processed.
+    """
+
+    name = "over-limit"
+
+    def __init__(self, job_retry: JobRetry, stats: Stats) -> None:
+        self.job_retry = job_retry
+        self.stats = stats
+
+    def claim(self, run: JobRun, exc: BaseException) -> str | None:
+        """``"rescheduled"`` for an over-limit job rescheduled (or no longer ours)."""
+        if not isinstance(exc, OverLimit):
+            return None
+        if self.job_retry.overlimit(run.unit, run.job, exc) == "exhausted":
+            return None
+        self.stats.record(run.job["class"], False, run.elapsed_ms())
+        return "rescheduled"

@@ -19,11 +19,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from redis import Redis
-
 from rfetch.guard import ThreadGuard
-from rfetch.store.keys import Keys
 from rfetch.worker.cancels import CancelMarks
+from rfetch.worker.context import WorkerContext
 
 log = logging.getLogger("rfetch.pausing")
 
@@ -32,20 +30,20 @@ class PauseWatcher:
     """Keeps the set of paused queues up to date.
 
     Args:
-        keys: key names of the namespace.
-        redis: the client (one pooled connection is used for the subscription).
+        context: key names of the namespace and the client (one pooled connection is used
+            for the subscription).
         on_change: called with the new set of paused queue names when it changes.
         cancels: also told the jids announced on ``rfetch:cancel`` (None: not listened to).
     """
 
     def __init__(
         self,
-        keys: Keys,
-        redis: Redis,
+        context: WorkerContext,
         on_change: Callable[[frozenset[str]], None] | None = None,
         cancels: CancelMarks | None = None,
     ) -> None:
-        self.keys = keys
+        redis = context.redis
+        self.keys = context.keys
         self.cancels = cancels
         self.redis = redis
         self.on_change = on_change

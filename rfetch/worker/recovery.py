@@ -40,10 +40,9 @@ from rfetch.config import Config
 from rfetch.errors import InvalidJob
 from rfetch.guard import ThreadGuard
 from rfetch.payload import Payload, loads
-from rfetch.store.commands import Commands
+from rfetch.worker.context import WorkerContext
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.host import ProcessStamp, is_gone, own_stamp
-from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.rescue import KeyRescue
 from rfetch.worker.retry import JobRetry
 from rfetch.worker.started import started_payloads
@@ -84,37 +83,33 @@ class OrphanRecovery:
     """Finds dead processes and recovers their jobs.
 
     Args:
-        config: intervals, poison-pill limits, ``on_recovery``.
-        commands: the Lua scripts, and the client and key names they use.
+        context: config (intervals, poison-pill limits, ``on_recovery``), the Lua
+            scripts with their client and key names, the error reporter, and this
+            process's identity (never reaped by itself).
         fetch: builds the units of work of a dead process's jobs (their acknowledgement
             and settling).
         job_retry: sends poison pills to the dead set.
-        rescue: releases stuck ordering keys after each check.
-        report: the error reporter.
-        identity: this process (never reaped by itself).
         rng: random source for the jitter.
+
+    After each check it releases stuck ordering keys (:class:`KeyRescue`).
     """
 
     def __init__(
         self,
-        config: Config,
-        commands: Commands,
+        context: WorkerContext,
         fetch: ReliableFetch,
         job_retry: JobRetry,
-        rescue: KeyRescue,
-        report: ErrorReporter,
-        identity: str,
         rng: random.Random | None = None,
     ) -> None:
-        self.config = config
-        self.commands = commands
+        config = self.config = context.config
+        commands = self.commands = context.commands
         self.redis = commands.redis
         self.keys = commands.keys
         self.fetch = fetch
         self.job_retry = job_retry
-        self.rescue = rescue
-        self.report = report
-        self.identity = identity
+        self.rescue = KeyRescue(config, commands)
+        report = self.report = context.report
+        self.identity = context.identity
         self.rng = rng or random.Random()
         self._last_full_scan: float | None = None
         self.guard = ThreadGuard(

@@ -14,10 +14,8 @@ import random
 import threading
 import time
 
-from rfetch.config import Config
 from rfetch.guard import ThreadGuard
-from rfetch.store.commands import Commands
-from rfetch.worker.reporting import ErrorReporter
+from rfetch.worker.context import WorkerContext
 
 log = logging.getLogger("rfetch.scheduled")
 
@@ -36,22 +34,15 @@ class Poller:
     """Enqueues due scheduled jobs and retries.
 
     Args:
-        config: poll interval settings.
-        commands: the Lua scripts, and the client and key names they use.
-        report: the error reporter.
+        context: poll interval settings, the Lua scripts (with the client and key names
+            they use) and the error reporter.
         rng: random source for the jitter.
     """
 
-    def __init__(
-        self,
-        config: Config,
-        commands: Commands,
-        report: ErrorReporter,
-        rng: random.Random | None = None,
-    ) -> None:
-        self.config = config
-        self.commands = commands
-        self.report = report
+    def __init__(self, context: WorkerContext, rng: random.Random | None = None) -> None:
+        commands = self.commands = context.commands
+        report = self.report = context.report
+        self.config = context.config
         self.rng = rng or random.Random()
         self.guard = ThreadGuard("scheduled poller", log, report, commands.redis, 1.0, 30.0)
         self._count = 1

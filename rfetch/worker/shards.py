@@ -30,7 +30,7 @@ from rfetch.formatting import safe_url
 from rfetch.log_context import JobContext
 from rfetch.periodic.schedule import Schedule
 from rfetch.shards import queues_by_shard, shard_config, shard_of
-from rfetch.worker.launcher import HANDLED_SIGNALS, Launcher
+from rfetch.worker.launcher import HANDLED_SIGNALS, Hosting, Launcher
 from rfetch.worker.registry import Registry
 
 log = logging.getLogger("rfetch.worker")
@@ -61,7 +61,7 @@ class ShardedLauncher:
             periodic = config.periodic.select(_on_shard(config, index))
             own = shard_config(config, index).replace(queues=specs, periodic=periodic)
             self.launchers[index] = Launcher(
-                own, registry, own_signals=False, job_context=job_context
+                own, registry, hosting=Hosting(own_signals=False, job_context=job_context)
             )
         self._codes: dict[int, int] = {}
         self._done = threading.Event()

@@ -24,16 +24,12 @@ import threading
 import time
 from collections.abc import Callable
 
-from redis import Redis
-
 from rfetch.guard import ThreadGuard
 from rfetch.limits import Verdict, read_cancel_mark
-from rfetch.stats import Stats
 from rfetch.store.connection import REDIS_DOWN
-from rfetch.store.keys import Keys
-from rfetch.worker.reporting import ErrorReporter
+from rfetch.worker.context import WorkerContext
 from rfetch.worker.retry import JobRetry
-from rfetch.worker.work_state import Execution, WorkState
+from rfetch.worker.work_state import Execution
 
 log = logging.getLogger("rfetch.timekeeper")
 
@@ -45,12 +41,10 @@ class Timekeeper:
     """Watches the running jobs' deadlines and cancel marks.
 
     Args:
-        redis: the client (cancel marks).
-        keys: key names (``cancel:<jid>``).
-        work: the running executions.
+        context: the client and key names (cancel marks ``cancel:<jid>``), the running
+            executions (``work``), the counters (a job stopped the hard way counts as
+            failed) and the error reporter (sees the ``JobTimeout`` / ``JobCancelled``).
         job_retry: records timed-out and cancelled jobs.
-        stats: counts a job stopped the hard way as failed.
-        report: the error reporter (sees the ``JobTimeout`` / ``JobCancelled``).
         retire: called once with a reason when a job was stopped the hard way; the
             launcher then retires the process.
         clock: monotonic seconds.
@@ -58,20 +52,18 @@ class Timekeeper:
 
     def __init__(
         self,
-        redis: Redis,
-        keys: Keys,
-        work: WorkState,
+        context: WorkerContext,
         job_retry: JobRetry,
-        stats: Stats,
-        report: ErrorReporter,
         retire: Callable[[str], None],
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        redis = context.redis
+        report = context.report
         self.redis = redis
-        self.keys = keys
-        self.work = work
+        self.keys = context.keys
+        self.work = context.work
         self.job_retry = job_retry
-        self.stats = stats
+        self.stats = context.stats
         self.report = report
         self.retire = retire
         self.clock = clock

@@ -20,10 +20,9 @@ import redis
 from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.stats import Stats
-from rfetch.store.keys import Keys
+from rfetch.worker.context import WorkerContext
 from rfetch.worker.heartbeat import Heartbeat, make_identity
 from rfetch.worker.recovery import recovery_bound
-from rfetch.worker.work_state import WorkState
 from tests.support.record import Record
 from tests.support.redis_server import RedisServer, free_port
 from tests.support.wait import wait_for
@@ -173,11 +172,9 @@ def test_a_worker_starts_while_redis_refuses_writes(
 
 def heartbeat_on(server: RedisServer) -> tuple[Heartbeat, Stats, redis.Redis]:
     r = server.client()
-    keys = Keys()
-    stats = Stats(keys)
-    config = Config(redis_url=server.url)
-    beat = Heartbeat(config, r, keys, make_identity(), WorkState(), stats, lambda name: None)
-    return beat, stats, r
+    context = WorkerContext.build(Config(redis_url=server.url), r, make_identity())
+    beat = Heartbeat(context, lambda name: None)
+    return beat, context.stats, r
 
 
 def test_counters_refused_by_oom_are_flushed_once_redis_accepts_writes(

@@ -18,10 +18,10 @@ from rfetch.config import Config, QueueSpec
 from rfetch.payload import Routing
 from rfetch.store.commands import Commands
 from rfetch.store.keys import Keys
+from rfetch.worker.context import WorkerContext
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.launcher import Launcher
 from rfetch.worker.registry import Registry
-from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.scheduled import Poller
 from tests.support.redis_server import RedisServer
 
@@ -67,7 +67,9 @@ def commands(r: redis.Redis) -> Commands:
 
 @pytest.fixture
 def fetch(config: Config, commands: Commands) -> ReliableFetch:
-    return ReliableFetch(config.replace(queues=(QueueSpec("q"),)), commands, IDENTITY)
+    return ReliableFetch(
+        WorkerContext.build(config.replace(queues=(QueueSpec("q"),)), commands.redis, IDENTITY)
+    )
 
 
 # -- settle.lua: the retry and dead sets -------------------------------------------------------
@@ -274,7 +276,7 @@ def test_due_jobs_whose_queue_is_of_another_type_stay_scheduled_and_the_others_m
     r.zadd(KEYS.schedule, {raw: 1.0 + i for i, raw in enumerate(stuck)})
     r.zadd(KEYS.schedule, {fine: 9.0})  # behind the stuck ones
     r.set(KEYS.queue("broken"), "not a list")
-    poller = Poller(config, commands, ErrorReporter([]))
+    poller = Poller(WorkerContext.build(config, commands.redis, IDENTITY))
     with caplog.at_level(logging.INFO, "rfetch"):
         assert poller.enqueue_due() == 1
     assert [m for m, _ in r.zrange(KEYS.schedule, 0, -1, withscores=True)] == stuck

@@ -18,8 +18,8 @@ from rfetch.config import Config, QueueSpec
 from rfetch.payload import Routing, loads
 from rfetch.store.commands import Commands
 from rfetch.store.keys import Keys
+from rfetch.worker.context import WorkerContext
 from rfetch.worker.fetch import ReliableFetch
-from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.scheduled import BATCH, Poller
 
 IDENTITY = "testhost:4242:0123456789ab"
@@ -45,7 +45,7 @@ class Ack:
 
 
 def poller(config: Config, r: redis.Redis) -> Poller:
-    return Poller(config, Commands(r, Keys(config.namespace)), ErrorReporter([]))
+    return Poller(WorkerContext.build(config, r, IDENTITY))
 
 
 def redis_now(r: redis.Redis) -> float:
@@ -421,7 +421,7 @@ def test_enqueue_due_sends_unusable_members_to_the_dead_set(
 @pytest.fixture
 def reliable(config: Config, r: redis.Redis, scripts: Commands) -> ReliableFetch:
     two_queues = config.replace(queues=[QueueSpec("a"), QueueSpec("b")])
-    return ReliableFetch(two_queues, Commands(r, KEYS), IDENTITY)
+    return ReliableFetch(WorkerContext.build(two_queues, r, IDENTITY))
 
 
 @pytest.fixture
@@ -530,7 +530,7 @@ def test_the_poller_counts_processes_once_a_minute(
     r.sadd("processes", "a", "b", "c")
     clock = [1000.0]
     monkeypatch.setattr(scheduled.time, "monotonic", lambda: clock[0])
-    poller = Poller(config, Commands(r, KEYS), ErrorReporter([]))
+    poller = Poller(WorkerContext.build(config, r, IDENTITY))
     before = _calls(r, "scard")
     waits = [poller.interval() for _ in range(20)]
     assert all(7.5 <= w <= 22.5 for w in waits), "3 processes x 5 s, in [0.5x, 1.5x]"

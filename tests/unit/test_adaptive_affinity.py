@@ -17,6 +17,7 @@ from rfetch.errors import RfetchError
 from rfetch.worker.adaptive_affinity import (
     AdaptiveAffinity,
     AffinityPolicy,
+    Instruments,
     Tuning,
     place,
     start,
@@ -161,8 +162,9 @@ def steer(clocks: Clocks, applied: list[frozenset[int]], busy: bool = True,
         clocks.where = cpus
 
     return AdaptiveAffinity(
-        PLACEMENT, lambda: busy, tuning=TUNING, cpu_clock=lambda: clocks.cpu,
-        wall_clock=lambda: clocks.wall, apply=apply,
+        PLACEMENT, lambda: busy, tuning=TUNING, instruments=Instruments(
+            cpu_clock=lambda: clocks.cpu, wall_clock=lambda: clocks.wall, apply=apply,
+        ),
     )
 
 
@@ -220,8 +222,9 @@ def test_any_exception_of_the_saturation_check_is_survived() -> None:
         return True
 
     subject = AdaptiveAffinity(
-        PLACEMENT, saturated, tuning=TUNING, cpu_clock=lambda: clocks.cpu,
-        wall_clock=lambda: clocks.wall, apply=applied.append,
+        PLACEMENT, saturated, tuning=TUNING, instruments=Instruments(
+            cpu_clock=lambda: clocks.cpu, wall_clock=lambda: clocks.wall, apply=applied.append,
+        ),
     )
     subject.run(FakeStop(clocks, 60))
     assert calls > 10, "the loop went on after the exception"

@@ -11,12 +11,11 @@ from typing import Any, cast
 
 import pytest
 
-from rfetch.config import Config
 from rfetch.job import Job
 from rfetch.worker.event_loop import AsyncPool
 from rfetch.worker.registry import Registry
 from rfetch.worker.unit import UnitOfWork
-from rfetch.worker.work_state import WorkState
+from tests.support.worker_context import fake_context
 
 
 class Fetched(Job):
@@ -34,9 +33,7 @@ def loop() -> Iterator[AsyncPool]:
     """An AsyncPool never started (routing needs no loop thread); its loop closed after."""
     none = cast("Any", None)  # the processor, reporter and marks are not used to route
     registry = Registry([Fetched, Counted])
-    pool = AsyncPool(
-        Config(), none, registry, WorkState(), none, lambda unit, handled: None, none
-    )
+    pool = AsyncPool(fake_context(none), none, registry, lambda unit, handled: None, none)
     yield pool
     pool._loop.close()
 

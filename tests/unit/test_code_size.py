@@ -36,19 +36,8 @@ qualified name of a function (``worker/launcher.py:Launcher.__init__``) or of a 
 whose ``__init__`` is counted (``worker/heartbeat.py:Heartbeat``)."""
 
 KNOWN_OVER: dict[Key, int] = {
-    (MODULE_LINES, "worker/fetch.py"): 463,  # being split
-    (FUNCTION_LINES, "worker/launcher.py:Launcher.__init__"): 93,  # being split
     (FUNCTION_LINES, "store/push_args.py:push_call"): 68,  # being split
     (FUNCTION_LINES, "store/workflow_commands.py:WorkflowCommands.complete"): 68,  # being split
-    (INIT_PARAMETERS, "worker/adaptive_affinity.py:AdaptiveAffinity"): 7,  # being split
-    (INIT_PARAMETERS, "worker/blocking_fetch.py:BlockingHandOff"): 9,  # being split
-    (INIT_PARAMETERS, "worker/event_loop.py:AsyncPool"): 7,  # being split
-    (INIT_PARAMETERS, "worker/heartbeat.py:Heartbeat"): 11,  # being split
-    (INIT_PARAMETERS, "worker/launcher.py:Launcher"): 7,  # being split
-    (INIT_PARAMETERS, "worker/manager.py:Manager"): 7,  # being split
-    (INIT_PARAMETERS, "worker/processor.py:Processor"): 11,  # being split
-    (INIT_PARAMETERS, "worker/recovery.py:OrphanRecovery"): 8,  # being split
-    (INIT_PARAMETERS, "worker/timekeeper.py:Timekeeper"): 8,  # being split
 }
 """Today's offenders and their sizes; see the module's docstring."""
 

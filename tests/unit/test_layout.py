@@ -4,6 +4,7 @@ and the worker's parts say exactly what they are given at construction."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import pkgutil
@@ -79,3 +80,12 @@ def test_worker_constructors_take_no_any(cls: type) -> None:
     annotations = inspect.signature(cls.__init__).parameters.values()
     loose = [p.name for p in annotations if re.search(r"\bAny\b", str(p.annotation))]
     assert loose == [], f"{cls.__qualname__}.__init__ takes Any for {loose}"
+
+
+@pytest.mark.parametrize(
+    "cls", [c for c in worker_classes() if not dataclasses.is_dataclass(c)],
+    ids=lambda c: c.__qualname__,
+)
+def test_worker_parts_take_the_context_and_at_most_five_parameters(cls: type) -> None:
+    parameters = list(inspect.signature(cls.__init__).parameters)[1:]  # self excluded
+    assert len(parameters) <= 5, f"{cls.__qualname__}.__init__ takes {parameters}"

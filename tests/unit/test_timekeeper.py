@@ -10,11 +10,9 @@ import pytest
 
 import rfetch
 from rfetch.limits import JobControl, cancel_mark
-from rfetch.stats import Stats
-from rfetch.store.keys import Keys
-from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.timekeeper import Timekeeper
 from rfetch.worker.work_state import Execution, WorkState
+from tests.support.worker_context import fake_context
 
 
 class Clock:
@@ -63,12 +61,8 @@ class Setup:
         self.retry = FakeRetry()
         self.retired: list[str] = []
         self.keeper = Timekeeper(
-            self.redis,  # type: ignore[arg-type]
-            Keys(),
-            self.work,
+            fake_context(self.redis, self.work),
             self.retry,  # type: ignore[arg-type]
-            Stats(Keys()),
-            ErrorReporter([]),
             retire=self.retired.append,
             clock=self.clock,
         )

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rfetch.stats import Stats
-from rfetch.store.keys import Keys
-from rfetch.worker.reporting import ErrorReporter
 from rfetch.worker.timekeeper import Timekeeper
+from tests.support.worker_context import fake_context
 from tests.unit.test_timekeeper import FakeRetry, Setup
 
 
@@ -25,12 +23,8 @@ def test_an_overdue_job_whose_failure_cannot_be_recorded_takes_the_bounded_path(
     s = Setup()
     s.retry = BrokenRetry()
     s.keeper = Timekeeper(
-        s.redis,  # type: ignore[arg-type]
-        Keys(),
-        s.work,
+        fake_context(s.redis, s.work),
         s.retry,  # type: ignore[arg-type]
-        Stats(Keys()),
-        ErrorReporter([]),
         retire=s.retired.append,
         clock=s.clock,
     )
