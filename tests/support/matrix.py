@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import redis
 
@@ -36,15 +37,19 @@ SHORT = 0.5
 """A retry or reschedule delay a cell waits out: the job then runs again and succeeds."""
 
 
+def entries(r: redis.Redis, name: str) -> list[dict[str, Any]]:
+    """The parsed jobs of the sorted set ``name`` (schedule, retry, dead)."""
+    return [json.loads(raw) for raw in cast("list[bytes]", r.zrange(name, 0, -1))]
+
+
 def in_set(r: redis.Redis, name: str, jid: str) -> bool:
-    """Whether the sorted set ``name`` (schedule, retry, dead) holds a job of ``jid``."""
-    return any(json.loads(raw).get("jid") == jid for raw in r.zrange(name, 0, -1))
+    """Whether the sorted set ``name`` holds a job of ``jid``."""
+    return any(job.get("jid") == jid for job in entries(r, name))
 
 
 def dead_class(r: redis.Redis, jid: str) -> str | None:
     """The error class of ``jid``'s dead-set entry, or None when it has none."""
-    for raw in r.zrange("dead", 0, -1):
-        job = json.loads(raw)
+    for job in entries(r, "dead"):
         if job.get("jid") == jid:
             return str(job.get("error_class"))
     return None
@@ -116,8 +121,11 @@ class Cell:
             self.bid = batch.bid
         else:
             self.subject = subject.perform_async(behaviour, self.delay)
-        follower = {"after": {"after": self.subject}, "key": {"key": "k"},
-                    "cap": {"concurrency_key": "c", "concurrency_limit": 1}}
+        follower: dict[str, dict[str, Any]] = {
+            "after": {"after": self.subject},
+            "key": {"key": "k"},
+            "cap": {"concurrency_key": "c", "concurrency_limit": 1},
+        }
         if self.feature in follower:
             self.follower = jobs.Next.set(**follower[self.feature]).perform_async()
 
@@ -293,14 +301,18 @@ class Recovered(PushedBack):
 
 
 class Poison(Driver):
+    @staticmethod
+    def ended(cell: Cell, worker: WorkerProcess) -> bool:
+        """Whether the worker exited (the pill killed it) or the pill is buried."""
+        return worker.proc.poll() is not None or in_set(cell.r, "dead", cell.subject)
+
     def reach(self, cell: Cell) -> None:
         cell.push("crash")
         for _ in range(8):
             if in_set(cell.r, "dead", cell.subject):
                 break
             worker = cell.worker("-c", "1", ready=False)
-            wait_for(lambda w=worker: w.proc.poll() is not None
-                     or in_set(cell.r, "dead", cell.subject), WAIT, cell.logs)
+            wait_for(partial(self.ended, cell, worker), WAIT, cell.logs)
         assert dead_class(cell.r, cell.subject) == "rfetch.PoisonPill", cell.logs()
         if all(w.proc.poll() is not None for w in cell.workers):
             cell.worker("-c", "1")  # runs what the feature lets go
