@@ -100,9 +100,10 @@ class Cell:
     def open_gate(self) -> None:
         self.gate.touch()
 
-    def push(self, behaviour: str, **opts: Any) -> None:
-        """Push the subject with ``behaviour`` and ``opts``, and what its feature needs
-        with it: a batch around it, a dependent, the key's or the cap's next job."""
+    def push(self, behaviour: str, later: float = 0.0, **opts: Any) -> None:
+        """Push the subject with ``behaviour`` and ``opts`` (``later`` seconds ahead, in the
+        scheduled set, when given), and what its feature needs with it: a batch around it,
+        a dependent, the key's or the cap's next job."""
         jobs = self.jobs
         if self.feature in ("after", "result"):
             opts["store_result"] = 600
@@ -117,10 +118,10 @@ class Cell:
             batch = rfetch.Batch(on_success=jobs.OnSuccess, on_complete=jobs.OnComplete,
                                  on_death=jobs.OnDeath)
             with batch.jobs():
-                self.subject = subject.perform_async(behaviour, self.delay)
+                self.subject = self._push(subject, behaviour, later)
             self.bid = batch.bid
         else:
-            self.subject = subject.perform_async(behaviour, self.delay)
+            self.subject = self._push(subject, behaviour, later)
         follower: dict[str, dict[str, Any]] = {
             "after": {"after": self.subject},
             "key": {"key": "k"},
@@ -128,6 +129,11 @@ class Cell:
         }
         if self.feature in follower:
             self.follower = jobs.Next.set(**follower[self.feature]).perform_async()
+
+    def _push(self, setter: Any, behaviour: str, later: float) -> str:
+        if later:
+            return str(setter.perform_in(later, behaviour, self.delay))
+        return str(setter.perform_async(behaviour, self.delay))
 
     def times(self, event: str, jid: str) -> list[float]:
         """Epoch seconds of each ``event`` line of ``jid``, in file order."""
@@ -248,6 +254,28 @@ class CancelledFetched(Driver):
         assert not cell.times("start", cell.subject)
 
 
+class CancelledScheduled(Driver):
+    """Cancelled in the scheduled set (``perform_in``): the API deletes it."""
+
+    def reach(self, cell: Cell) -> None:
+        cell.push("ok", later=LONG)
+        state = cell.api.cancel(cell.subject).state
+        assert state == "deleted", state
+        cell.worker()
+
+
+class CancelledRetrying(Driver):
+    """Cancelled in the retry set after its first failure: the API deletes it."""
+
+    def reach(self, cell: Cell) -> None:
+        cell.delay = LONG
+        cell.push("flaky")
+        cell.worker()
+        cell.wait(lambda: in_set(cell.r, "retry", cell.subject), "the subject in the retry set")
+        state = cell.api.cancel(cell.subject).state
+        assert state == "deleted", state
+
+
 class CancelledRunning(Driver):
     def reach(self, cell: Cell) -> None:
         cell.push("slow")
@@ -325,6 +353,8 @@ DRIVERS: dict[str, Driver] = {
     "discarded": Discarded(),
     "expired": Expired(),
     "cancelled_waiting": CancelledWaiting(),
+    "cancelled_scheduled": CancelledScheduled(),
+    "cancelled_retrying": CancelledRetrying(),
     "cancelled_fetched": CancelledFetched(),
     "cancelled_running": CancelledRunning(),
     "overlimit": OverLimit(),
