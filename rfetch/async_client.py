@@ -36,13 +36,12 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis.asyncio
 from redis.exceptions import RedisError
 
 from rfetch.batch.context import collecting
-from rfetch.client import Client
 from rfetch.delivery import AsyncSender
 from rfetch.errors import BufferFull, QueueFull
 from rfetch.outbox import context as outbox_context
@@ -51,6 +50,9 @@ from rfetch.shards import positions_by_shard, shard_config
 from rfetch.sink import INTERCEPTION, AsyncSend, Send, awaitable, refused, routed
 from rfetch.store.async_commands import AsyncCommands
 from rfetch.store.connection import REDIS_DOWN, connect_async
+
+if TYPE_CHECKING:
+    from rfetch.client import Client
 
 
 class AsyncClient:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from redis import Redis
 from redis.exceptions import RedisError
 
+from rfetch.async_client import AsyncClient
 from rfetch.batch.context import collecting
 from rfetch.bulk import BulkPush, check_batch_size
 from rfetch.bulk_build import build_bulk
@@ -32,9 +33,6 @@ from rfetch.shards import shard_config
 from rfetch.sink import INTERCEPTION, Send, Sink
 from rfetch.store.connection import connect
 from rfetch.store.keys import Keys
-
-if TYPE_CHECKING:
-    from rfetch.async_client import AsyncClient
 
 
 class Client:
@@ -300,8 +298,6 @@ class Client:
         """This client's face for asyncio code (``await client.aio.push(...)``; what
         ``aperform_async`` uses): the same Config, checks, middleware, sink and push
         buffer, writing through ``redis.asyncio``."""
-        from rfetch.async_client import AsyncClient
-
         return AsyncClient(self)
 
     def _write(self, jobs: Sequence[BufferedJob], *, buffer: bool = True) -> list[bool] | None:
