@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any
 import redis.asyncio
 from redis.exceptions import RedisError
 
-from rfetch.batch.context import collecting
 from rfetch.delivery import AsyncSender
 from rfetch.errors import BufferFull, QueueFull
 from rfetch.outbox import context as outbox_context
+from rfetch.push.batch_context import collecting
 from rfetch.push_buffer import BufferedJob
 from rfetch.shards import positions_by_shard, shard_config
 from rfetch.sink import INTERCEPTION, AsyncSend, Send, awaitable, refused, routed

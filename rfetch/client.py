@@ -17,7 +17,6 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from rfetch.async_client import AsyncClient
-from rfetch.batch.context import collecting
 from rfetch.bulk import BulkPush, check_batch_size
 from rfetch.bulk_build import build_bulk
 from rfetch.config import Config
@@ -27,6 +26,7 @@ from rfetch.options import check_options
 from rfetch.outbox import context as outbox_context
 from rfetch.payload import Payload, check_args, dumps, new_jid
 from rfetch.payload_fields import add_option_fields
+from rfetch.push.batch_context import collecting
 from rfetch.push_buffer import BufferedJob, PushBuffer
 from rfetch.push_routing import deliver_to_shards, delivery_for
 from rfetch.shards import shard_config

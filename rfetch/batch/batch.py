@@ -12,20 +12,19 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from redis.exceptions import ResponseError
 
 from rfetch.batch.callbacks import EVENTS, CallbackSpec, Event, callback_fields
-from rfetch.batch.context import Collector, close_block, collecting, open_block, running_bid
+from rfetch.batch.status import BatchStatus
+from rfetch.client import DEFAULT, Client
+from rfetch.delivery import outgoing
 from rfetch.errors import BatchError, BatchNotFound, ConfigError
 from rfetch.payload import new_jid
+from rfetch.push.batch_context import Collector, close_block, collecting, open_block, running_bid
 from rfetch.shards import shard_of
 from rfetch.store.batch_commands import BatchCommands
-
-if TYPE_CHECKING:
-    from rfetch.batch.status import BatchStatus
-    from rfetch.client import Client
 
 BATCH_TTL = 30 * 24 * 3600
 """Seconds a batch's keys live until it succeeds (Sidekiq Pro: 30 days)."""
@@ -108,8 +107,6 @@ class Batch:
         return batch
 
     def _client(self) -> Client:
-        from rfetch.client import DEFAULT
-
         return self.client if self.client is not None else DEFAULT.get()
 
     @contextmanager
@@ -166,8 +163,6 @@ class Batch:
         jids = [_jid_of(job.text) for job in collector.jobs]
 
         def send(jobs: Any) -> list[bool]:
-            from rfetch.delivery import outgoing
-
             try:
                 return commands.push(
                     self.bid, "add" if self._created else "new", self.ttl,
@@ -185,8 +180,6 @@ class Batch:
 
     def status(self) -> BatchStatus:
         """The batch's status now (:class:`rfetch.BatchStatus`)."""
-        from rfetch.batch.status import BatchStatus
-
         return BatchStatus(self.bid, client=self.client)
 
 

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from redis import Redis
 
+from rfetch.client import DEFAULT, Client
 from rfetch.errors import BatchNotFound
 from rfetch.store.keys import Keys
-
-if TYPE_CHECKING:
-    from rfetch.client import Client
 
 
 @dataclass(frozen=True)
@@ -68,8 +66,6 @@ class BatchStatus:
         keys: Keys | None = None,
     ) -> None:
         if redis is None or keys is None:
-            from rfetch.client import DEFAULT
-
             client = client if client is not None else DEFAULT.get()
             redis, keys = client.redis, client.keys
         self.bid = bid

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rfetch.batch.context import enter_job
+from rfetch.push.batch_context import enter_job
 from rfetch.worker.job_run import JobRun
 from rfetch.worker.steps import Step
 from rfetch.workflow.progress import ProgressWriter

@@ -10,7 +10,7 @@ import pytest
 
 import rfetch
 from rfetch.batch.callbacks import callback_fields
-from rfetch.batch.context import collecting
+from rfetch.push.batch_context import collecting
 from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.errors import ArgsMismatch, BatchError, ConfigError
