@@ -5,9 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import inspect
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
+from typing import Any, ClassVar, Literal, cast
 
 from rfetch.arity import Arity, positional_args, raw_perform
+from rfetch.batch.batch import Batch
 from rfetch.errors import ConfigError
 from rfetch.job_setter import BulkItem, HasPerform, JobSetter, P
 from rfetch.job_steps import Steps
@@ -15,9 +16,6 @@ from rfetch.limits import JobControl
 from rfetch.options import SetOptions, Unpack, check_options
 from rfetch.signature import Signature
 from rfetch.workflow.progress import ProgressWriter, check_progress
-
-if TYPE_CHECKING:
-    from rfetch.batch.batch import Batch
 
 RetryDecision = float | int | Literal["discard", "kill"] | None
 """What ``retry_in`` returns: seconds until the retry, ``"discard"`` (drop the job),
@@ -139,8 +137,6 @@ class Job(Steps):
         Sidekiq Pro's ``batch``), or None when the job is not in a batch."""
         if self.bid is None:
             return None
-        from rfetch.batch.batch import Batch
-
         return Batch.reopen(self.bid)
 
     def check_cancelled(self) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rfetch.errors import ConfigError
 from rfetch.options import JobOptions, Unpack, check_options
@@ -18,6 +18,19 @@ from rfetch.options import JobOptions, Unpack, check_options
 if TYPE_CHECKING:
     from rfetch.client import Client
     from rfetch.job import Job
+
+JOB_CLASS_METHODS = ("job_name", "default_options", "check_args")
+"""What a job class has (:class:`rfetch.Job`): recognised by these, so that modules below
+``rfetch.job`` (batch callbacks, periodic schedules) need not import it."""
+
+
+def job_class_of(target: object) -> type[Job] | None:
+    """The job class of ``target``: a Job subclass, or the class an ``@rfetch.job``
+    function wraps (its ``job_class``); None when ``target`` is neither."""
+    cls = getattr(target, "job_class", target)
+    if isinstance(cls, type) and all(callable(getattr(cls, n, None)) for n in JOB_CLASS_METHODS):
+        return cast("type[Job]", cls)
+    return None
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 
 from rfetch.errors import ConfigError
 from rfetch.payload import check_args
+from rfetch.signature import Signature
+from rfetch.signature import job_class_of as signature_job_class
 
 if TYPE_CHECKING:
     from rfetch.client import Client
     from rfetch.job import Job
     from rfetch.job_function import JobFunction
-    from rfetch.signature import Signature
-
 Event = Literal["success", "complete", "death"]
 EVENTS: tuple[Event, ...] = ("complete", "success", "death")
 
@@ -31,16 +31,12 @@ def job_class_of(target: object) -> type[Job]:
     Raises:
         ConfigError: ``target`` is neither.
     """
-    from rfetch.job import Job
-
-    if isinstance(target, type) and issubclass(target, Job):
-        return target
-    inner = getattr(target, "job_class", None)
-    if isinstance(inner, type) and issubclass(inner, Job):
-        return inner
-    raise ConfigError(
-        f"a batch callback must be a job class or @rfetch.job function, not {target!r}"
-    )
+    cls = signature_job_class(target)
+    if cls is None:
+        raise ConfigError(
+            f"a batch callback must be a job class or @rfetch.job function, not {target!r}"
+        )
+    return cls
 
 
 def callback_fields(client: Client, event: Event, spec: CallbackSpec) -> dict[str, str]:
@@ -60,7 +56,6 @@ def callback_fields(client: Client, event: Event, spec: CallbackSpec) -> dict[st
         ArgsNotSerializable: the options are not native JSON.
         ArgsMismatch: ``perform`` does not take those arguments.
     """
-    from rfetch.signature import Signature
 
     push_options: dict[str, Any] = {}
     plain = isinstance(spec, Signature)

@@ -23,7 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rfetch.errors import ArgsNotSerializable, ConfigError
+from rfetch.options import check_options
+from rfetch.payload import check_args
 from rfetch.periodic.cron import Cron
+from rfetch.signature import job_class_of
 
 NAME_PATTERN = re.compile(r"^[^\s|]{1,200}$")
 """Schedule names: part of Redis key names and of URLs, so no white space or ``|``."""
@@ -42,12 +45,6 @@ due while a SIGKILLed leader's lease runs out are always caught up."""
 UNSUPPORTED_OPTIONS = frozenset({"key", "tenant", "unique_for", "unique_key", "coalesce", "jid"})
 """Job options a periodic push refuses: the tick guard already makes each tick unique, the
 pushes do not pass the ordering-key gate, and a jid must differ per tick."""
-
-
-def job_class_of(target: Any) -> Any:
-    """The job class behind ``target``: a Job subclass, or the class an ``@rfetch.job``
-    function wraps (its ``job_class``)."""
-    return getattr(target, "job_class", target)
 
 
 @dataclass(frozen=True)
@@ -141,9 +138,7 @@ def build_schedule(
             that are not native JSON, a bad catch-up window or a bad or unsupported job
             option.
     """
-    from rfetch.payload import check_args  # the client's rules, imported late
-
-    cls = job_class_of(job_class)
+    cls = job_class_of(job_class) or job_class
     label = name or getattr(cls, "__name__", None) or repr(job_class)
     try:
         job_name, defaults = _job_of(job_class, external)
@@ -182,7 +177,7 @@ def _job_of(job_class: Any, external: bool) -> tuple[str, dict[str, Any]]:
     if isinstance(job_class, str):
         return job_class, {}
     cls = job_class_of(job_class)
-    if not callable(getattr(cls, "job_name", None)):
+    if cls is None:
         raise ConfigError(
             f"{job_class!r} is not a job: give an rfetch.Job subclass, an @rfetch.job "
             "function or a registered job name"
@@ -215,8 +210,6 @@ def _job_options(
     Raises:
         ConfigError: an option of ``UNSUPPORTED_OPTIONS`` given, or a bad option.
     """
-    from rfetch.options import check_options  # the client's option rules, imported late
-
     unsupported = UNSUPPORTED_OPTIONS & set(given)
     if unsupported:
         raise ConfigError(
