@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from rfetch.durable.steps import StepBook
+
 if TYPE_CHECKING:
     from rfetch.durable.checkpoint import Hold
-    from rfetch.durable.steps import StepBook
 
 T = TypeVar("T")
 
@@ -36,7 +37,5 @@ class Steps:
             rfetch.CheckpointRefused: another process owns the job now.
         """
         if self._steps is None:
-            from rfetch.durable.steps import StepBook
-
             self._steps = StepBook(self.hold, self.jid)
         return self._steps.run(name, fn, args)

@@ -114,7 +114,8 @@ class IterableJob(Job):
             rfetch.JobInterrupted, rfetch.JobCancelled, rfetch.CheckpointRefused: see
                 :class:`rfetch.durable.iteration.IterationRun`; what an item raised.
         """
-        IterationRun(self, args, self.hold, self.control).run()
+        wrapped = type(self).around_iteration is not IterableJob.around_iteration
+        IterationRun(self, args, self.hold, self.control, wrapped=wrapped).run()
 
     def build_enumerator(self, *args: Any, cursor: Any) -> Iterable[tuple[Any, Any]]:
         """The ``(item, cursor)`` pairs after ``cursor`` (None: from the start)."""

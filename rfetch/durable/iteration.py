@@ -37,11 +37,15 @@ class IterationRun:
         hold: its hold on ``it-<jid>`` (None outside a worker: nothing is kept).
         control: its time limit, cancel flag and the worker's quiet flag (None outside a
             worker).
+        wrapped: whether the job's class overrides ``around_iteration`` (else items are
+            called directly: one call less per item); the job says so, as this module is
+            below :mod:`rfetch.durable.iterable`.
     """
 
     def __init__(self, job: IterableJob, args: Sequence[Any], hold: Hold | None,
-                 control: JobControl | None) -> None:
+                 control: JobControl | None, *, wrapped: bool = True) -> None:
         self.job, self.args, self.hold, self.control = job, list(args), hold, control
+        self.wrapped = wrapped
         self.state = hold.load_iteration() if hold is not None else IterationState()
         self.started = time.monotonic()
         self.base_runtime = self.state.runtime
@@ -87,7 +91,7 @@ class IterationRun:
     def _loop(self, enumerator: Iterable[Any]) -> None:
         job, state, control, book, args = self.job, self.state, self.control, self.book, self.args
         interval, every = job.checkpoint_interval, job.checkpoint_every
-        each, wrapped = job.each_iteration, _wraps(job)
+        each, wrapped = job.each_iteration, self.wrapped
         book.scoped = True  # a step inside an item belongs to the item
         clock = time.monotonic
         for pair in enumerator:
@@ -168,14 +172,6 @@ class IterationRun:
         except REDIS_DOWN as error:
             log.error("could not save jid=%s's cursor after its failure (%s); the retry "
                       "resumes at the last checkpoint", self.job.jid, error)
-
-
-def _wraps(job: IterableJob) -> bool:
-    """Whether the job's class overrides ``around_iteration`` (else items are called
-    directly: one call less per item)."""
-    from rfetch.durable.iterable import IterableJob
-
-    return type(job).around_iteration is not IterableJob.around_iteration
 
 
 def _pair(pair: Any) -> tuple[Any, Any]:
