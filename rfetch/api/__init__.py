@@ -26,7 +26,7 @@ from redis import Redis
 from rfetch.config import Config
 from rfetch.errors import ConfigError
 from rfetch.store.connection import connect
-from rfetch.workflow.results import Record
+from rfetch.workflow.record import Record
 
 from .cancel import CancelResult, cancel
 from .concurrency import ConcurrencyKey, concurrency_keys

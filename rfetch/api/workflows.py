@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rfetch.formatting import relative, utc_time
-from rfetch.workflow.results import Record, read_record
+from rfetch.workflow.record import Record, read_record
 
 from .context import Context
 

@@ -25,7 +25,7 @@ from rfetch.integrations.django.tasks.runner import (
 )
 from rfetch.integrations.django.tasks.runs import Attempts
 from rfetch.store.keys import Keys
-from rfetch.workflow.results import Record
+from rfetch.workflow.record import Record
 
 
 def test_options_have_defaults_and_refuse_bad_values() -> None:

@@ -13,7 +13,7 @@ from rfetch.payload import Routing
 from rfetch.worker.outcome import result_text
 from rfetch.workflow.options import after_as_id
 from rfetch.workflow.progress import check_progress
-from rfetch.workflow.results import Record
+from rfetch.workflow.record import Record
 
 JID = "0123456789abcdef01234567"
 

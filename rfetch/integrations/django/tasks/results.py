@@ -30,7 +30,7 @@ from rfetch.integrations.django.tasks.compat import (
 from rfetch.integrations.django.tasks.runner import JOB_NAME, task_call
 from rfetch.integrations.django.tasks.runs import Attempts, TaskRuns
 from rfetch.integrations.django.tasks.times import to_datetime
-from rfetch.workflow.results import Record, read_record
+from rfetch.workflow.record import Record, read_record
 
 PENDING = frozenset(
     {"running", "queued", "held", "scheduled", "retry", "waiting_key", "waiting_cap"}
