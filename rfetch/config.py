@@ -13,8 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rfetch.affinity import check_setting as check_cpu_affinity
-from rfetch.config_checks import check_limits, check_redis, check_redis_url
+from rfetch.config_checks import (
+    check_cpu_affinity,
+    check_limits,
+    check_redis,
+    check_redis_url,
+)
 from rfetch.config_env import env_values
 from rfetch.errors import ConfigError
 from rfetch.periodic.schedule import PeriodicRegistry

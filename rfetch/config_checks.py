@@ -85,3 +85,46 @@ def check_limits(
         raise ConfigError(
             f"job_timeout_grace must not be negative, got {job_timeout_grace}"
         )
+
+
+AUTO = "auto"
+"""Pin to one CPU chosen by slot files."""
+
+ADAPTIVE = "adaptive"
+"""As ``auto`` at start, then moved between that CPU and every allowed CPU by what the
+jobs need (:mod:`rfetch.worker.adaptive_affinity`; the default)."""
+
+NONE = "none"
+"""Leave placement to the kernel."""
+
+
+def parse_cpu_list(text: str) -> frozenset[int]:
+    """Parse a CPU list in the kernel's format (``taskset -c``, ``Cpus_allowed_list``):
+    ``"3"``, ``"0,2"``, ``"0-3,8-11"``.
+
+    Raises:
+        ConfigError: the text is not such a list, or a range runs backwards.
+    """
+    cpus: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        low_text, dash, high_text = part.partition("-")
+        try:
+            low = int(low_text)
+            high = int(high_text) if dash else low
+        except ValueError:
+            raise ConfigError(
+                f"cpu_affinity must be 'adaptive', 'auto', 'none' or a CPU list such as '0' or "
+                f"'0-3,6', "
+                f"got {text!r}"
+            ) from None
+        if low < 0 or high < low:
+            raise ConfigError(f"cpu_affinity: {part!r} is not a CPU range (in {text!r})")
+        cpus.update(range(low, high + 1))
+    return frozenset(cpus)
+
+
+def check_cpu_affinity(text: str) -> None:
+    """Raise ConfigError unless ``text`` is ``adaptive``, ``auto``, ``none`` or a CPU list."""
+    if text not in (ADAPTIVE, AUTO, NONE):
+        parse_cpu_list(text)
