@@ -31,6 +31,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 
+from rfetch.api.batches import batch_counters
 from rfetch.cap_metrics import flow_metrics
 from rfetch.durable_metrics import durable_metrics
 from rfetch.errors import JobCancelled, JobTimeout
@@ -254,8 +255,6 @@ def _workflow_metrics(api: Api) -> Iterator[Metric]:
 def _batch_metrics(api: Api) -> Iterator[Metric]:
     """Batches created, completed, succeeded and died (counted by the Lua calls in which
     each event happened)."""
-    from rfetch.api.batches import batch_counters
-
     for event, value in batch_counters(api.ctx).items():
         family = CounterMetricFamily(f"rfetch_batches_{event}", f"Batches {event}.")
         family.add_metric([], value)

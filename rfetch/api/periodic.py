@@ -13,8 +13,10 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from rfetch.client import Client
 from rfetch.errors import ConfigError
 from rfetch.periodic.cron import Cron
+from rfetch.periodic.jobs import PeriodicJobBuilder
 
 from .context import Context
 from .records import to_text
@@ -206,9 +208,6 @@ def run_now(ctx: Context, name: str) -> str | None:
         ArgsNotSerializable, ConfigError, PayloadTooLarge: the stored definition no longer
             makes a valid job.
     """
-    from rfetch.client import Client
-    from rfetch.periodic.jobs import PeriodicJobBuilder
-
     definition = _definition(ctx, name)
     builder = PeriodicJobBuilder(ctx.config, Client(ctx.config, ctx.redis), ctx.redis)
     now = ctx.redis_time()

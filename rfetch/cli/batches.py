@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import click
 
+from rfetch.api.batches import batch_counters, batch_detail, list_batches
+from rfetch.errors import BatchNotFound
+
 from .app import main
 from .options import admin_api, connection_options
 from .output import echo_json, table, when
@@ -20,8 +23,6 @@ def batches(
 ) -> None:
     """The newest batches: progress, failures and state (running, complete, succeeded,
     dead)."""
-    from rfetch.api.batches import batch_counters, list_batches
-
     with admin_api(redis_url, namespace) as api:
         rows = list_batches(api.ctx, 0, limit)
         counters = batch_counters(api.ctx)
@@ -48,9 +49,6 @@ def batch(
 ) -> None:
     """Batch BID: its counters, callbacks (and whether each fired), failures with their
     errors, child batches and its first jobs."""
-    from rfetch.api.batches import batch_detail
-    from rfetch.errors import BatchNotFound
-
     with admin_api(redis_url, namespace) as api:
         try:
             detail = batch_detail(api.ctx, bid, 0, max(show_jobs, 1))

@@ -15,6 +15,9 @@ from rfetch.formatting import safe_url
 if TYPE_CHECKING:
     from rfetch.api.shards import ShardedApi
 
+from rfetch.api import Api
+from rfetch.api.shards import ShardedApi
+
 from .app import main
 from .options import admin_view, connection_options
 from .outbox import check_outbox, outbox_lines, outbox_option
@@ -41,8 +44,6 @@ def explain(
     """Where job JID is and why it is not running (on which shard, when RFETCH_SHARDS is
     set; in the transactional outbox, with --outbox-database). Exits 1 when it is not
     found."""
-    from rfetch.api.shards import ShardedApi
-
     outbox = outbox_lines(outbox_database, jid)
     with admin_view(redis_url, namespace) as view:
         if isinstance(view, ShardedApi):
@@ -101,7 +102,6 @@ def check(
     unreachable)."""
     from redis.exceptions import RedisError
 
-    from rfetch.api import Api
 
     try:
         api = Api(Config.from_env(redis_url=redis_url, namespace=namespace))

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.errors import RfetchError
 from rfetch.formatting import safe_url
@@ -51,7 +52,6 @@ def enqueue(
     """
     from redis.exceptions import RedisError
 
-    from rfetch.client import Client
 
     try:
         args: Any = json.loads(json_args)

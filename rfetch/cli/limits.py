@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import click
 
+from rfetch.api import LimiterNotFound
+
 from .app import main
 from .options import admin_api, connection_options
 from .output import echo_json, table
@@ -57,8 +59,6 @@ def _not_found(name: str) -> click.ClickException:
 @connection_options
 def show(name: str, redis_url: str | None, namespace: str | None, as_json: bool) -> None:
     """One limiter, with the locks held (token, holder, seconds to expiry)."""
-    from rfetch.api import LimiterNotFound
-
     with admin_api(redis_url, namespace) as api:
         try:
             info = api.limiter(name)

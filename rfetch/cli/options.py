@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from rfetch.api import Api
+from rfetch.api.shards import ShardedApi
 from rfetch.config import Config
 from rfetch.errors import RfetchError
 from rfetch.formatting import safe_url
@@ -49,8 +51,6 @@ def admin_view(redis_url: str | None, namespace: str | None) -> Iterator[Api | S
     """
     from redis.exceptions import RedisError
 
-    from rfetch.api import Api
-    from rfetch.api.shards import ShardedApi
 
     try:
         config = Config.from_env(redis_url=redis_url, namespace=namespace)
@@ -79,7 +79,6 @@ def admin_api(redis_url: str | None, namespace: str | None) -> Iterator[Api]:
     """
     from redis.exceptions import RedisError
 
-    from rfetch.api import Api
 
     try:
         config = Config.from_env(redis_url=redis_url, namespace=namespace)

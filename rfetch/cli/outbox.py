@@ -14,6 +14,12 @@ import click
 from rfetch.config import Config
 from rfetch.errors import ConfigError
 from rfetch.formatting import safe_url
+from rfetch.outbox.backlog import read_backlog
+from rfetch.outbox.dialects import schema as sql
+from rfetch.outbox.faces import OutboxView, check_backlog, explain_lines
+from rfetch.outbox.relay import RelaySettings, describe
+from rfetch.outbox.service import build_relay
+from rfetch.outbox.service import migrate as create
 
 from .app import main
 from .options import NAMESPACE_HELP, REDIS_URL_HELP
@@ -43,7 +49,6 @@ def outbox_lines(url: str | None, jid: str) -> list[str]:
         return []
     import time
 
-    from rfetch.outbox.faces import OutboxView, explain_lines
 
     try:
         row = OutboxView(url).row(jid)
@@ -59,7 +64,6 @@ def check_outbox(
     :func:`rfetch.outbox.faces.check_backlog`)."""
     if url is None:
         return None
-    from rfetch.outbox.faces import OutboxView, check_backlog
 
     return check_backlog(OutboxView(url).read(), max_age, max_size)
 
@@ -75,8 +79,6 @@ def outbox() -> None:
 def migrate(url: str) -> None:
     """Create the table rfetch_outbox (and on PostgreSQL the trigger that NOTIFYs the
     relay) in the database at URL; running it again changes nothing."""
-    from rfetch.outbox.service import migrate as create
-
     try:
         db = create(url)
     except ConfigError as exc:
@@ -88,8 +90,6 @@ def migrate(url: str) -> None:
 @click.argument("dialect", type=click.Choice(["postgresql", "sqlite", "mysql"]))
 def schema(dialect: str) -> None:
     """Print the SQL that creates the outbox table on DIALECT (for your own migrations)."""
-    from rfetch.outbox.dialects import schema as sql
-
     click.echo(sql(dialect), nl=False)
 
 
@@ -101,8 +101,6 @@ def schema(dialect: str) -> None:
 def status(url: str, as_json: bool, max_attempts: int) -> None:
     """The backlog: rows committed and not yet relayed, the oldest row's age, and rows
     Redis refused too often (left for an operator)."""
-    from rfetch.outbox.backlog import read_backlog
-
     try:
         found = read_backlog(url, max_attempts)
     except ConfigError as exc:
@@ -135,9 +133,6 @@ def relay(url: str, redis_url: str | None, namespace: str | None, batch_size: in
     """Move committed outbox rows to Redis, each job once, until SIGTERM or SIGINT.
 
     Several relays may run at once (on SQLite they take turns)."""
-    from rfetch.outbox.relay import RelaySettings, describe
-    from rfetch.outbox.service import build_relay
-
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = RelaySettings(batch_size=batch_size, marker_ttl=marker_ttl,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from rfetch.api import PeriodicNotFound
+
 from .app import main
 from .options import admin_api, connection_options
 from .output import echo_json, table, when, yes_no
@@ -58,8 +60,6 @@ def _not_found(name: str) -> click.ClickException:
 @connection_options
 def pause(name: str, redis_url: str | None, namespace: str | None, as_json: bool) -> None:
     """Pause schedule NAME: its ticks pass without a push (not caught up later)."""
-    from rfetch.api import PeriodicNotFound
-
     with admin_api(redis_url, namespace) as api:
         try:
             api.pause_periodic(name)
@@ -76,8 +76,6 @@ def pause(name: str, redis_url: str | None, namespace: str | None, as_json: bool
 @connection_options
 def unpause(name: str, redis_url: str | None, namespace: str | None, as_json: bool) -> None:
     """Unpause schedule NAME: its next tick is pushed."""
-    from rfetch.api import PeriodicNotFound
-
     with admin_api(redis_url, namespace) as api:
         try:
             api.unpause_periodic(name)
@@ -94,8 +92,6 @@ def unpause(name: str, redis_url: str | None, namespace: str | None, as_json: bo
 @connection_options
 def run(name: str, redis_url: str | None, namespace: str | None, as_json: bool) -> None:
     """Push one job of schedule NAME now, outside its ticks; prints its jid."""
-    from rfetch.api import PeriodicNotFound
-
     with admin_api(redis_url, namespace) as api:
         try:
             jid = api.run_periodic(name)

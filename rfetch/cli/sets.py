@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from rfetch.api import JobFilter
+
 from .app import main
 from .options import admin_api, connection_options, filter_options
 from .output import echo_json, table, when
@@ -54,8 +56,6 @@ def _set_group(command: str, set_name: str, summary: str, actions: dict[str, str
         as_json: bool = False,
     ) -> None:
         """List jobs, a page at a time."""
-        from rfetch.api import JobFilter
-
         with admin_api(redis_url, namespace) as api:
             page = api.job_set(set_name).page(
                 offset, limit, sort=sort, reverse=reverse,
@@ -136,8 +136,6 @@ def _action_command(set_name: str, action: str) -> Callable[..., None]:
         namespace: str | None,
         as_json: bool,
     ) -> None:
-        from rfetch.api import JobFilter
-
         if all_matching == bool(jids):
             raise click.UsageError("give JIDs, or --all-matching (with --class/--grep)")
         if jids and (job_class or grep):

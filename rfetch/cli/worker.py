@@ -25,6 +25,10 @@ from rfetch.shards import shard_config
 from rfetch.store.connection import connect
 from rfetch.swarm.channel import Supervision
 from rfetch.swarm.cpus import parse_processes
+from rfetch.swarm.recover import ParentRecovery
+from rfetch.swarm.runtime import run_swarm
+from rfetch.worker.queue_check import warn_unused_queues
+from rfetch.worker.registry import Registry, configure_from, require_all
 
 from .app import main
 from .options import NAMESPACE_HELP, REDIS_URL_HELP
@@ -277,9 +281,6 @@ def _load_jobs(requires: tuple[str, ...], config: Config) -> Registry:
         RfetchError: as :func:`rfetch.worker.registry.require_all`, a bad Config, a bad
             periodic schedule.
     """
-    from rfetch.worker.queue_check import warn_unused_queues
-    from rfetch.worker.registry import Registry, configure_from, require_all
-
     configure_from(require_all(requires), config)
     registry = Registry.from_loaded()
     classes = [c for c in map(registry.get, registry.names()) if c is not None]
@@ -291,9 +292,6 @@ def _load_jobs(requires: tuple[str, ...], config: Config) -> Registry:
 
 def _run_swarm(boot: Boot) -> int:
     """The swarm's parent: fork ``config.processes`` workers and supervise them."""
-    from rfetch.swarm.recover import ParentRecovery
-    from rfetch.swarm.runtime import run_swarm
-
     swarm = f"{socket.gethostname()}:{os.getpid()}"
 
     def child(spec: ChildSpec) -> int:

@@ -17,7 +17,11 @@ from rfetch.config import Config
 from rfetch.errors import RfetchError
 from rfetch.integrations.sentry import SentrySettings
 from rfetch.log_context import JobContext
+from rfetch.process_metrics import WorkerFigures
 from rfetch.swarm.channel import Supervision
+from rfetch.worker import adaptive_affinity
+from rfetch.worker.launcher import Hosting, Launcher
+from rfetch.worker.shards import ShardedLauncher
 
 if TYPE_CHECKING:
     from rfetch.worker.registry import Registry
@@ -40,9 +44,6 @@ def launch(
     boot: Boot, job_context: JobContext, identity: str | None, supervision: Supervision | None
 ) -> int:
     """Build and run the Launcher of one worker process (logging is in place)."""
-    from rfetch.worker import adaptive_affinity
-    from rfetch.worker.launcher import Hosting, Launcher
-
     config, registry = boot.config, boot.registry
     try:
         # After -r: a client the application's own modules initialised is kept.
@@ -74,8 +75,6 @@ def launch(
     if placement.adaptive:
         adaptive_affinity.start(placement, launcher.manager.saturated, launcher.report)
     if metrics is not None and metrics_port is not None:
-        from rfetch.process_metrics import WorkerFigures
-
         metrics.watch(lambda: WorkerFigures(
             launcher.work.occupancy(), launcher.capacity, launcher.manager.quiet))
         try:
@@ -97,15 +96,10 @@ def _run_shards(
     placement: affinity.Placement,
 ) -> int:
     """A worker over several shards; its exit code."""
-    from rfetch.worker import adaptive_affinity
-    from rfetch.worker.shards import ShardedLauncher
-
     sharded = ShardedLauncher(config, registry, job_context)
     if placement.adaptive:
         adaptive_affinity.start(placement, sharded.saturated)
     if metrics is not None and port is not None:
-        from rfetch.process_metrics import WorkerFigures
-
         capacity = sharded.capacity
         metrics.watch(lambda: WorkerFigures(sharded.occupancy(), capacity, sharded.quiet()))
         try:

@@ -8,7 +8,9 @@ import sys
 
 import click
 
+from rfetch.client import Client
 from rfetch.errors import JobDied, ResultTimeout
+from rfetch.workflow.results import result as wait_result
 
 from .app import main
 from .options import admin_api, connection_options
@@ -25,9 +27,6 @@ def result(
 ) -> None:
     """The recorded outcome of job JID (pushed with store_result): prints its return value
     as JSON. Exits 1 when the job died (its error is printed) or has no outcome yet."""
-    from rfetch.client import Client
-    from rfetch.workflow.results import result as wait_result
-
     with admin_api(redis_url, namespace) as api:
         client = Client(api.config, api.redis)
         try:

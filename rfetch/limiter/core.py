@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from rfetch.client import DEFAULT
 from rfetch.errors import ConfigError, OverLimit
 from rfetch.limiter import spec as specs
 from rfetch.limiter.grant import POLL_CAP, POLL_FIRST, Grant, holder
@@ -309,8 +310,6 @@ class Limiter:
             if self._commands is None:
                 client = self._client
                 if client is None:
-                    from rfetch.client import DEFAULT
-
                     client = DEFAULT.get()
                 self._commands = LimiterCommands(client.redis, client.keys)
             return self._commands

@@ -334,7 +334,7 @@ def test_the_worker_command_installs_sentry_from_sentry_dsn(
     # An application module (-r) that initialised sentry-sdk itself: its client is kept,
     # which also keeps this test off the network.
     sentry_sdk.init(dsn=DSN, transport=transport, auto_enabling_integrations=False)
-    monkeypatch.setattr("rfetch.worker.launcher.Launcher", FakeLauncher)
+    monkeypatch.setattr("rfetch.cli.worker_launch.Launcher", FakeLauncher)
     monkeypatch.setattr(Registry, "from_loaded", classmethod(lambda cls: cls([Ok])))
     FakeLauncher.configs.clear()
 
@@ -358,7 +358,7 @@ def test_the_worker_command_without_sentry_sdk_fails_with_the_install_hint(
     rfetch_logger: None,
 ) -> None:
     monkeypatch.setitem(sys.modules, "sentry_sdk", None)
-    monkeypatch.setattr("rfetch.worker.launcher.Launcher", FakeLauncher)
+    monkeypatch.setattr("rfetch.cli.worker_launch.Launcher", FakeLauncher)
     monkeypatch.setattr(Registry, "from_loaded", classmethod(lambda cls: cls([Ok])))
     FakeLauncher.configs.clear()
 

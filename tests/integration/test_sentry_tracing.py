@@ -372,7 +372,7 @@ def test_the_worker_command_passes_the_sentry_options_to_install(
         return False
 
     monkeypatch.setattr("rfetch.integrations.sentry.install", install)
-    monkeypatch.setattr("rfetch.worker.launcher.Launcher", FakeLauncher)
+    monkeypatch.setattr("rfetch.cli.worker_launch.Launcher", FakeLauncher)
     monkeypatch.setattr(Registry, "from_loaded", classmethod(lambda cls: cls([Ok])))
     monkeypatch.setattr("rfetch.cli.worker.setup_logging", lambda *a: _Listener())
     monkeypatch.setattr("rfetch.cli.worker.setup_direct_logging", lambda *a: None)

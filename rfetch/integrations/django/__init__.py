@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rfetch.client import Client
+from rfetch.integrations.django.apps import app_config
 
 if TYPE_CHECKING:
     from rfetch.integrations.django.tasks.backend import RfetchBackend
@@ -34,8 +35,6 @@ def immediate_client() -> Client:
     Raises:
         LookupError: the app is not in ``INSTALLED_APPS``.
     """
-    from rfetch.integrations.django.apps import app_config
-
     return app_config().immediate_client()
 
 

@@ -26,6 +26,10 @@ from django.conf import settings
 
 from rfetch.config import Config
 from rfetch.errors import ConfigError
+from rfetch.integrations.django.middleware import CloseOldConnections
+from rfetch.integrations.django.settings import apply_to_worker
+from rfetch.store.connection import connect
+from rfetch.store.keys import Keys
 
 
 def _setup() -> None:
@@ -59,9 +63,6 @@ def configure_worker(config: Config) -> None:
     Raises:
         ConfigError: a bad ``settings.RFETCH``.
     """
-    from rfetch.integrations.django.middleware import CloseOldConnections
-    from rfetch.integrations.django.settings import apply_to_worker
-
     apply_to_worker(config, getattr(settings, "RFETCH", {}))
     if not any(isinstance(m, CloseOldConnections) for m in config.server_middleware):
         config.server_middleware.insert(0, CloseOldConnections())
@@ -75,8 +76,6 @@ def _add_task_runner(config: Config) -> None:
     ``configure_worker`` runs)."""
     from rfetch.integrations.django.tasks.runner import TaskRegistry, TaskRunner
     from rfetch.integrations.django.tasks.runs import TaskRuns
-    from rfetch.store.connection import connect
-    from rfetch.store.keys import Keys
 
     if any(isinstance(m, TaskRunner) for m in config.server_middleware):
         return

@@ -9,6 +9,8 @@ import time
 from werkzeug.exceptions import NotFound
 from werkzeug.wrappers import Response
 
+from rfetch.outbox.faces import OutboxCollector
+
 from ..action import Ctx
 
 
@@ -36,8 +38,6 @@ def metrics(ctx: Ctx) -> Response:
     if index not in app.metrics_registries:
         app.metrics_registries[index] = api_registry(api, app.metrics_window)
         if app.outbox is not None and index == 0:  # the outbox is one database, not per shard
-            from rfetch.outbox.faces import OutboxCollector
-
             app.metrics_registries[index].register(OutboxCollector(app.outbox))
     body = generate_latest(app.metrics_registries[index])
     return Response(body, mimetype=None, content_type=CONTENT_TYPE_LATEST)

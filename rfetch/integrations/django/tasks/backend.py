@@ -26,8 +26,10 @@ from django.core import checks
 from django.db import transaction
 from typing_extensions import ParamSpec
 
+from rfetch.api import Api
 from rfetch.client import Client
 from rfetch.errors import ConfigError
+from rfetch.integrations.django.apps import app_config
 from rfetch.integrations.django.tasks.compat import (
     READY,
     BaseTaskBackend,
@@ -36,6 +38,7 @@ from rfetch.integrations.django.tasks.compat import (
     TaskResult,
     task_enqueued,
 )
+from rfetch.integrations.django.tasks.results import ResultReader
 from rfetch.integrations.django.tasks.runner import DEFAULT_RESULT_TTL, RunTask
 from rfetch.integrations.django.tasks.runs import TaskRuns
 from rfetch.integrations.django.tasks.times import to_datetime, to_epoch
@@ -123,8 +126,6 @@ class RfetchBackend(BaseTaskBackend):
         self.settings = BackendOptions.parse(self.options)
 
     def _client(self) -> Client:
-        from rfetch.integrations.django.apps import app_config
-
         try:
             config = app_config()
         except LookupError:
@@ -190,9 +191,6 @@ class RfetchBackend(BaseTaskBackend):
         Raises:
             TaskResultDoesNotExist: no such task, or its result expired (``result_ttl``).
         """
-        from rfetch.api import Api
-        from rfetch.integrations.django.tasks.results import ResultReader
-
         client = self._client()
         api = Api(client.config, redis=client.redis)
         runs = TaskRuns(client.redis, client.keys)
