@@ -19,7 +19,7 @@ from sentry_sdk.envelope import Envelope
 from sentry_sdk.transport import Transport
 
 from rfetch.integrations.sentry.tracing import FailedRuns, SentryServerMiddleware
-from rfetch.periodic.schedule import PeriodicRegistry
+from rfetch.jobs.schedule import PeriodicRegistry
 
 
 class Dropping(Transport):

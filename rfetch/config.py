@@ -21,7 +21,7 @@ from rfetch.config_checks import (
 )
 from rfetch.config_env import env_values
 from rfetch.errors import ConfigError
-from rfetch.periodic.schedule import PeriodicRegistry
+from rfetch.jobs.schedule import PeriodicRegistry
 
 if TYPE_CHECKING:
     from rfetch.middleware import ClientMiddleware, ServerMiddleware

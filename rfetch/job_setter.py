@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol
 
 from rfetch.client import DEFAULT, Client
 from rfetch.errors import ConfigError, UnrunnableJobWarning
+from rfetch.jobs.workflow_options import after_as_id
 from rfetch.options import JobOptions, Unpack, check_options
 from rfetch.signature import Signature
 from rfetch.sink import INTERCEPTION
 from rfetch.workflow.depend import push_dependents
-from rfetch.workflow.options import after_as_id
 
 if TYPE_CHECKING:
     from rfetch.job import Job

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 
 from rfetch.errors import ConfigError
-from rfetch.workflow.options import check_workflow_options
+from rfetch.jobs.workflow_options import check_workflow_options
 
 if sys.version_info >= (3, 11):
     from typing import Unpack
@@ -76,7 +76,7 @@ JOB_OPTIONS = frozenset(
 """Options that travel in the payload (Sidekiq's names, and rfetch's ``key`` (ordering key,
 stored as ``ordering_key``), ``tenant``, ``coalesce``, ``score``, ``unique_for`` and
 ``unique_key``, and the workflow options ``store_result``, ``after``, ``after_outcome`` and
-``on_dependency_death``, see :mod:`rfetch.workflow.options`)."""
+``on_dependency_death``, see :mod:`rfetch.jobs.workflow_options`)."""
 
 MAX_ORDERING_KEY = 1000
 """Characters allowed in an ordering key (it is part of a Redis key name)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from rfetch.client import Client
 from rfetch.errors import ConfigError
-from rfetch.periodic.cron import Cron
+from rfetch.jobs.cron import Cron
 from rfetch.periodic.jobs import PeriodicJobBuilder
 
 from .context import Context

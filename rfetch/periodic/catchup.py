@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rfetch.periodic.cron import Cron
+from rfetch.jobs.cron import Cron
 
 PUSH_LIMIT = 1000
 """Ticks one plan pushes at most; a longer catch-up continues in the next plan."""

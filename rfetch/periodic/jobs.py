@@ -11,9 +11,9 @@ from redis import Redis
 
 from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.jobs.schedule import Schedule
 from rfetch.middleware import run_client_chain
 from rfetch.payload import Payload, dumps
-from rfetch.periodic.schedule import Schedule
 from rfetch.periodic.ticker import BuiltJob
 
 

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from rfetch.jobs.schedule import Schedule
 from rfetch.periodic.catchup import plan_ticks
-from rfetch.periodic.schedule import Schedule
 
 log = logging.getLogger("rfetch.periodic")
 

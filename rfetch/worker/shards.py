@@ -27,8 +27,8 @@ from typing import Any
 from rfetch.capacity import Busy, Capacity
 from rfetch.config import Config
 from rfetch.formatting import safe_url
+from rfetch.jobs.schedule import Schedule
 from rfetch.log_context import JobContext
-from rfetch.periodic.schedule import Schedule
 from rfetch.shards import queues_by_shard, shard_config, shard_of
 from rfetch.worker.launcher import HANDLED_SIGNALS, Hosting, Launcher
 from rfetch.worker.registry import Registry

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from rfetch.jobs.schedule import PeriodicRegistry, Schedule
 from rfetch.periodic.lease import ELECTED, FOLLOWER, RENEWED, LeaderLease
-from rfetch.periodic.schedule import PeriodicRegistry, Schedule
 from rfetch.periodic.store import PeriodicStore
 from rfetch.periodic.ticker import BuiltJob, LeadershipLost, SyncEntry, Ticker
 from rfetch.store.commands import Commands

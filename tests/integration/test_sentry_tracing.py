@@ -27,8 +27,8 @@ from rfetch.cli import main
 from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.integrations.sentry import SentryErrorHandler
+from rfetch.jobs.schedule import Schedule
 from rfetch.periodic.jobs import PeriodicJobBuilder
-from rfetch.periodic.schedule import Schedule
 from rfetch.worker.registry import Registry
 from tests.support.gate_worker import Launch, Worker, running
 from tests.support.redis_server import RedisServer

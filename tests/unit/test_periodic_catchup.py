@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from rfetch.jobs.cron import Cron
 from rfetch.periodic.catchup import plan_ticks
-from rfetch.periodic.cron import Cron
 
 T0 = 1_780_000_000 - 1_780_000_000 % 3600  # a whole hour
 

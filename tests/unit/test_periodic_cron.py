@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from rfetch.errors import ConfigError
-from rfetch.periodic.cron import Cron
+from rfetch.jobs.cron import Cron
 
 UTC = timezone.utc
 BERLIN = ZoneInfo("Europe/Berlin")

@@ -10,7 +10,7 @@ import pytest
 
 import rfetch
 from rfetch.errors import ConfigError
-from rfetch.periodic.schedule import MAX_CATCH_UP, PeriodicRegistry
+from rfetch.jobs.schedule import MAX_CATCH_UP, PeriodicRegistry
 
 
 class Cleanup(rfetch.Job):

@@ -14,8 +14,8 @@ import pytest
 from redis.exceptions import ConnectionError
 
 from rfetch.guard import ThreadGuard
+from rfetch.jobs.schedule import PeriodicRegistry, Schedule
 from rfetch.periodic.lease import ELECTED, FOLLOWER, RENEWED, LeaderLease
-from rfetch.periodic.schedule import PeriodicRegistry, Schedule
 from rfetch.periodic.service import PeriodicService, leader_guard
 from rfetch.periodic.ticker import BuiltJob, SyncEntry, Ticker
 from rfetch.store.replies import LeaderClaim as Claim

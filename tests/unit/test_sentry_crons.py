@@ -12,7 +12,7 @@ from rfetch.integrations.sentry.crons import (
     monitor_config,
     monitor_slug,
 )
-from rfetch.periodic.schedule import build_schedule
+from rfetch.jobs.schedule import build_schedule
 
 
 @pytest.mark.parametrize(

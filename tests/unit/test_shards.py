@@ -55,7 +55,7 @@ def test_from_env() -> None:
 
 
 def test_each_shard_leader_gets_the_periodic_jobs_of_its_queues() -> None:
-    from rfetch.periodic.schedule import PeriodicRegistry
+    from rfetch.jobs.schedule import PeriodicRegistry
     from rfetch.worker.shards import _on_shard
 
     config = Config(shards=URLS[:2], shard_map={"mail": 0, "reports": 1})

@@ -8,10 +8,10 @@ import pytest
 
 import rfetch
 from rfetch.errors import ConfigError, JobDied, ResultNotSerializable
+from rfetch.jobs.workflow_options import after_as_id
 from rfetch.options import check_options
 from rfetch.payload import Routing
 from rfetch.worker.outcome import result_text
-from rfetch.workflow.options import after_as_id
 from rfetch.workflow.progress import check_progress
 from rfetch.workflow.record import Record
 

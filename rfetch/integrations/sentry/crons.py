@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from sentry_sdk.crons import MonitorStatus, capture_checkin
 from sentry_sdk.utils import logger, match_regex_list
 
-from rfetch.periodic.cron import MACROS
-from rfetch.periodic.schedule import PeriodicRegistry, Schedule
+from rfetch.jobs.cron import MACROS
+from rfetch.jobs.schedule import PeriodicRegistry, Schedule
 
 if TYPE_CHECKING:
     from sentry_sdk._types import MonitorConfig

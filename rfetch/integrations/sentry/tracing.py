@@ -41,9 +41,9 @@ from sentry_sdk.utils import capture_internal_exceptions
 
 from rfetch.integrations.sentry.crons import CheckIn, CheckIns
 from rfetch.integrations.sentry.integration import RfetchIntegration
+from rfetch.jobs.schedule import PeriodicRegistry
 from rfetch.middleware import AsyncNext
 from rfetch.payload import Payload, epoch_seconds
-from rfetch.periodic.schedule import PeriodicRegistry
 
 if TYPE_CHECKING:
     from redis import Redis

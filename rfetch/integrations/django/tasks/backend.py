@@ -42,7 +42,7 @@ from rfetch.integrations.django.tasks.results import ResultReader
 from rfetch.integrations.django.tasks.runner import DEFAULT_RESULT_TTL, RunTask
 from rfetch.integrations.django.tasks.runs import TaskRuns
 from rfetch.integrations.django.tasks.times import to_datetime, to_epoch
-from rfetch.workflow.options import MAX_STORE_RESULT
+from rfetch.jobs.workflow_options import MAX_STORE_RESULT
 
 T = TypeVar("T")
 P = ParamSpec("P")

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rfetch.errors import ArgsNotSerializable, ConfigError
+from rfetch.jobs.cron import Cron
 from rfetch.options import check_options
 from rfetch.payload import check_args
-from rfetch.periodic.cron import Cron
 from rfetch.signature import job_class_of
 
 NAME_PATTERN = re.compile(r"^[^\s|]{1,200}$")
