@@ -43,16 +43,16 @@ from .groups import (
     set_tenant_weight,
 )
 from .job_filter import JobFilter
-from .limits import (
+from .limiters import (
     LimiterInfo,
     LimiterMethods,
     LimiterNotFound,
     LockInfo,
 )
-from .limits import list_limiters as list_limiters
-from .limits import read_limiter as read_limiter
-from .limits import release_lock as release_lock
-from .limits import reset_limiter as reset_limiter
+from .limiters import list_limiters as list_limiters
+from .limiters import read_limiter as read_limiter
+from .limiters import release_lock as release_lock
+from .limiters import reset_limiter as reset_limiter
 from .location import Explanation, Location
 from .periodic import (
     LeaderInfo,

@@ -3,7 +3,7 @@ given as Redis returns it)."""
 
 from __future__ import annotations
 
-from rfetch.api.limits import parse_limiter
+from rfetch.api.limiters import parse_limiter
 
 NOW = 1_763_950_000_500.0  # Redis time, ms
 

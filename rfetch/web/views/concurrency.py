@@ -7,7 +7,7 @@ from __future__ import annotations
 from werkzeug.wrappers import Response
 
 from ..action import Ctx
-from .limits import TABS
+from .limiters import TABS
 
 
 def concurrency(ctx: Ctx) -> Response:

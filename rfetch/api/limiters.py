@@ -200,7 +200,7 @@ class LimiterMethods:
 
     def limiters(self) -> list[LimiterInfo]:
         """Every limiter (``rfetch.Limiter``) with its kind, limit, current use, held locks
-        and counters (see :mod:`rfetch.api.limits`, docs/flow-control.md)."""
+        and counters (see :mod:`rfetch.api.limiters`, docs/flow-control.md)."""
         return list_limiters(self.ctx)
 
     def limiter(self, name: str) -> LimiterInfo:
