@@ -16,8 +16,12 @@ PACKAGE = ROOT / "rfetch"
 OPTIONAL = {
     ("cli/web.py", "web"): "the web UI needs the web extra (jinja2, werkzeug); the CLI "
     "says so when it is missing",
-    ("cli/worker.py", "_worker_metrics"): "--metrics-port needs prometheus-client (web "
-    "extra); the CLI says so when it is missing",
+    ("cli/web.py", "_require_web_extra"): "checks that the web extra imports, to say so "
+    "when it is missing",
+    ("cli/web.py", "_host_port"): "as web: rfetch.web.server needs the web extra",
+    ("cli/web.py", "_credentials"): "as web: rfetch.web needs the web extra",
+    ("cli/worker_launch.py", "_worker_metrics"): "--metrics-port needs prometheus-client "
+    "(web extra); the CLI says so when it is missing",
     ("web/views/system.py", "metrics"): "/metrics needs prometheus-client, which the unit "
     "tier's web UI does not install",
     ("integrations/django/__init__.py", "__getattr__"): "RfetchBackend needs Django's task "
