@@ -42,8 +42,8 @@ from pathlib import Path
 import click
 
 from benchmarks.common import HERE, RESULTS, PrivateRedis, env_with, stop_group
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 
 WORKLOADS = {"hash": ("HashBuffer", True), "child": ("ChildBurn", True),
              "sleep": ("ThreadWait", False)}

@@ -28,8 +28,8 @@ import click
 
 import rfetch
 from benchmarks.common import PrivateRedis, command_counts, diff_counts
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 
 HERE = Path(__file__).resolve().parent
 

@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 
 from benchmarks.common import REPO
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from tests.support.redis_server import RedisServer
 from tests.support.workers import FAST_ENV, JOBS_DIR, WorkerProcess
 

@@ -27,10 +27,10 @@ import click
 import redis
 
 from benchmarks.common import PrivateRedis, command_counts, diff_counts
-from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.errors import OverLimit
 from rfetch.limiter import Limiter
+from rfetch.push.client import Client
 
 
 class CountingRedis(redis.Redis):

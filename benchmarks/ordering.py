@@ -27,8 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from tests.support.ordering_run import FAST_ENV, OrderPlan, run_order_chaos
 from tests.support.redis_server import RedisServer
 from tests.support.workers import WorkerProcess

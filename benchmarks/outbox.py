@@ -38,9 +38,9 @@ import psycopg
 
 import rfetch
 from benchmarks.common import PrivateRedis, env_with, stop_group
-from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.outbox.service import build_relay, migrate
+from rfetch.push.client import Client
 
 HERE = Path(__file__).resolve().parent
 

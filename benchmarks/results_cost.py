@@ -25,8 +25,8 @@ import click
 
 from benchmarks.common import PrivateRedis, command_counts, diff_counts
 from benchmarks.redis_cost import cpu_seconds
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 
 HERE = Path(__file__).resolve().parent
 

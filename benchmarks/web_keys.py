@@ -22,8 +22,8 @@ import click
 from werkzeug.test import Client
 
 from benchmarks.common import PrivateRedis
-from rfetch.client import Client as JobClient
 from rfetch.config import Config
+from rfetch.push.client import Client as JobClient
 from rfetch.web import create_app
 
 

@@ -14,7 +14,6 @@ Public API::
 
 from rfetch.batch import Batch, BatchStatus
 from rfetch.batch.canvas import GroupResult, chord, group
-from rfetch.client import Client, configure
 from rfetch.config import Config, QueueSpec
 from rfetch.durable.iterable import IterableJob
 from rfetch.errors import (
@@ -43,11 +42,12 @@ from rfetch.errors import (
     UnknownResult,
     UnrunnableJobWarning,
 )
-from rfetch.job import Job
-from rfetch.job_function import JobFunction, job
+from rfetch.jobs.job import Job
+from rfetch.jobs.job_function import JobFunction, job
+from rfetch.jobs.signature import Signature
 from rfetch.limiter import Limiter
 from rfetch.periodic import is_leader
-from rfetch.signature import Signature
+from rfetch.push.client import Client, configure
 from rfetch.version import __version__
 from rfetch.workflow.chain import Chain, chain
 from rfetch.workflow.results import aresult, result

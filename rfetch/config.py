@@ -24,7 +24,7 @@ from rfetch.errors import ConfigError
 from rfetch.jobs.schedule import PeriodicRegistry
 
 if TYPE_CHECKING:
-    from rfetch.middleware import ClientMiddleware, ServerMiddleware
+    from rfetch.jobs.middleware import ClientMiddleware, ServerMiddleware
 
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
 
@@ -94,7 +94,7 @@ class Config:
             acknowledgements are then not batched with the fetches
             (:mod:`rfetch.worker.ack_replicas`). Needs ``min_replicas``.
         shards: Redis URLs of the shards; when given, each queue lives on one of them and
-            ``redis_url`` is not used (:mod:`rfetch.shards`). Environment:
+            ``redis_url`` is not used (:mod:`rfetch.push.shards`). Environment:
             ``RFETCH_SHARDS``, URLs separated by spaces.
         shard_map: queue name -> index in ``shards``; queues not listed go to the shard
             given by a stable hash of their name. Environment: ``RFETCH_SHARD_MAP``,
@@ -161,7 +161,7 @@ class Config:
             the CPUs, and every allowed CPU while a probe measures that it gets the process
             clearly more CPU: :mod:`rfetch.worker.adaptive_affinity`), ``"auto"`` (always
             that one CPU), ``"none"`` (the kernel's placement) or a CPU list such as
-            ``"2"`` or ``"0-3"``; see :mod:`rfetch.affinity`.
+            ``"2"`` or ``"0-3"``; see :mod:`rfetch.worker.affinity`.
         processes: ``rfetch worker --processes``: worker processes forked and supervised
             by one parent (Sidekiq Enterprise's swarm, :mod:`rfetch.swarm`); 1 runs one
             worker process with no supervisor.

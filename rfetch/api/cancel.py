@@ -1,6 +1,6 @@
 """``cancel(jid)``: stop a job wherever it is.
 
-First a cancel mark ``cancel:<jid>`` is written (kept :data:`~rfetch.limits.CANCEL_TTL`,
+First a cancel mark ``cancel:<jid>`` is written (kept :data:`~rfetch.jobs.job_control.CANCEL_TTL`,
 24 h), indexed in ``rfetch:cancels`` and announced to the workers on ``rfetch:cancel``: a
 worker never starts a job with a mark (it records it as cancelled instead, in the step
 before ``perform``: :mod:`rfetch.worker.cancels`), and cancels a running one (its
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rfetch.errors import JobCancelled
-from rfetch.limits import CANCEL_TTL, cancel_mark
+from rfetch.jobs.job_control import CANCEL_TTL, cancel_mark
 from rfetch.store.workflow_commands import WorkflowCommands
 
 from .context import Context

@@ -14,7 +14,7 @@ import json
 import time
 
 from rfetch.formatting import relative, utc_time
-from rfetch.limits import read_cancel_mark
+from rfetch.jobs.job_control import read_cancel_mark
 from rfetch.store.cluster import node_client
 
 from .batches import batch_lines

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from rfetch.payload import may_be_gated
+from rfetch.jobs.payload import may_be_gated
 
 from .context import Context
 from .records import JobRecord, to_text

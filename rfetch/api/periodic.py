@@ -13,10 +13,10 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from rfetch.client import Client
 from rfetch.errors import ConfigError
 from rfetch.jobs.cron import Cron
 from rfetch.periodic.jobs import PeriodicJobBuilder
+from rfetch.push.client import Client
 
 from .context import Context
 from .records import to_text

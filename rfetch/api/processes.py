@@ -11,9 +11,9 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rfetch.capacity import ASYNC_CAPSULE, capsule_concurrency
 from rfetch.errors import RfetchError
-from rfetch.payload import epoch_seconds
+from rfetch.jobs.payload import epoch_seconds
+from rfetch.worker.capacity import ASYNC_CAPSULE, capsule_concurrency
 
 from .context import Context
 from .records import JobRecord, to_text

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from rfetch.payload import epoch_seconds
+from rfetch.jobs.payload import epoch_seconds
 
 from .context import Context, Found, collect_page
 from .job_filter import JobFilter

@@ -4,7 +4,7 @@ filters are :mod:`rfetch.api.job_filter`).
 A :class:`JobRecord` wraps one entry of a queue, a private list, a sorted set (scheduled,
 retry, dead) or a busy thread, exactly as stored, so an action can name the very bytes it
 acts on (``LREM`` / ``ZREM`` match whole values). Payloads written by Ruby Sidekiq 6/7/8 read
-the same way as rfetch's: timestamps go through :func:`rfetch.payload.epoch_seconds`
+the same way as rfetch's: timestamps go through :func:`rfetch.jobs.payload.epoch_seconds`
 (Sidekiq 8 writes milliseconds), and ActiveJob wrappers show the wrapped class.
 """
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from rfetch.payload import Routing, epoch_seconds
+from rfetch.jobs.payload import Routing, epoch_seconds
 from rfetch.worker.retry import decompress_backtrace
 
 ACTIVEJOB_WRAPPER = "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper"
@@ -99,7 +99,7 @@ class JobRecord:
     @cached_property
     def routing(self) -> Routing | None:
         """The payload's routing fields (ordering key, unique lock, tenant, ...), or None
-        for a plain job or an invalid entry (:meth:`rfetch.payload.Routing.parse`)."""
+        for a plain job or an invalid entry (:meth:`rfetch.jobs.payload.Routing.parse`)."""
         return Routing.parse(self.raw)
 
     def _get(self, name: str) -> Any:

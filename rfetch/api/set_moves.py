@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from rfetch.payload import MS_THRESHOLD, Routing
+from rfetch.jobs.payload import MS_THRESHOLD, Routing
 
 from .batches import kill_failure
 from .context import Context

@@ -1,6 +1,6 @@
 """The admin API over several shards (``Config.shards``): one view of every shard.
 
-Each shard is a complete rfetch data set (:mod:`rfetch.shards`), so :class:`ShardedApi`
+Each shard is a complete rfetch data set (:mod:`rfetch.push.shards`), so :class:`ShardedApi`
 holds one :class:`rfetch.api.Api` per shard and merges what they read: the counters and set
 sizes are summed, queues and processes are listed together with the shard each is on, and a
 jid is looked up on every shard. Sidekiq's web UI shows one shard at a time; this view shows
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from rfetch.config import Config
 from rfetch.formatting import safe_url
-from rfetch.shards import shard_config, shard_name, shard_of
+from rfetch.push.shards import shard_config, shard_name, shard_of
 from rfetch.store.connection import REDIS_DOWN
 
 from . import Api
@@ -36,7 +36,7 @@ class ShardState:
 
     Attributes:
         index: its place in ``Config.shards``.
-        name: as :func:`rfetch.shards.shard_name` gives it.
+        name: as :func:`rfetch.push.shards.shard_name` gives it.
         url: its URL, password hidden.
         up: it answered ``PING``.
         error: why not, when it did not.
@@ -72,7 +72,7 @@ class ShardedApi:
         return shard_of(self.config, queue)
 
     def names(self) -> list[str]:
-        """The shards' names, in order (as :func:`rfetch.shards.shard_name`)."""
+        """The shards' names, in order (as :func:`rfetch.push.shards.shard_name`)."""
         return [shard_name(self.config, i) for i in range(len(self.apis))]
 
     def states(self) -> list[ShardState]:

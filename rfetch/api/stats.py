@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from rfetch.stats import BUCKETS_MS, TOTALS
+from rfetch.observability.stats import BUCKETS_MS, TOTALS
 
 from .context import Context
 from .queues import QueueInfo, list_queues
@@ -169,7 +169,7 @@ class ClassMetrics:
             bucket they fall in (milliseconds); ``inf`` above the last bound (1 h); None
             without executions.
         buckets: executions per bucket; bucket i holds runs of at most
-            ``rfetch.stats.BUCKETS_MS[i]`` ms, the last one the rest.
+            ``rfetch.observability.stats.BUCKETS_MS[i]`` ms, the last one the rest.
     """
 
     job_class: str

@@ -18,12 +18,12 @@ from redis.exceptions import ResponseError
 
 from rfetch.batch.callbacks import EVENTS, CallbackSpec, Event, callback_fields
 from rfetch.batch.status import BatchStatus
-from rfetch.client import DEFAULT, Client
-from rfetch.delivery import outgoing
 from rfetch.errors import BatchError, BatchNotFound, ConfigError
-from rfetch.payload import new_jid
+from rfetch.jobs.payload import new_jid
 from rfetch.push.batch_context import Collector, close_block, collecting, open_block, running_bid
-from rfetch.shards import shard_of
+from rfetch.push.client import DEFAULT, Client
+from rfetch.push.delivery import outgoing
+from rfetch.push.shards import shard_of
 from rfetch.store.batch_commands import BatchCommands
 
 BATCH_TTL = 30 * 24 * 3600

@@ -8,14 +8,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, Union
 
 from rfetch.errors import ConfigError
-from rfetch.payload import check_args
-from rfetch.signature import Signature
-from rfetch.signature import job_class_of as signature_job_class
+from rfetch.jobs.payload import check_args
+from rfetch.jobs.signature import Signature
+from rfetch.jobs.signature import job_class_of as signature_job_class
 
 if TYPE_CHECKING:
-    from rfetch.client import Client
-    from rfetch.job import Job
-    from rfetch.job_function import JobFunction
+    from rfetch.jobs.job import Job
+    from rfetch.jobs.job_function import JobFunction
+    from rfetch.push.client import Client
 Event = Literal["success", "complete", "death"]
 EVENTS: tuple[Event, ...] = ("complete", "success", "death")
 

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 from rfetch.batch.batch import Batch
 from rfetch.batch.status import BatchStatus
 from rfetch.errors import ConfigError
-from rfetch.signature import Signature
+from rfetch.jobs.signature import Signature
 
 if TYPE_CHECKING:
-    from rfetch.client import Client
+    from rfetch.push.client import Client
 
 
 class GroupResult:

@@ -9,8 +9,8 @@ from typing import Any
 
 from redis import Redis
 
-from rfetch.client import DEFAULT, Client
 from rfetch.errors import BatchNotFound
+from rfetch.push.client import DEFAULT, Client
 from rfetch.store.keys import Keys
 
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 
-from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.errors import RfetchError
 from rfetch.formatting import safe_url
+from rfetch.push.client import Client
 
 from .app import main
 from .job_lookup import find_job

@@ -11,8 +11,8 @@ from pathlib import Path
 from types import ModuleType
 
 from rfetch.errors import ConfigError
-from rfetch.job import Job
-from rfetch.job_function import JobFunction
+from rfetch.jobs.job import Job
+from rfetch.jobs.job_function import JobFunction
 
 EXTERNAL_HINT = (
     "a job only another process runs (a Ruby worker, a class with its own name = ...): "

@@ -10,7 +10,7 @@ import click
 from rfetch.config import Config
 from rfetch.errors import RfetchError
 from rfetch.formatting import safe_url
-from rfetch.logs import setup_logging
+from rfetch.observability.logs import setup_logging
 from rfetch.version import __version__
 
 from .app import main

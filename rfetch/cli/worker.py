@@ -19,13 +19,13 @@ import click
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError, RfetchError
 from rfetch.integrations.sentry import SentrySettings
-from rfetch.log_context import PRINT_LOGGER, JobContext, PrintToLog
-from rfetch.logs import setup_direct_logging, setup_logging
-from rfetch.shards import shard_config
+from rfetch.observability.log_context import PRINT_LOGGER, JobContext, PrintToLog
+from rfetch.observability.logs import setup_direct_logging, setup_logging
+from rfetch.push.shards import shard_config
 from rfetch.store.connection import connect
 from rfetch.swarm.channel import Supervision
+from rfetch.swarm.child_recovery import ParentRecovery
 from rfetch.swarm.cpus import parse_processes
-from rfetch.swarm.recover import ParentRecovery
 from rfetch.swarm.runtime import run_swarm
 from rfetch.worker.queue_check import warn_unused_queues
 from rfetch.worker.registry import Registry, configure_from, require_all

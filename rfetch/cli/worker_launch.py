@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rfetch import affinity
 from rfetch.config import Config
 from rfetch.errors import RfetchError
 from rfetch.integrations.sentry import SentrySettings
-from rfetch.log_context import JobContext
-from rfetch.process_metrics import WorkerFigures
+from rfetch.observability.log_context import JobContext
+from rfetch.observability.process_metrics import WorkerFigures
 from rfetch.swarm.channel import Supervision
-from rfetch.worker import adaptive_affinity
+from rfetch.worker import adaptive_affinity, affinity
 from rfetch.worker.launcher import Hosting, Launcher
 from rfetch.worker.shards import ShardedLauncher
 
@@ -110,9 +109,9 @@ def _run_shards(
 
 
 def _worker_metrics(config: Config) -> Any:
-    """A :class:`rfetch.metrics.WorkerMetrics` whose middleware times every job."""
+    """A :class:`rfetch.observability.metrics.WorkerMetrics` whose middleware times every job."""
     try:
-        from rfetch.metrics import WorkerMetrics
+        from rfetch.observability.metrics import WorkerMetrics
     except ImportError as exc:
         raise click.ClickException(
             f"--metrics-port needs prometheus-client (pip install 'rfetch[web]'): {exc}"

@@ -8,8 +8,8 @@ import sys
 
 import click
 
-from rfetch.client import Client
 from rfetch.errors import JobDied, ResultTimeout
+from rfetch.push.client import Client
 from rfetch.workflow.results import result as wait_result
 
 from .app import main

@@ -8,10 +8,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from rfetch.arity import Arity
 from rfetch.durable.iteration import IterationRun
 from rfetch.errors import ConfigError
-from rfetch.job import Job
+from rfetch.jobs.arity import Arity
+from rfetch.jobs.job import Job
 
 
 class IterableJob(Job):

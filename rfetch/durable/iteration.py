@@ -15,7 +15,7 @@ from rfetch.durable.checkpoint import Hold, IterationState, now
 from rfetch.durable.progress import Progress
 from rfetch.durable.steps import StepBook
 from rfetch.errors import CheckpointRefused, JobCancelled, JobInterrupted
-from rfetch.limits import JobControl
+from rfetch.jobs.job_control import JobControl
 from rfetch.store.connection import REDIS_DOWN
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rfetch.formatting import duration
 
 if TYPE_CHECKING:
-    from rfetch.job import Job
+    from rfetch.jobs.job import Job
 
 
 class Progress:

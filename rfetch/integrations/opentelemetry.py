@@ -38,14 +38,14 @@ from opentelemetry.trace import Link, SpanKind, Tracer, TracerProvider
 
 from rfetch.config import Config
 from rfetch.errors import ConfigError
-from rfetch.middleware import AsyncNext
-from rfetch.payload import Payload, epoch_seconds
+from rfetch.jobs.middleware import AsyncNext
+from rfetch.jobs.payload import Payload, epoch_seconds
 from rfetch.version import __version__
 
 if TYPE_CHECKING:
     from redis import Redis
 
-    from rfetch.job import Job
+    from rfetch.jobs.job import Job
 
 Propagation = Literal["link", "child", "none"]
 

@@ -24,9 +24,9 @@ from typing import Any
 
 from rfetch.errors import ArgsNotSerializable, ConfigError
 from rfetch.jobs.cron import Cron
-from rfetch.options import check_options
-from rfetch.payload import check_args
-from rfetch.signature import job_class_of
+from rfetch.jobs.options import check_options
+from rfetch.jobs.payload import check_args
+from rfetch.jobs.signature import job_class_of
 
 NAME_PATTERN = re.compile(r"^[^\s|]{1,200}$")
 """Schedule names: part of Redis key names and of URLs, so no white space or ``|``."""

@@ -21,15 +21,15 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rfetch.client import DEFAULT
 from rfetch.errors import ConfigError, OverLimit
 from rfetch.limiter import spec as specs
 from rfetch.limiter.grant import POLL_CAP, POLL_FIRST, Grant, holder
 from rfetch.limiter.locks import LockKeeper
+from rfetch.push.client import DEFAULT
 from rfetch.store.limiter_commands import Attempt, Definition, LimiterCommands
 
 if TYPE_CHECKING:
-    from rfetch.client import Client
+    from rfetch.push.client import Client
 
 class Limiter:
     """A limiter shared by every process on one Redis (and namespace).

@@ -29,7 +29,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from rfetch.outbox.connection import Database
-from rfetch.push_buffer import BufferedJob
+from rfetch.push.buffer import BufferedJob
 
 
 class OutboxWriter:

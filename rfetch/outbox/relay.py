@@ -31,11 +31,11 @@ from typing import Any, NamedTuple
 
 from redis.exceptions import ResponseError
 
-from rfetch.delivery import outgoing
 from rfetch.guard import ThreadGuard
 from rfetch.outbox.connection import Database
 from rfetch.outbox.listener import Waiter
-from rfetch.push_buffer import BufferedJob
+from rfetch.push.buffer import BufferedJob
+from rfetch.push.delivery import outgoing
 from rfetch.store.connection import REDIS_DOWN
 from rfetch.store.outbox_commands import OutboxCommands
 

@@ -3,13 +3,13 @@ schedules and the Redis calls behind them."""
 
 from __future__ import annotations
 
-from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.periodic.jobs import PeriodicJobBuilder
 from rfetch.periodic.lease import LeaderLease
 from rfetch.periodic.service import PeriodicService, Reporter, leader_guard
 from rfetch.periodic.store import PeriodicStore
 from rfetch.periodic.ticker import Ticker
+from rfetch.push.client import Client
 from rfetch.store.commands import Commands
 from rfetch.store.connection import connect
 

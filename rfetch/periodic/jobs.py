@@ -9,12 +9,12 @@ from typing import Any
 
 from redis import Redis
 
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.jobs.middleware import run_client_chain
+from rfetch.jobs.payload import Payload, dumps
 from rfetch.jobs.schedule import Schedule
-from rfetch.middleware import run_client_chain
-from rfetch.payload import Payload, dumps
 from rfetch.periodic.ticker import BuiltJob
+from rfetch.push.client import Client
 
 
 class PeriodicJobBuilder:

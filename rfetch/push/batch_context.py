@@ -10,7 +10,7 @@ from __future__ import annotations
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 
-from rfetch.push_buffer import BufferedJob
+from rfetch.push.buffer import BufferedJob
 
 
 @dataclass

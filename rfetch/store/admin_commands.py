@@ -9,7 +9,7 @@ from typing import Literal
 
 from redis.client import Pipeline
 
-from rfetch.payload import Routing
+from rfetch.jobs.payload import Routing
 from rfetch.store.caps import cap_keys
 from rfetch.store.command_base import CommandBase, queue_script
 from rfetch.store.replies import FindReply

@@ -99,11 +99,11 @@ def connect_async(config: Config) -> redis.asyncio.Redis:
 
     ``min_replicas`` needs no connection here: the asyncio client writes those pushes
     through the threaded client's one push connection, where ``WAIT`` follows the write
-    (:class:`rfetch.async_client.AsyncClient`).
+    (:class:`rfetch.push.async_client.AsyncClient`).
 
     Raises:
         ConfigError: a malformed Sentinel URL; a Config with shards (give one shard's,
-            :func:`rfetch.shards.shard_config`).
+            :func:`rfetch.push.shards.shard_config`).
     """
     if config.shards:
         raise ConfigError("connect_async connects to one Redis: give one shard's Config")

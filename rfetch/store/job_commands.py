@@ -10,7 +10,7 @@ from typing import Literal
 
 from redis.client import Pipeline
 
-from rfetch.payload import Routing
+from rfetch.jobs.payload import Routing
 from rfetch.store.caps import cap_keys
 from rfetch.store.command_base import Client, CommandBase, Outcome, queue_script, text
 from rfetch.store.fetch_args import fetch_call

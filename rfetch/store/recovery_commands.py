@@ -5,7 +5,7 @@ stuck ordering keys released, locks deleted by their holder. Part of
 
 from __future__ import annotations
 
-from rfetch.payload import Routing
+from rfetch.jobs.payload import Routing
 from rfetch.store.caps import cap_keys
 from rfetch.store.command_base import CommandBase, text
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
-from rfetch.payload import Routing
+from rfetch.jobs.payload import Routing
 
 
 class Fetched(Protocol):

@@ -2,7 +2,7 @@
 
 Called by :meth:`rfetch.config.Config.validate`; each rule raises a ConfigError naming the
 setting. What the settings do: :mod:`rfetch.store.sentinel`, :mod:`rfetch.store.cluster`,
-:mod:`rfetch.replicas` and :mod:`rfetch.shards`.
+:mod:`rfetch.push.replicas` and :mod:`rfetch.push.shards`.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Literal
 
 from redis.client import Pipeline
 
-from rfetch.payload import Routing
+from rfetch.jobs.payload import Routing
 from rfetch.store.caps import cap_keys
 from rfetch.store.commands import Commands, queue_script
 

@@ -19,7 +19,7 @@ In your tests, push as the application does; the jobs do not reach Redis::
 With pytest, the fixtures ``rfetch_fake`` and ``rfetch_inline`` (from the ``rfetch`` pytest
 plugin, loaded when rfetch is installed) do the same for one test.
 
-Both modes register a *test mode* (:data:`rfetch.sink.INTERCEPTION`) that takes the write
+Both modes register a *test mode* (:data:`rfetch.push.sink.INTERCEPTION`) that takes the write
 of every Client, however and wherever it was built, sync or asyncio, in any thread: a
 client made by an application factory, a Django ``immediate_client()``, a batch's jobs.
 A Client's own sink still runs first, so a push inside a Django transaction reaches the

@@ -7,8 +7,8 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-from rfetch.job import Job
-from rfetch.payload import Payload
+from rfetch.jobs.job import Job
+from rfetch.jobs.payload import Payload
 
 TOLERANCE = 1.0
 """Seconds by which ``at`` and ``delay`` may differ (a push reads the clock more than once)."""

@@ -10,10 +10,10 @@ from typing import Any
 
 from rfetch.config import Config
 from rfetch.errors import UnknownJob
-from rfetch.job import Job
-from rfetch.payload import Payload, Routing
-from rfetch.push_buffer import BufferedJob
-from rfetch.sink import Send
+from rfetch.jobs.job import Job
+from rfetch.jobs.payload import Payload, Routing
+from rfetch.push.buffer import BufferedJob
+from rfetch.push.sink import Send
 from rfetch.testing import assertions
 from rfetch.testing.clock import FakeClock
 from rfetch.testing.retries import fail
@@ -22,7 +22,7 @@ from rfetch.testing.runner import JobRunner, find_job_class, read_job
 
 class FakeQueues:
     """Sidekiq::Testing.fake!'s queues: every pushed job, in memory, in push order, and the
-    dead set of a drain with retries. It is a test mode (:class:`rfetch.sink.TestMode`):
+    dead set of a drain with retries. It is a test mode (:class:`rfetch.push.sink.TestMode`):
     it keeps what Clients write and never calls Redis. Thread-safe.
 
     Args:

@@ -6,14 +6,14 @@ import time
 from collections.abc import Sequence
 
 from rfetch.config import Config
-from rfetch.payload import Payload
-from rfetch.push_buffer import BufferedJob
-from rfetch.sink import AsyncSend, Send
+from rfetch.jobs.payload import Payload
+from rfetch.push.buffer import BufferedJob
+from rfetch.push.sink import AsyncSend, Send
 from rfetch.testing.runner import JobRunner, read_job
 
 
 class InlineRunner:
-    """Sidekiq::Testing.inline!: a test mode (:class:`rfetch.sink.TestMode`) that runs
+    """Sidekiq::Testing.inline!: a test mode (:class:`rfetch.push.sink.TestMode`) that runs
     every pushed job at once, in the pushing thread, through the server middleware; a
     job's exception is raised by the push (a scheduled job runs at once too).
 

@@ -8,11 +8,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from rfetch.client import DEFAULT, Client
 from rfetch.config import Config
-from rfetch.job import Job
-from rfetch.payload import Payload
-from rfetch.sink import INTERCEPTION
+from rfetch.jobs.job import Job
+from rfetch.jobs.payload import Payload
+from rfetch.push.client import DEFAULT, Client
+from rfetch.push.sink import INTERCEPTION
 from rfetch.testing.clock import FakeClock
 from rfetch.testing.fake import FakeQueues
 from rfetch.testing.inline import InlineRunner

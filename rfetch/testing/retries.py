@@ -11,8 +11,8 @@ import random
 from typing import Literal
 
 from rfetch.config import Config
-from rfetch.job import Job
-from rfetch.payload import Payload
+from rfetch.jobs.job import Job
+from rfetch.jobs.payload import Payload
 from rfetch.worker.failure import mark_failed
 
 log = logging.getLogger("rfetch.testing")

@@ -9,10 +9,10 @@ from typing import Any, cast
 
 from rfetch.config import Config
 from rfetch.errors import UnknownJob
-from rfetch.job import Job
-from rfetch.middleware import run_coroutine, run_server_chain, run_server_chain_async
-from rfetch.payload import Payload
-from rfetch.push_buffer import BufferedJob
+from rfetch.jobs.job import Job
+from rfetch.jobs.middleware import run_coroutine, run_server_chain, run_server_chain_async
+from rfetch.jobs.payload import Payload
+from rfetch.push.buffer import BufferedJob
 
 
 def find_job_class(name: str) -> type[Job]:
@@ -49,8 +49,8 @@ class JobRunner:
     instance with its ``jid``, through ``config.server_middleware``, ``perform(*args)``.
 
     An async job (``async def perform``) goes through the async form of the chain
-    (:func:`rfetch.middleware.run_server_chain_async`): :meth:`run` runs it to its end on a
-    fresh event loop (:func:`rfetch.middleware.run_coroutine`), :meth:`arun` awaits it in
+    (:func:`rfetch.jobs.middleware.run_server_chain_async`): :meth:`run` runs it to its end on a
+    fresh event loop (:func:`rfetch.jobs.middleware.run_coroutine`), :meth:`arun` awaits it in
     the caller's loop.
 
     Args:

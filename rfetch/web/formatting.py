@@ -18,7 +18,7 @@ from markupsafe import Markup, escape
 from rfetch import formatting
 from rfetch.api import JobRecord
 from rfetch.formatting import DASH, safe_url
-from rfetch.stats import BUCKETS_MS
+from rfetch.observability.stats import BUCKETS_MS
 
 __all__ = ["DASH", "FILTERS", "entry_key", "parse_entry_key", "safe_url"]
 
@@ -45,7 +45,7 @@ def relative(at: float | None, now: float | None = None) -> str:
 
 def run_time(ms: float | None) -> str:
     """A percentile of the run-time histogram (milliseconds, an upper bound): ``≤ 5 ms``,
-    ``≤ 2 s``, ``> 1 h`` above the last bucket of :data:`rfetch.stats.BUCKETS_MS`."""
+    ``≤ 2 s``, ``> 1 h`` above the last bucket of :data:`rfetch.observability.stats.BUCKETS_MS`."""
     return formatting.run_time(ms, BUCKETS_MS[-1])
 
 

@@ -26,7 +26,7 @@ import threading
 from redis.exceptions import RedisError
 
 from rfetch.config import Config
-from rfetch.replicas import Replicated, ReplicaWait
+from rfetch.push.replicas import Replicated, ReplicaWait
 from rfetch.store.keys import Keys
 
 log = logging.getLogger("rfetch.worker")

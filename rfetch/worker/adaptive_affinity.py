@@ -1,7 +1,7 @@
 """Adaptive CPU affinity (``--cpu-affinity adaptive``, the default): a worker process on
 one CPU while that serves its jobs, on every allowed CPU while they get more done there.
 
-Why both (:mod:`rfetch.affinity`): on one CPU a GIL hand-off is a plain context switch, so
+Why both (:mod:`rfetch.worker.affinity`): on one CPU a GIL hand-off is a plain context switch, so
 a process of near-empty or I/O-bound jobs runs them faster there (2.2x the no-op drain on
 the 2-core VM); but C code that releases the GIL (hashlib or zlib on large inputs, numpy,
 Pillow) then no longer runs on several CPUs at once (0.5x), and a neighbour process that
@@ -38,9 +38,9 @@ from typing import Literal
 
 import psutil
 
-from rfetch.affinity import Placement, format_cpus, pin_threads
 from rfetch.errors import RfetchError
 from rfetch.guard import Reporter, ThreadGuard
+from rfetch.worker.affinity import Placement, format_cpus, pin_threads
 
 log = logging.getLogger("rfetch.affinity")
 
@@ -179,7 +179,7 @@ class AdaptiveAffinity:
     every allowed CPU by :class:`AffinityPolicy`.
 
     Args:
-        placement: what :func:`rfetch.affinity.apply` did with ``adaptive`` (pinned, with
+        placement: what :func:`rfetch.worker.affinity.apply` did with ``adaptive`` (pinned, with
             the CPUs allowed before).
         saturated: whether the process is saturated now (a fetched job waits for a thread,
             or every thread is busy): :meth:`rfetch.worker.manager.Manager.saturated`.

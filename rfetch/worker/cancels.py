@@ -27,9 +27,9 @@ from collections.abc import Callable
 from redis import Redis
 
 from rfetch.errors import JobCancelled
-from rfetch.limits import CANCEL_TTL, read_cancel_mark
-from rfetch.payload import Payload
-from rfetch.stats import Stats
+from rfetch.jobs.job_control import CANCEL_TTL, read_cancel_mark
+from rfetch.jobs.payload import Payload
+from rfetch.observability.stats import Stats
 from rfetch.store.keys import Keys
 from rfetch.worker.job_run import JobRun
 from rfetch.worker.reporting import ErrorReporter

@@ -13,13 +13,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rfetch.errors import InvalidJob
-from rfetch.payload import Payload, Routing, loads
+from rfetch.jobs.payload import Payload, Routing, loads
 from rfetch.worker.job_run import JobRun
 from rfetch.worker.steps import Step
 from rfetch.worker.unit import UnitOfWork
 
 if TYPE_CHECKING:
-    from rfetch.job import Job
+    from rfetch.jobs.job import Job
     from rfetch.worker.retry import JobRetry
 
 COALESCE_MAX = 1000

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from redis import Redis
 
 from rfetch.config import Config
-from rfetch.log_context import JobContext
-from rfetch.stats import Stats
+from rfetch.observability.log_context import JobContext
+from rfetch.observability.stats import Stats
 from rfetch.store.commands import Commands
 from rfetch.store.keys import Keys
 from rfetch.worker.reporting import ErrorReporter

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from rfetch.durable.checkpoint import Hold
 from rfetch.errors import CheckpointRefused, JobInterrupted
-from rfetch.payload import Payload
+from rfetch.jobs.payload import Payload
 from rfetch.store.checkpoint_commands import CheckpointCommands
 from rfetch.store.connection import REDIS_DOWN
 from rfetch.worker.job_run import JobRun
@@ -18,7 +18,7 @@ from rfetch.worker.steps import Step
 from rfetch.worker.unit import UnitOfWork
 
 if TYPE_CHECKING:
-    from rfetch.job import Job
+    from rfetch.jobs.job import Job
 
 log = logging.getLogger("rfetch.job")
 

@@ -5,7 +5,7 @@ private lists, acknowledgements and retries as the threads' jobs); the pool runs
 ``config.async_concurrency`` of them at once as tasks of its loop, the others waiting in
 order. Each running job is one entry of the shared :class:`WorkState`, marked as a loop
 slot's, so the heartbeat, the busy count and the shutdown wait see async jobs as they see
-threads, and the published figures count them apart (:mod:`rfetch.capacity`).
+threads, and the published figures count them apart (:mod:`rfetch.worker.capacity`).
 
 Shutdown (TERM): the launcher waits up to ``shutdown_timeout`` for running jobs; then
 :meth:`AsyncPool.cancel` cancels the async jobs still running (their ``perform`` gets
@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Sequence
 
 from rfetch.errors import InvalidJob
-from rfetch.payload import loads
+from rfetch.jobs.payload import loads
 from rfetch.worker.context import WorkerContext
 from rfetch.worker.processor import Handled, Processor
 from rfetch.worker.registry import Registry

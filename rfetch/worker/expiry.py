@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from rfetch.payload import Payload, epoch_seconds
+from rfetch.jobs.payload import Payload, epoch_seconds
 from rfetch.store.workflow_commands import Ending
 from rfetch.worker.context import WorkerContext
 from rfetch.worker.job_run import JobRun

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rfetch.config import Config
-from rfetch.job import Job
-from rfetch.payload import Payload
+from rfetch.jobs.job import Job
+from rfetch.jobs.payload import Payload
 
 log = logging.getLogger("rfetch.retry")
 

@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from rfetch.payload import Routing
+from rfetch.jobs.payload import Routing
 from rfetch.worker.context import WorkerContext
 from rfetch.worker.outcome import settle_recorded
 from rfetch.worker.private_lists import PrivateLists

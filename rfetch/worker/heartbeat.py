@@ -12,7 +12,7 @@ trip itself and skips the work hashes while no thread is busy, so an idle proces
 about one command per second for its heartbeat.
 
 ``concurrency`` and ``busy`` count the processor threads and the event loop's slots alike
-(:mod:`rfetch.capacity`), so busy never exceeds concurrency; ``concurrency`` is written in
+(:mod:`rfetch.worker.capacity`), so busy never exceeds concurrency; ``concurrency`` is written in
 ``info`` (read by Sidekiq 7 and 8.0) and as a hash field (read by Sidekiq 8.1.2+).
 
 The pipeline is not a transaction: when Redis refuses some of its commands (``OOM`` at
@@ -36,9 +36,9 @@ from typing import Any
 from redis.client import Pipeline
 from redis.typing import EncodableT, FieldT
 
-from rfetch.capacity import Capacity
 from rfetch.guard import ThreadGuard
 from rfetch.version import __version__
+from rfetch.worker.capacity import Capacity
 from rfetch.worker.context import WorkerContext
 from rfetch.worker.host import own_stamp
 from rfetch.worker.unit import UnitOfWork

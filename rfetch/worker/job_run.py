@@ -6,9 +6,9 @@ import time
 from dataclasses import dataclass, field
 
 from rfetch.errors import UnknownJob
-from rfetch.job import Job
-from rfetch.limits import JobControl
-from rfetch.payload import Payload
+from rfetch.jobs.job import Job
+from rfetch.jobs.job_control import JobControl
+from rfetch.jobs.payload import Payload
 from rfetch.worker.unit import UnitOfWork
 
 

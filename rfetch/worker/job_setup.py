@@ -11,7 +11,7 @@ from rfetch.worker.steps import Step
 from rfetch.workflow.progress import ProgressWriter
 
 if TYPE_CHECKING:
-    from rfetch.job import Job
+    from rfetch.jobs.job import Job
 
 
 class BatchContext(Step):

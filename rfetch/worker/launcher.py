@@ -35,10 +35,9 @@ from typing import Any
 
 from redis import Redis
 
-from rfetch.capacity import Capacity
 from rfetch.config import Config
 from rfetch.formatting import safe_url
-from rfetch.log_context import JobContext
+from rfetch.observability.log_context import JobContext
 from rfetch.periodic.assembly import leader_service
 from rfetch.periodic.current import CURRENT
 from rfetch.store.connection import connect
@@ -47,14 +46,15 @@ from rfetch.version import __version__
 from rfetch.worker.ack_replicas import AckReplicas
 from rfetch.worker.acks import DeferredAcks
 from rfetch.worker.cancels import CancelMarks
+from rfetch.worker.capacity import Capacity
 from rfetch.worker.context import WorkerContext
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.heartbeat import Heartbeat, make_identity
 from rfetch.worker.manager import Manager
+from rfetch.worker.orphan_recovery import OrphanRecovery
 from rfetch.worker.pausing import PauseWatcher
 from rfetch.worker.preflight import warn_about_redis
 from rfetch.worker.processor import Processor
-from rfetch.worker.recovery import OrphanRecovery
 from rfetch.worker.registry import Registry
 from rfetch.worker.retry import JobRetry
 from rfetch.worker.scheduled import Poller
@@ -86,7 +86,7 @@ class Hosting:
             False when a :class:`rfetch.worker.shards.ShardedLauncher` owns them and
             forwards each signal to :attr:`Launcher.events`.
         job_context: marks the running job for the application's log records (the one
-            :func:`rfetch.logs.setup_logging` filters with; default: a new one).
+            :func:`rfetch.observability.logs.setup_logging` filters with; default: a new one).
     """
 
     supervision: Supervision | None = None

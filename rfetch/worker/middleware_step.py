@@ -1,4 +1,4 @@
-"""The user's server middleware (``Config.server_middleware``, :mod:`rfetch.middleware`)
+"""The user's server middleware (``Config.server_middleware``, :mod:`rfetch.jobs.middleware`)
 as the innermost server step: it wraps ``perform`` only, inside every built-in step, so
 it never sees a job that expired or was cancelled before it started, and sees the
 exceptions ``perform`` raises (an over-limit, a cancel) before the steps handle them."""
@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rfetch.config import Config
-from rfetch.middleware import run_server_chain, run_server_chain_async
+from rfetch.jobs.middleware import run_server_chain, run_server_chain_async
 from rfetch.worker.job_run import JobRun
 from rfetch.worker.steps import AsyncPerform, Perform, Step
 
 if TYPE_CHECKING:
-    from rfetch.job import Job
+    from rfetch.jobs.job import Job
 
 
 class ServerChain(Step):

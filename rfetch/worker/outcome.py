@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rfetch.errors import ArgsNotSerializable, ResultNotSerializable
-from rfetch.payload import check_args
+from rfetch.jobs.payload import check_args
 from rfetch.store.connection import REDIS_DOWN
 from rfetch.store.workflow_commands import Ending, WorkflowCommands
 from rfetch.worker.unit import UnitOfWork

@@ -19,9 +19,9 @@ import time
 from typing import TYPE_CHECKING
 
 from rfetch.errors import OverLimit
+from rfetch.jobs.payload import Payload, dumps
 from rfetch.limiter.spec import default_backoff
-from rfetch.payload import Payload, dumps
-from rfetch.stats import Stats
+from rfetch.observability.stats import Stats
 from rfetch.store.keys import Keys
 from rfetch.worker.job_run import JobRun
 from rfetch.worker.steps import Step

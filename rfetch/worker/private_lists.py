@@ -18,7 +18,7 @@ from typing import Literal
 
 from redis.client import Pipeline
 
-from rfetch.payload import Routing
+from rfetch.jobs.payload import Routing
 from rfetch.store.commands import Outcome
 from rfetch.store.connection import REDIS_DOWN
 from rfetch.worker.context import WorkerContext

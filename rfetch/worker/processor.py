@@ -12,10 +12,10 @@ from collections.abc import Awaitable, Callable
 from typing import Literal, cast
 
 from rfetch.errors import InvalidJob, JobCancelled
-from rfetch.job import Job
-from rfetch.limits import JobControl, timeout_of
-from rfetch.logs import JobLog
-from rfetch.payload import loads
+from rfetch.jobs.job import Job
+from rfetch.jobs.job_control import JobControl, timeout_of
+from rfetch.jobs.payload import loads
+from rfetch.observability.logs import JobLog
 from rfetch.worker.context import WorkerContext
 from rfetch.worker.job_run import JobRun
 from rfetch.worker.registry import Registry
@@ -38,7 +38,7 @@ class Processor:
     coalescing, ..., the user's server middleware innermost), then acknowledge (success)
     or hand the failure to :class:`JobRetry`.
 
-    Each execution gets a :class:`~rfetch.limits.JobControl` (its time limit, from the
+    Each execution gets a :class:`~rfetch.jobs.job_control.JobControl` (its time limit, from the
     payload's ``timeout`` or ``config.job_timeout``, and its cancel flag), registered in
     the context's ``work`` for the timekeeper under its thread's id (an async job's: its
     task's slot). A job raising ``rfetch.JobCancelled`` is recorded as cancelled (never

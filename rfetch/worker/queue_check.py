@@ -8,7 +8,7 @@ import difflib
 import logging
 from collections.abc import Iterable
 
-from rfetch.job import Job
+from rfetch.jobs.job import Job
 
 log = logging.getLogger("rfetch.registry")
 

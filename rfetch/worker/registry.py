@@ -18,7 +18,7 @@ from types import ModuleType
 
 from rfetch.config import Config
 from rfetch.errors import ConfigError, DuplicateJobName, RequireFailed
-from rfetch.job import Job
+from rfetch.jobs.job import Job
 
 log = logging.getLogger("rfetch.registry")
 

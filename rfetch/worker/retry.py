@@ -17,8 +17,8 @@ import time
 
 from rfetch.config import Config
 from rfetch.errors import InvalidJob, OverLimit
-from rfetch.job import Job
-from rfetch.payload import Payload, dumps, loads
+from rfetch.jobs.job import Job
+from rfetch.jobs.payload import Payload, dumps, loads
 from rfetch.store.keys import Keys
 from rfetch.store.workflow_commands import Ending
 from rfetch.worker import overlimit
@@ -53,7 +53,7 @@ __all__ = [  # the retry arithmetic lives in rfetch.worker.failure; its names st
 def attempts_id(raw: bytes, job: Payload | None) -> str:
     """The name under which rfetch's own failures on a job are counted: its jid when the
     payload carries one, else ``sha1-<hex digest of the payload>`` (a jid that
-    :func:`rfetch.payload.loads` made up differs at every parse)."""
+    :func:`rfetch.jobs.payload.loads` made up differs at every parse)."""
     if job is not None and job["jid"].encode() in raw:
         return str(job["jid"])
     return "sha1-" + hashlib.sha1(raw).hexdigest()

@@ -24,12 +24,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from rfetch.capacity import Busy, Capacity
 from rfetch.config import Config
 from rfetch.formatting import safe_url
 from rfetch.jobs.schedule import Schedule
-from rfetch.log_context import JobContext
-from rfetch.shards import queues_by_shard, shard_config, shard_of
+from rfetch.observability.log_context import JobContext
+from rfetch.push.shards import queues_by_shard, shard_config, shard_of
+from rfetch.worker.capacity import Busy, Capacity
 from rfetch.worker.launcher import HANDLED_SIGNALS, Hosting, Launcher
 from rfetch.worker.registry import Registry
 

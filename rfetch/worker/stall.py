@@ -15,7 +15,7 @@ import logging
 
 from rfetch.config import Config
 from rfetch.errors import InvalidJob
-from rfetch.payload import describe, loads
+from rfetch.jobs.payload import describe, loads
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.unit import UnitOfWork
 

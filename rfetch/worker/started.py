@@ -10,7 +10,7 @@ one HSET, overwriting the slot's previous job, so the hash has at most ``concurr
 async_concurrency`` fields and needs no clean-up per job. The mark is written before
 ``perform`` is called: a job that kills its process at once has been marked.
 
-Recovery (:meth:`rfetch.worker.recovery.OrphanRecovery.reap`) reads the hash once per
+Recovery (:meth:`rfetch.worker.orphan_recovery.OrphanRecovery.reap`) reads the hash once per
 dead process: a job whose payload is in it is counted, one whose payload is not is pushed
 back without counting.
 """

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 
 from rfetch.guard import ThreadGuard
-from rfetch.limits import Verdict, read_cancel_mark
+from rfetch.jobs.job_control import Verdict, read_cancel_mark
 from rfetch.store.connection import REDIS_DOWN
 from rfetch.worker.context import WorkerContext
 from rfetch.worker.retry import JobRetry

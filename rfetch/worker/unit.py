@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rfetch.payload import Routing
+from rfetch.jobs.payload import Routing
 from rfetch.store.commands import Outcome
 
 if TYPE_CHECKING:

@@ -11,12 +11,12 @@ import threading
 import time
 from typing import TYPE_CHECKING, NamedTuple
 
-from rfetch.capacity import Busy
+from rfetch.worker.capacity import Busy
 
 if TYPE_CHECKING:
-    from rfetch.job import Job
-    from rfetch.limits import JobControl
-    from rfetch.payload import Payload
+    from rfetch.jobs.job import Job
+    from rfetch.jobs.job_control import JobControl
+    from rfetch.jobs.payload import Payload
     from rfetch.worker.unit import UnitOfWork
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rfetch.client import DEFAULT, Client
 from rfetch.errors import ConfigError
-from rfetch.signature import Signature
+from rfetch.jobs.signature import Signature
+from rfetch.push.client import DEFAULT, Client
 from rfetch.workflow.depend import CHAIN_RESULT_TTL, push_dependents
 
 

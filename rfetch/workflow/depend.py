@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rfetch.client import Client
 from rfetch.errors import ConfigError
-from rfetch.payload import dumps, new_jid
-from rfetch.sink import INTERCEPTION
+from rfetch.jobs.payload import dumps, new_jid
+from rfetch.push.client import Client
+from rfetch.push.sink import INTERCEPTION
 from rfetch.store.workflow_commands import Dependent, WorkflowCommands
 
 CHAIN_RESULT_TTL = 24 * 3600

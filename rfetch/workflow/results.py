@@ -15,8 +15,8 @@ import time
 from typing import Any
 
 from rfetch.api import Api
-from rfetch.client import DEFAULT, Client
 from rfetch.errors import ConfigError, ResultTimeout, UnknownResult
+from rfetch.push.client import DEFAULT, Client
 from rfetch.workflow.record import Record, read_record
 
 
@@ -25,7 +25,7 @@ def _client(client: Client | None) -> Client:
     if len(found.deliveries) > 1:
         raise ConfigError(
             "rfetch.result reads one Redis, and this client has shards: pass a Client of the "
-            "job's shard (rfetch.shards.shard_config)"
+            "job's shard (rfetch.push.shards.shard_config)"
         )
     return found
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 import rfetch
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from tests.support.chaos import Fleet
 from tests.support.redis_server import RedisServer
 from tests.support.workers import JOBS_DIR

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 import rfetch
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from tests.support.chaos import Evidence, Fleet, leftovers
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
@@ -98,7 +98,7 @@ def test_jobs_pushed_while_redis_is_down_are_delivered_and_run(
 
 APP = """
 import json, sys
-from rfetch.client import Client
+from rfetch.push.client import Client
 from rfetch.config import Config
 
 client = Client(Config(redis_url=sys.argv[1], push_spool=sys.argv[2], push_exit_timeout=0.5,

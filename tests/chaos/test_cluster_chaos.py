@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from tests.support.chaos import Evidence, Fleet
 from tests.support.cluster import ClusterSet
 

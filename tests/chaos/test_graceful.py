@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 import redis
 
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from rfetch.worker.launcher import HANDLED_SIGNALS, Launcher
 from rfetch.worker.registry import Registry
 from tests.support.chaos import (

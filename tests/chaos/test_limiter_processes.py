@@ -19,9 +19,9 @@ import pytest
 import redis
 
 import rfetch
-from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.errors import OverLimit
+from rfetch.push.client import Client
 from tests.support.limiter_evidence import max_overlap, window_counts
 from tests.support.record import Record
 from tests.support.redis_server import RedisServer

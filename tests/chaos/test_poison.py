@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from tests.support.chaos import Evidence, Fleet, leftovers, private_lists
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.worker.recovery import recovery_bound
+from rfetch.push.client import Client
+from rfetch.worker.orphan_recovery import recovery_bound
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
 from tests.support.workers import WorkerProcess

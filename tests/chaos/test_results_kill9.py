@@ -15,8 +15,8 @@ import pytest
 import redis
 
 import rfetch
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from tests.jobs.chaos_jobs import Square
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for

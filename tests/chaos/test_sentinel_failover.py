@@ -32,8 +32,8 @@ from pathlib import Path
 import pytest
 from redis.sentinel import Sentinel
 
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from tests.support.chaos import Evidence, Fleet
 from tests.support.sentinel import MASTER_NAME, SentinelSet
 from tests.support.wait import wait_for

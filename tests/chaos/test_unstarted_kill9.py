@@ -25,8 +25,8 @@ from types import ModuleType
 import pytest
 
 import rfetch
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from tests.chaos.test_batch_chaos import BatchEvidence
 from tests.support.chaos import Evidence, Fleet
 from tests.support.redis_server import RedisServer

@@ -8,10 +8,10 @@ import contextlib
 from django.db import connection, transaction
 from django.test import TransactionTestCase
 
-from rfetch.client import DEFAULT, Client
 from rfetch.integrations.django.apps import app_config
 from rfetch.integrations.django.outbox import OutboxSink
 from rfetch.outbox.service import build_relay
+from rfetch.push.client import DEFAULT, Client
 from tests.django_app.jobs import WelcomeSignup
 from tests.django_app.models import Signup
 from tests.django_app.tests import queued_jids, redis_client

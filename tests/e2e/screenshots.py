@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.stats import BUCKETS_MS
+from rfetch.observability.stats import BUCKETS_MS
+from rfetch.push.client import Client
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, browser_missing
 from tests.support.redis_server import RedisServer
 from tests.support.web import WebProcess

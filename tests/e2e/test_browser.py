@@ -9,8 +9,8 @@ from typing import Any
 
 import redis
 
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from rfetch.web.formatting import DASH
 from tests.support.redis_server import RedisServer
 from tests.support.seed import jid_of

@@ -25,9 +25,9 @@ from rfetch.api import (
     JobRecord,
     ProcessNotFound,
 )
-from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.stats import BUCKETS_MS
+from rfetch.observability.stats import BUCKETS_MS
+from rfetch.push.client import Client
 from rfetch.store.keys import Keys
 from tests.support.redis_server import RedisServer
 from tests.support.ruby import needs_ruby, ruby

@@ -14,7 +14,7 @@ import redis
 import rfetch
 from rfetch import testing
 from rfetch.config import Config
-from rfetch.payload import Payload
+from rfetch.jobs.payload import Payload
 from tests.support.aio import run_async
 from tests.support.redis_server import RedisServer
 
@@ -45,9 +45,9 @@ async def notify(user_id: int) -> None:
 @pytest.fixture(autouse=True)
 def _client(config: Config) -> Any:
     EVENTS.clear()
-    previous = rfetch.client.DEFAULT.swap(rfetch.Client(config))
+    previous = rfetch.push.client.DEFAULT.swap(rfetch.Client(config))
     yield
-    rfetch.client.DEFAULT.swap(previous)
+    rfetch.push.client.DEFAULT.swap(previous)
 
 
 def jobs(r: redis.Redis, key: str) -> list[Payload]:

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from tests.support.record import Record
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for

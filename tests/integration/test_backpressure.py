@@ -14,9 +14,9 @@ import time
 import pytest
 import redis
 
-from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.errors import BulkPushError, ConfigError, QueueFull
+from rfetch.push.client import Client
 from tests.support.aio import run_async
 from tests.support.gate_worker import RAN, Step, Worker
 

@@ -17,8 +17,8 @@ import pytest
 import redis
 
 import rfetch
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from tests.support.record import Record
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for

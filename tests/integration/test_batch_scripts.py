@@ -11,9 +11,9 @@ import pytest
 import redis
 
 import rfetch
-from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.payload import Routing
+from rfetch.jobs.payload import Routing
+from rfetch.push.client import Client
 from rfetch.store.commands import Commands
 from rfetch.store.keys import Keys
 from tests.support.redis_server import RedisServer

@@ -16,7 +16,7 @@ import pytest
 import redis
 
 import rfetch
-from rfetch.client import DEFAULT
+from rfetch.push.client import DEFAULT
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
 from tests.support.workers import FAST_ENV, JOBS_DIR, WorkerProcess

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import redis
 
-from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.errors import BulkPushError
+from rfetch.push.client import Client
 from tests.support.aio import run_async
 from tests.support.redis_server import RedisServer
 

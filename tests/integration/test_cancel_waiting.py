@@ -19,7 +19,7 @@ from click.testing import CliRunner
 import rfetch
 from rfetch.api import Api
 from rfetch.cli import main
-from rfetch.client import DEFAULT
+from rfetch.push.client import DEFAULT
 from tests.support.redis_server import RedisServer
 from tests.support.swarm import Records
 from tests.support.wait import wait_for

@@ -14,12 +14,12 @@ import pytest
 import redis
 
 import rfetch
-from rfetch.client import DEFAULT, Client
 from rfetch.config import Config
 from rfetch.errors import ArgsNotSerializable, ConfigError, PayloadTooLarge
-from rfetch.payload import Payload
-from rfetch.push_buffer import BufferedJob
-from rfetch.sink import Send
+from rfetch.jobs.payload import Payload
+from rfetch.push.buffer import BufferedJob
+from rfetch.push.client import DEFAULT, Client
+from rfetch.push.sink import Send
 from tests.support.redis_server import RedisServer
 
 SIDEKIQ_FIELDS = ["retry", "queue", "class", "args", "jid", "created_at", "enqueued_at"]

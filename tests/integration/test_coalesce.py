@@ -15,7 +15,7 @@ import redis
 import rfetch
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError
-from rfetch.job import RetryDecision
+from rfetch.jobs.job import RetryDecision
 from tests.support.gate_worker import Worker, holder, make_due, queue_jids, running, waiting
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import redis
 
-from rfetch.payload import Routing
+from rfetch.jobs.payload import Routing
 from rfetch.store.commands import Commands
 from rfetch.store.keys import Keys
 from rfetch.store.replies import Outgoing

@@ -15,9 +15,9 @@ import pytest
 import redis
 
 import rfetch
-from rfetch.client import Client
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError
+from rfetch.push.client import Client
 from tests.support.gate_worker import FAIL, RAN, Step, Worker, holder, make_due, running
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for

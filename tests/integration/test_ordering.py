@@ -19,7 +19,7 @@ import redis
 from rfetch.api import Api
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError
-from rfetch.job import RetryDecision
+from rfetch.jobs.job import RetryDecision
 from rfetch.store.keys import Keys
 from rfetch.worker.registry import Registry
 from rfetch.worker.unit import UnitOfWork

@@ -16,13 +16,13 @@ import pytest
 import redis
 
 import rfetch
-from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.delivery import outgoing
 from rfetch.outbox.connection import connect
 from rfetch.outbox.relay import Relay, RelaySettings
 from rfetch.outbox.service import build_relay
-from rfetch.push_buffer import BufferedJob
+from rfetch.push.buffer import BufferedJob
+from rfetch.push.client import Client
+from rfetch.push.delivery import outgoing
 from tests.support.outbox import mysql_database, pg_database, pg_url, rows, sqlite_url
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
@@ -33,9 +33,9 @@ __all__ = ["mysql_database", "pg_database", "pg_url", "sqlite_url"]
 @pytest.fixture
 def client(config: Config) -> Iterator[Client]:
     client = Client(config)
-    previous = rfetch.client.DEFAULT.swap(client)
+    previous = rfetch.push.client.DEFAULT.swap(client)
     yield client
-    rfetch.client.DEFAULT.swap(previous)
+    rfetch.push.client.DEFAULT.swap(previous)
 
 
 def queued_jids(r: redis.Redis, queue: str = "default") -> list[str]:

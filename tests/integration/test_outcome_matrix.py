@@ -24,7 +24,7 @@ import redis
 
 import rfetch
 from rfetch.api import Api
-from rfetch.client import DEFAULT
+from rfetch.push.client import DEFAULT
 from tests.support.matrix import DRIVERS, LONG, Cell, Driver, dead_class, in_set
 from tests.support.record import Record
 from tests.support.redis_server import RedisServer

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 import redis
 
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from rfetch.store.keys import Keys
 from rfetch.worker.launcher import Launcher
-from rfetch.worker.recovery import POISON_ERROR_CLASS, OrphanRecovery
+from rfetch.worker.orphan_recovery import POISON_ERROR_CLASS, OrphanRecovery
 from rfetch.worker.registry import Registry
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for

@@ -17,7 +17,7 @@ import pytest
 
 import rfetch
 from rfetch.config import Config
-from rfetch.replicas import WaitCommand, server_version
+from rfetch.push.replicas import WaitCommand, server_version
 from rfetch.worker.ack_replicas import AckReplicas
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for

@@ -17,12 +17,12 @@ from collections.abc import Callable
 import pytest
 import redis
 
-from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.stats import Stats
+from rfetch.observability.stats import Stats
+from rfetch.push.client import Client
 from rfetch.worker.context import WorkerContext
 from rfetch.worker.heartbeat import Heartbeat, make_identity
-from rfetch.worker.recovery import recovery_bound
+from rfetch.worker.orphan_recovery import recovery_bound
 from tests.support.record import Record
 from tests.support.redis_server import RedisServer, free_port
 from tests.support.wait import wait_for

@@ -20,9 +20,9 @@ import pytest
 import redis
 
 import rfetch
-from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.job import RetryDecision
+from rfetch.jobs.job import RetryDecision
+from rfetch.push.client import Client
 from rfetch.worker.retry import decompress_backtrace
 from tests.support.gate_worker import Worker, make_due, running
 from tests.support.redis_server import RedisServer

@@ -120,7 +120,7 @@ def test_a_failure_redis_refuses_to_record_ends_in_the_dead_set_with_the_error(
 
 
 # 1010: orjson parses it (1,024 levels) but the encoders cannot write it back; beyond
-# rfetch's own limit (rfetch.payload.MAX_NESTING, 512) it is invalid before it runs.
+# rfetch's own limit (rfetch.jobs.payload.MAX_NESTING, 512) it is invalid before it runs.
 @pytest.mark.parametrize("depth", [1010, 1500, 100_000])
 def test_json_nested_deeper_than_the_parser_goes_to_the_dead_set_as_it_was(
     worker: WorkerProcess, r: redis.Redis, record: Record, depth: int

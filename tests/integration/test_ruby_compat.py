@@ -15,9 +15,9 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from rfetch.client import Client
 from rfetch.config import Config
-from rfetch.payload import epoch_seconds, new_jid
+from rfetch.jobs.payload import epoch_seconds, new_jid
+from rfetch.push.client import Client
 from tests.support.record import Record
 from tests.support.redis_server import RedisServer
 from tests.support.ruby import needs_ruby, ruby
@@ -246,7 +246,7 @@ def test_sidekiq_8_millisecond_timestamps(
     worker: WorkerProcess, r: redis.Redis, record: Record
 ) -> None:
     """A job pushed in Sidekiq 8's form (integer epoch milliseconds) runs, and its times read
-    as epoch seconds through ``rfetch.payload.epoch_seconds``, also after a retry."""
+    as epoch seconds through ``rfetch.jobs.payload.epoch_seconds``, also after a retry."""
     now_ms = int(time.time() * 1000)
     hard = {
         "retry": True,

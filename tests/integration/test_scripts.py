@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import pytest
 import redis
 
-from rfetch.client import Client
 from rfetch.config import Config, QueueSpec
-from rfetch.payload import Routing, loads
+from rfetch.jobs.payload import Routing, loads
+from rfetch.push.client import Client
 from rfetch.store.commands import Commands
 from rfetch.store.keys import Keys
 from rfetch.worker.context import WorkerContext

@@ -24,11 +24,11 @@ from click.testing import CliRunner
 
 import rfetch
 from rfetch.cli import main
-from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.integrations.sentry import SentryErrorHandler
 from rfetch.jobs.schedule import Schedule
 from rfetch.periodic.jobs import PeriodicJobBuilder
+from rfetch.push.client import Client
 from rfetch.worker.registry import Registry
 from tests.support.gate_worker import Launch, Worker, running
 from tests.support.redis_server import RedisServer

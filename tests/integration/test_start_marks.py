@@ -10,8 +10,8 @@ from typing import Any, cast
 
 import redis
 
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from rfetch.store.keys import Keys
 from rfetch.worker.started import StartMarks
 from rfetch.worker.unit import UnitOfWork

@@ -6,7 +6,7 @@ import time
 
 import redis
 
-from rfetch.stats import BUCKETS_MS, Stats
+from rfetch.observability.stats import BUCKETS_MS, Stats
 from rfetch.store.keys import Keys
 
 

@@ -22,8 +22,8 @@ from typing import Any, cast
 import pytest
 import redis
 
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from rfetch.version import __version__
 from tests.support.record import Record
 from tests.support.redis_server import RedisServer

@@ -14,8 +14,8 @@ import json
 import pytest
 import redis
 
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
 from tests.support.worker_fixtures import StartWorker, WorkerDefaults

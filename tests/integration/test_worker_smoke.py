@@ -10,8 +10,8 @@ from pathlib import Path
 
 import redis
 
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from tests.support.gate_worker import make_due
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for

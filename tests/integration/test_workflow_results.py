@@ -17,7 +17,7 @@ import rfetch
 from rfetch.api import Api
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError, JobDied, ResultNotSerializable, ResultTimeout, UnknownResult
-from rfetch.job import RetryDecision
+from rfetch.jobs.job import RetryDecision
 from tests.support.gate_worker import Worker, running
 from tests.support.redis_server import RedisServer
 

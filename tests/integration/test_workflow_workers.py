@@ -13,8 +13,8 @@ from werkzeug.test import Client as WebClient
 
 import rfetch
 from rfetch.api import Api
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from rfetch.web import WebApp
 from tests.jobs.chaos_jobs import FailsTwice, Reporter
 from tests.support.redis_server import RedisServer

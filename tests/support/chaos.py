@@ -22,8 +22,8 @@ from pathlib import Path
 
 import redis
 
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
 from tests.support.workers import FAST_ENV, WorkerProcess

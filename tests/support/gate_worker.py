@@ -26,14 +26,14 @@ import pytest
 import redis
 
 import rfetch
-from rfetch.client import Client
 from rfetch.config import Config, QueueSpec
-from rfetch.job import RetryDecision
+from rfetch.jobs.job import RetryDecision
+from rfetch.push.client import Client
 from rfetch.store.connection import connect
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.launcher import Launcher
 from rfetch.worker.manager import Manager
-from rfetch.worker.recovery import OrphanRecovery
+from rfetch.worker.orphan_recovery import OrphanRecovery
 from rfetch.worker.registry import Registry
 from rfetch.worker.unit import UnitOfWork
 from tests.support.redis_server import RedisServer

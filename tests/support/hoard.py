@@ -11,8 +11,8 @@ from pathlib import Path
 
 import redis
 
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from rfetch.store.keys import Keys
 from tests.support.workers import WorkerProcess
 

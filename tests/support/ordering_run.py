@@ -19,8 +19,8 @@ from pathlib import Path
 
 import redis
 
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from tests.support.ordering_check import OrderReport, check_order, read_runs
 from tests.support.workers import FAST_ENV, WorkerProcess
 

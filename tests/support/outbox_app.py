@@ -16,9 +16,9 @@ import sys
 import uuid
 
 import rfetch
-from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.outbox.connection import connect
+from rfetch.push.client import Client
 
 ROLLBACK = 0.2
 """The share of transactions rolled back."""

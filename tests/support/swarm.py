@@ -6,7 +6,7 @@ from __future__ import annotations
 import psutil
 import redis
 
-from rfetch.payload import loads
+from rfetch.jobs.payload import loads
 from tests.support.record import Record
 
 Records = Record

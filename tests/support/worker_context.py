@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, cast
 
 from rfetch.config import Config
-from rfetch.log_context import JobContext
-from rfetch.stats import Stats
+from rfetch.observability.log_context import JobContext
+from rfetch.observability.stats import Stats
 from rfetch.store.keys import Keys
 from rfetch.worker.context import WorkerContext
 from rfetch.worker.reporting import ErrorReporter

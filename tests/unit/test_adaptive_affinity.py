@@ -12,7 +12,6 @@ import threading
 
 import pytest
 
-from rfetch.affinity import Placement
 from rfetch.errors import RfetchError
 from rfetch.worker.adaptive_affinity import (
     AdaptiveAffinity,
@@ -23,6 +22,7 @@ from rfetch.worker.adaptive_affinity import (
     start,
     tree_cpu,
 )
+from rfetch.worker.affinity import Placement
 
 TUNING = Tuning(probe_after=2, probe_max=8, gain=1.3)
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from rfetch import affinity
 from rfetch.config import Config
 from rfetch.errors import ConfigError
+from rfetch.worker import affinity
 
 
 @pytest.mark.parametrize(
@@ -140,7 +140,7 @@ def test_a_refused_pin_gives_the_threads_back_and_frees_the_slot(
 
 MOVE_THREADS = """
 import json, os, sys, threading
-from rfetch.affinity import pin_threads
+from rfetch.worker.affinity import pin_threads
 stop = threading.Event()
 threads = [threading.Thread(target=stop.wait) for _ in range(3)]
 for thread in threads:

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import pytest
 
-from rfetch.job import Job
+from rfetch.jobs.job import Job
 from rfetch.worker.event_loop import AsyncPool
 from rfetch.worker.registry import Registry
 from rfetch.worker.unit import UnitOfWork

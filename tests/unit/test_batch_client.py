@@ -10,11 +10,11 @@ import pytest
 
 import rfetch
 from rfetch.batch.callbacks import callback_fields
-from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.errors import ArgsMismatch, BatchError, ConfigError
-from rfetch.payload import Routing
+from rfetch.jobs.payload import Routing
 from rfetch.push.batch_context import collecting
+from rfetch.push.client import Client
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.errors import ArgsNotSerializable
+from rfetch.push.client import Client
 
 OPTION_SETS: list[dict[str, Any]] = [
     {},

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import rfetch
-from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.errors import ArgsMismatch, ConfigError
+from rfetch.push.client import Client
 
 
 @pytest.fixture(autouse=True)

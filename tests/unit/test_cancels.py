@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rfetch.limits import CANCEL_TTL, cancel_mark
-from rfetch.stats import Stats
+from rfetch.jobs.job_control import CANCEL_TTL, cancel_mark
+from rfetch.observability.stats import Stats
 from rfetch.store.keys import Keys
 from rfetch.worker.cancels import CancelCheck, CancelMarks
 from rfetch.worker.reporting import ErrorReporter

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from rfetch.api.processes import _process
-from rfetch.capacity import Busy, Capacity
 from rfetch.config import Config, QueueSpec
+from rfetch.worker.capacity import Busy, Capacity
 from rfetch.worker.work_state import WorkState
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from rfetch.config import DEFAULT_REDIS_URL, Config, QueueSpec
 from rfetch.errors import ConfigError
-from rfetch.worker.recovery import recovery_bound, stall_tolerance
+from rfetch.worker.orphan_recovery import recovery_bound, stall_tolerance
 
 # -- QueueSpec.parse ------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from rfetch.durable.enumerators import (
     range_enumerator,
 )
 from rfetch.durable.iteration import IterationRun
-from rfetch.limits import JobControl
+from rfetch.jobs.job_control import JobControl
 from rfetch.store.checkpoint_commands import Written
 
 

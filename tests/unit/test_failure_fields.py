@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from rfetch.errors import ArgsNotSerializable, InvalidJob
-from rfetch.payload import MAX_NESTING, Routing, check_args, loads
+from rfetch.jobs.payload import MAX_NESTING, Routing, check_args, loads
 from rfetch.worker.retry import attempts_id, backtrace_lines
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 import pytest
 from redis import Redis
 
-from rfetch.payload import Routing
+from rfetch.jobs.payload import Routing
 from rfetch.store.commands import Commands
 from rfetch.store.keys import Keys
 

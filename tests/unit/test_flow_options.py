@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.errors import ConfigError
-from rfetch.options import check_options
-from rfetch.payload import Routing, dumps
+from rfetch.jobs.options import check_options
+from rfetch.jobs.payload import Routing, dumps
+from rfetch.push.client import Client
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 import rfetch
-from rfetch.limits import JobControl, cancel_mark, read_cancel_mark, timeout_of
-from rfetch.options import check_options
+from rfetch.jobs.job_control import JobControl, cancel_mark, read_cancel_mark, timeout_of
+from rfetch.jobs.options import check_options
 from rfetch.worker.retry import error_class_name
 
 

@@ -8,7 +8,7 @@ import io
 import logging
 import threading
 
-from rfetch.log_context import JobContext, PrintToLog
+from rfetch.observability.log_context import JobContext, PrintToLog
 
 JID = "0123456789abcdef01234567"
 

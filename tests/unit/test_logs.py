@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rfetch.logs import (
+from rfetch.observability.logs import (
     BUSY_BATCH,
     DirectHandler,
     HandOffHandler,

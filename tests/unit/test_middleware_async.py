@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import rfetch
-from rfetch.middleware import AsyncNext, run_server_chain, run_server_chain_async
-from rfetch.payload import Payload
+from rfetch.jobs.middleware import AsyncNext, run_server_chain, run_server_chain_async
+from rfetch.jobs.payload import Payload
 
 EVENTS: list[str] = []
 

@@ -17,7 +17,7 @@ import rfetch
 from rfetch import testing
 from rfetch.config import Config
 from rfetch.integrations import opentelemetry as otel
-from rfetch.push_buffer import BufferedJob
+from rfetch.push.buffer import BufferedJob
 
 seen: list[dict[str, object]] = []
 

@@ -9,11 +9,11 @@ import sqlite3
 import pytest
 
 import rfetch
-from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.errors import ConfigError
 from rfetch.outbox.connection import Database, connect
 from rfetch.outbox.dialects import SQLITE, dialect, schema
+from rfetch.push.client import Client
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from rfetch.errors import ArgsNotSerializable, InvalidJob, PayloadTooLarge
-from rfetch.payload import check_args, dumps, epoch_seconds, loads, new_jid
+from rfetch.jobs.payload import check_args, dumps, epoch_seconds, loads, new_jid
 
 
 def test_jid_is_24_hex() -> None:
@@ -48,7 +48,7 @@ def test_dumps_is_compact_exact_json_with_or_without_orjson(
 ) -> None:
     import json
 
-    import rfetch.payload as payload_module
+    import rfetch.jobs.payload as payload_module
 
     if not fast:
         monkeypatch.setattr(payload_module, "_fast_dumps", None)

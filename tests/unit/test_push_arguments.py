@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 import rfetch
-from rfetch.client import Client
 from rfetch.config import Config
 from rfetch.errors import ArgsMismatch
+from rfetch.push.client import Client
 
 
 @pytest.fixture(autouse=True)

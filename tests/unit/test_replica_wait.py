@@ -7,7 +7,7 @@ import pytest
 
 from rfetch.config import Config
 from rfetch.errors import ConfigError
-from rfetch.replicas import WaitCommand, choose_wait, server_version
+from rfetch.push.replicas import WaitCommand, choose_wait, server_version
 from rfetch.worker.acks import DeferredAcks
 
 

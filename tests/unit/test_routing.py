@@ -1,4 +1,4 @@
-"""The one parse of a payload's routing fields (``rfetch.payload.Routing``): the same answer
+"""The one parse of a payload's routing fields (``rfetch.jobs.payload.Routing``): the same answer
 to "keyed / unique / tenant / coalesced?" as ``lib/gate.lua``'s ``gate_fields``. No Redis."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rfetch.payload import Routing, may_be_gated
+from rfetch.jobs.payload import Routing, may_be_gated
 
 
 def test_a_plain_payload_has_no_routing() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from rfetch.config import Config
 from rfetch.errors import ConfigError
-from rfetch.shards import queues_by_shard, shard_config, shard_of
+from rfetch.push.shards import queues_by_shard, shard_config, shard_of
 
 URLS = ("redis://a:6379/0", "redis://b:6379/0", "redis://c:6379/0")
 

@@ -6,7 +6,7 @@ import pytest
 
 import rfetch
 from rfetch.errors import ArgsMismatch, ConfigError
-from rfetch.signature import Signature
+from rfetch.jobs.signature import Signature
 
 
 class Resize(rfetch.Job):

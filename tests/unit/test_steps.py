@@ -11,8 +11,8 @@ from typing import Any, cast
 
 import rfetch
 from rfetch.config import Config
-from rfetch.job import Job
-from rfetch.payload import Routing
+from rfetch.jobs.job import Job
+from rfetch.jobs.payload import Routing
 from rfetch.worker.job_run import JobRun
 from rfetch.worker.processor import Processor
 from rfetch.worker.registry import Registry

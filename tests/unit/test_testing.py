@@ -11,9 +11,9 @@ import pytest
 
 import rfetch
 from rfetch import testing
-from rfetch.client import DEFAULT
 from rfetch.config import Config
-from rfetch.payload import Payload
+from rfetch.jobs.payload import Payload
+from rfetch.push.client import DEFAULT
 from tests.support.aio import run_async
 
 events: list[tuple[str, Any]] = []

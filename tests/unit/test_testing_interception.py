@@ -13,10 +13,10 @@ import pytest
 
 import rfetch
 from rfetch import testing
-from rfetch.client import DEFAULT, Client
 from rfetch.config import Config
-from rfetch.push_buffer import BufferedJob
-from rfetch.sink import Send
+from rfetch.push.buffer import BufferedJob
+from rfetch.push.client import DEFAULT, Client
+from rfetch.push.sink import Send
 
 # What an application factory builds: a Client of its own, never the default one. The
 # port refuses connections, so a push that escaped would be buffered, not written.
@@ -165,7 +165,7 @@ def test_a_push_held_for_a_commit_after_the_block_still_goes_to_its_fake() -> No
 
 
 def test_the_interception_ends_with_the_block() -> None:
-    from rfetch.sink import INTERCEPTION
+    from rfetch.push.sink import INTERCEPTION
 
     with testing.fake():
         with testing.inline() as runner:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import rfetch
-from rfetch.limits import JobControl, cancel_mark
+from rfetch.jobs.job_control import JobControl, cancel_mark
 from rfetch.worker.timekeeper import Timekeeper
 from rfetch.worker.work_state import Execution, WorkState
 from tests.support.worker_context import fake_context

@@ -60,7 +60,7 @@ def test_pyright_flags_each_wrong_line_through_the_install(user_project: Path) -
 
 
 def test_the_typed_options_are_the_options_check_options_takes() -> None:
-    from rfetch.options import JOB_OPTIONS, JobOptions, SetOptions
+    from rfetch.jobs.options import JOB_OPTIONS, JobOptions, SetOptions
 
     assert set(JobOptions.__annotations__) == JOB_OPTIONS
     assert set(SetOptions.__annotations__) == JOB_OPTIONS | {"client"}

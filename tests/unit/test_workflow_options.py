@@ -8,9 +8,9 @@ import pytest
 
 import rfetch
 from rfetch.errors import ConfigError, JobDied, ResultNotSerializable
+from rfetch.jobs.options import check_options
+from rfetch.jobs.payload import Routing
 from rfetch.jobs.workflow_options import after_as_id
-from rfetch.options import check_options
-from rfetch.payload import Routing
 from rfetch.worker.outcome import result_text
 from rfetch.workflow.progress import check_progress
 from rfetch.workflow.record import Record
@@ -103,8 +103,8 @@ def test_records_decode_and_raise_on_death() -> None:
 
 
 def test_result_refuses_a_client_of_several_shards() -> None:
-    from rfetch.client import Client
     from rfetch.config import Config
+    from rfetch.push.client import Client
 
     client = Client(Config(shards=["redis://127.0.0.1:1/0", "redis://127.0.0.1:2/0"]))
     with pytest.raises(ConfigError, match="shards"):

@@ -18,7 +18,7 @@ from werkzeug.test import Client
 
 import rfetch
 from rfetch.cli import main
-from rfetch.client import DEFAULT
+from rfetch.push.client import DEFAULT
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
 from tests.support.workers import FAST_ENV, JOBS_DIR, WorkerProcess

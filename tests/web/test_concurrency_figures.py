@@ -21,8 +21,8 @@ import psutil
 import redis
 from werkzeug.test import Client
 
-from rfetch.client import Client as JobClient
 from rfetch.config import Config
+from rfetch.push.client import Client as JobClient
 from tests.support.redis_server import RedisServer, free_port
 from tests.support.wait import wait_for
 from tests.support.workers import FAST_ENV, WorkerProcess

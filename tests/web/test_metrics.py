@@ -16,13 +16,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from werkzeug.test import Client
 
 from rfetch.api import Api
-from rfetch.capacity import Busy, Capacity
-from rfetch.client import Client as JobClient
 from rfetch.config import Config
-from rfetch.metrics import ApiCollector, WorkerMetrics
-from rfetch.process_metrics import WorkerFigures
-from rfetch.stats import BUCKETS_MS, Stats
+from rfetch.observability.metrics import ApiCollector, WorkerMetrics
+from rfetch.observability.process_metrics import WorkerFigures
+from rfetch.observability.stats import BUCKETS_MS, Stats
+from rfetch.push.client import Client as JobClient
 from rfetch.store.keys import Keys
+from rfetch.worker.capacity import Busy, Capacity
 from tests.support.redis_server import RedisServer, free_port
 from tests.support.seed import jid_of
 from tests.support.wait import wait_for

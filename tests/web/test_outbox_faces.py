@@ -14,8 +14,8 @@ from typing import Any
 from werkzeug.test import Client as WebClient
 
 import rfetch
-from rfetch.client import Client
 from rfetch.config import Config
+from rfetch.push.client import Client
 from rfetch.web import WebApp
 from tests.support.outbox import sqlite_url
 

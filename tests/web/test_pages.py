@@ -12,7 +12,7 @@ import redis
 from werkzeug.test import Client
 
 from rfetch.api import Api
-from rfetch.stats import BUCKETS_MS
+from rfetch.observability.stats import BUCKETS_MS
 from rfetch.web import WebApp
 from rfetch.web.formatting import DASH, entry_key
 from tests.support.seed import jid_of

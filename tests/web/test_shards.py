@@ -18,7 +18,7 @@ from werkzeug.test import Client
 
 from rfetch.api import Api, JobRecord
 from rfetch.config import Config
-from rfetch.shards import shard_config
+from rfetch.push.shards import shard_config
 from rfetch.web import create_app
 from rfetch.web.formatting import entry_key
 from tests.support.redis_server import RedisServer

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rfetch.client import Client
 from rfetch.integrations.django.apps import app_config
+from rfetch.push.client import Client
 
 if TYPE_CHECKING:
     from rfetch.integrations.django.tasks.backend import RfetchBackend

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 from django.apps import AppConfig, apps
 from django.conf import settings
 
-from rfetch.client import DEFAULT, Client
 from rfetch.config import Config
 from rfetch.integrations.django.outbox import OutboxSink
 from rfetch.integrations.django.settings import DjangoOptions, config_from_settings
 from rfetch.integrations.django.sink import OnCommitSink
-from rfetch.sink import Sink
+from rfetch.push.client import DEFAULT, Client
+from rfetch.push.sink import Sink
 
 if TYPE_CHECKING:
     from rfetch.web import WebApp

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from rfetch.middleware import AsyncNext
-from rfetch.payload import Payload
+from rfetch.jobs.middleware import AsyncNext
+from rfetch.jobs.payload import Payload
 
 if TYPE_CHECKING:
-    from rfetch.job import Job
+    from rfetch.jobs.job import Job
 
 
 def close_old_connections() -> None:

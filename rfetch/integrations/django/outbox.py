@@ -10,12 +10,12 @@ from django.db import connections
 
 from rfetch.outbox.connection import Database
 from rfetch.outbox.context import OutboxWriter
-from rfetch.push_buffer import BufferedJob
-from rfetch.sink import AsyncSend, Send
+from rfetch.push.buffer import BufferedJob
+from rfetch.push.sink import AsyncSend, Send
 
 
 class OutboxSink:
-    """A sink (:mod:`rfetch.sink`) that inserts each push as an outbox row through the
+    """A sink (:mod:`rfetch.push.sink`) that inserts each push as an outbox row through the
     connection of ``database``: inside ``transaction.atomic()`` the rows commit or roll back
     with the transaction (a rolled-back savepoint drops its own); outside one they commit at
     once. ``rfetch relay`` moves committed rows to Redis, each job once. Redis is never

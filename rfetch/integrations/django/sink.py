@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from asgiref.sync import sync_to_async
 from django.db import transaction
 
-from rfetch.push_buffer import BufferedJob
-from rfetch.sink import AsyncSend, Send
+from rfetch.push.buffer import BufferedJob
+from rfetch.push.sink import AsyncSend, Send
 
 
 class OnCommitSink:
-    """A sink (:mod:`rfetch.sink`) that holds pushes made inside ``transaction.atomic()``
+    """A sink (:mod:`rfetch.push.sink`) that holds pushes made inside ``transaction.atomic()``
     until the transaction commits (``transaction.on_commit``), and drops them if it rolls
     back, so a job never runs before the rows it reads exist, nor for rows that never will
     (Sidekiq 7's transaction-aware client). Outside a transaction jobs are written at once.

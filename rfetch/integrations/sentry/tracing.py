@@ -41,14 +41,14 @@ from sentry_sdk.utils import capture_internal_exceptions
 
 from rfetch.integrations.sentry.crons import CheckIn, CheckIns
 from rfetch.integrations.sentry.integration import RfetchIntegration
+from rfetch.jobs.middleware import AsyncNext
+from rfetch.jobs.payload import Payload, epoch_seconds
 from rfetch.jobs.schedule import PeriodicRegistry
-from rfetch.middleware import AsyncNext
-from rfetch.payload import Payload, epoch_seconds
 
 if TYPE_CHECKING:
     from redis import Redis
 
-    from rfetch.job import Job
+    from rfetch.jobs.job import Job
 
 TRACE_HEADERS_FIELD = "trace_propagation_headers"
 """The payload field holding ``{"sentry-trace": ..., "baggage": ...}`` (sentry-sidekiq's)."""

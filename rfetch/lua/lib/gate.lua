@@ -45,7 +45,7 @@ local function gate_lease_member(k, jid) return jid .. ':' .. k end
 
 -- Fields of a payload that may carry gate data: (ordering_key, jid, queue, unique_key,
 -- tenant); nil for those absent. A cheap plain find first, so payloads without the fields
--- cost no decode (rfetch.payload.Routing reads the same fields the same way).
+-- cost no decode (rfetch.jobs.payload.Routing reads the same fields the same way).
 local function gate_fields(payload)
   if not string.find(payload, '"ordering_key"', 1, true)
       and not string.find(payload, '"unique_key"', 1, true)

@@ -30,7 +30,7 @@ def metrics(ctx: Ctx) -> Response:
     its own, so every series keeps Prometheus' ``instance`` label apart."""
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-    from rfetch.metrics import api_registry
+    from rfetch.observability.metrics import api_registry
 
     app = ctx.app
     api = ctx.api

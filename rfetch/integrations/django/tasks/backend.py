@@ -27,7 +27,6 @@ from django.db import transaction
 from typing_extensions import ParamSpec
 
 from rfetch.api import Api
-from rfetch.client import Client
 from rfetch.errors import ConfigError
 from rfetch.integrations.django.apps import app_config
 from rfetch.integrations.django.tasks.compat import (
@@ -43,6 +42,7 @@ from rfetch.integrations.django.tasks.runner import DEFAULT_RESULT_TTL, RunTask
 from rfetch.integrations.django.tasks.runs import TaskRuns
 from rfetch.integrations.django.tasks.times import to_datetime, to_epoch
 from rfetch.jobs.workflow_options import MAX_STORE_RESULT
+from rfetch.push.client import Client
 
 T = TypeVar("T")
 P = ParamSpec("P")

@@ -36,8 +36,8 @@ from rfetch.integrations.django.tasks.compat import (
 )
 from rfetch.integrations.django.tasks.runs import Attempts, TaskRuns
 from rfetch.integrations.django.tasks.times import to_datetime
-from rfetch.job import Job
-from rfetch.middleware import AsyncNext
+from rfetch.jobs.job import Job
+from rfetch.jobs.middleware import AsyncNext
 
 log = logging.getLogger("rfetch.django.tasks")
 

@@ -1,7 +1,8 @@
 """The application's own output in a worker's log: the running job on every log record, and
 ``print`` output as log lines.
 
-A worker sends the root logger to its one log writer (:func:`rfetch.logs.setup_logging`), so
+A worker sends the root logger to its one log writer
+(:func:`rfetch.observability.logs.setup_logging`), so
 ``logging.getLogger(__name__).info(...)`` inside a job is written at the worker's level, in
 order with the job's ``start`` and ``done`` lines. :class:`JobContext` adds the running job's
 jid, class and queue to those records (a ``contextvars`` variable, so each thread, and each
@@ -25,7 +26,8 @@ PRINT_LOGGER = "stdout"
 class JobContext(logging.Filter):
     """The job the current thread (or asyncio task) is running, added to log records.
 
-    Give one instance to the log handler (:func:`rfetch.logs.setup_logging`) and to the
+    Give one instance to the log handler (:func:`rfetch.observability.logs.setup_logging`) and to
+    the
     :class:`rfetch.worker.processor.Processor`, which calls :meth:`enter` for each job. A
     record that already carries job fields (rfetch's own per-job lines) keeps them.
     """

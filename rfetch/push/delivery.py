@@ -4,13 +4,13 @@
 ``raw_push``, which is a MULTI/EXEC that writes the jobs before a failing command): plain
 jobs by LPUSH onto ``queue:<q>`` (and SADD to ``queues``) or ZADD to ``schedule``; jobs with
 an ordering key, a unique lock or a tenant through the gate, in push order. When Redis
-cannot be reached, the jobs are kept in a buffer (:mod:`rfetch.push_buffer`: memory, or a
+cannot be reached, the jobs are kept in a buffer (:mod:`rfetch.push.buffer`: memory, or a
 durable SQLite spool) and the push still returns its jid. Buffered jobs are delivered in
 order before any newer push, by a background thread with backoff, and at interpreter exit.
 A full buffer raises BufferFull; nothing is dropped silently.
 
 With ``Config.min_replicas``, every write is followed by ``WAIT`` on the connection that made
-it (:mod:`rfetch.replicas`); jobs not on enough replicas in time stay at the head of the
+it (:mod:`rfetch.push.replicas`); jobs not on enough replicas in time stay at the head of the
 buffer, marked as written: the retry thread asks ``WAIT`` again on the same connection and
 drops them once replicated, or pushes them again if that connection was lost (at least once:
 the first copy may have survived).
@@ -30,9 +30,9 @@ from rfetch.config import Config
 from rfetch.errors import BufferFull
 from rfetch.formatting import safe_url
 from rfetch.guard import ThreadGuard
-from rfetch.payload import Routing, may_be_gated
-from rfetch.push_buffer import BufferedJob, MemoryBuffer, PushBuffer, SpoolBuffer
-from rfetch.replicas import NotReplicated, Replicated, ReplicaWait
+from rfetch.jobs.payload import Routing, may_be_gated
+from rfetch.push.buffer import BufferedJob, MemoryBuffer, PushBuffer, SpoolBuffer
+from rfetch.push.replicas import NotReplicated, Replicated, ReplicaWait
 from rfetch.store.async_commands import AsyncCommands
 from rfetch.store.commands import Commands
 from rfetch.store.connection import REDIS_DOWN

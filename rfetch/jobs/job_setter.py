@@ -10,16 +10,16 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol
 
-from rfetch.client import DEFAULT, Client
 from rfetch.errors import ConfigError, UnrunnableJobWarning
+from rfetch.jobs.options import JobOptions, Unpack, check_options
+from rfetch.jobs.signature import Signature
 from rfetch.jobs.workflow_options import after_as_id
-from rfetch.options import JobOptions, Unpack, check_options
-from rfetch.signature import Signature
-from rfetch.sink import INTERCEPTION
+from rfetch.push.client import DEFAULT, Client
+from rfetch.push.sink import INTERCEPTION
 from rfetch.workflow.depend import push_dependents
 
 if TYPE_CHECKING:
-    from rfetch.job import Job
+    from rfetch.jobs.job import Job
 
 P = ParamSpec("P")
 
@@ -81,7 +81,7 @@ class JobSetter(Generic[P]):
 
     def set(self, **options: Unpack[JobOptions]) -> JobSetter[P]:
         """More options on top of these (a type checker flags an unknown option or a value
-        of the wrong type; :func:`rfetch.options.check_options` checks them at run time).
+        of the wrong type; :func:`rfetch.jobs.options.check_options` checks them at run time).
 
         Raises:
             ConfigError: an unknown option or a bad option value.
@@ -191,7 +191,7 @@ class JobSetter(Generic[P]):
         self, args_list: Iterable[BulkItem], batch_size: int | None = None
     ) -> list[str]:
         """Enqueue one job per argument list, all or none (see
-        :meth:`rfetch.client.Client.push_bulk`; ``batch_size`` bounds one atomic write);
+        :meth:`rfetch.push.client.Client.push_bulk`; ``batch_size`` bounds one atomic write);
         their jids. An item is an argument list, or a signature of this job without
         options (``SendWelcome.s(42, "hi")``: typed from ``perform``, so a type checker
         flags a wrong argument, which a list's items cannot be).

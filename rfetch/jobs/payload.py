@@ -80,7 +80,7 @@ def check_args(value: Any, path: str = "args", depth: int = 2) -> None:
     if isinstance(value, (list, tuple, dict)) and depth > MAX_NESTING:
         raise ArgsNotSerializable(
             f"{path[:60]}... nests arrays and objects deeper than the payload's limit of "
-            f"{MAX_NESTING} levels (rfetch.payload.MAX_NESTING)"
+            f"{MAX_NESTING} levels (rfetch.jobs.payload.MAX_NESTING)"
         )
     if isinstance(value, (list, tuple)):
         if isinstance(value, tuple):

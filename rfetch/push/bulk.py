@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rfetch.errors import BulkPushError, ConfigError
-from rfetch.payload import Payload
-from rfetch.push_buffer import BufferedJob
+from rfetch.jobs.payload import Payload
+from rfetch.push.buffer import BufferedJob
 
 
 def check_batch_size(batch_size: int | None) -> None:

@@ -1,5 +1,5 @@
 """The hand-off of log lines from worker threads to one writer thread, and the set-up of a
-process's logging (the line formats are in ``log_format.py``)."""
+process's logging (the line formats are in ``observability/log_format.py``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import time
 import traceback
 from logging.handlers import QueueHandler
 
-from rfetch.log_format import JobEvent, JsonFormatter, TextFormatter
+from rfetch.observability.log_format import JobEvent, JsonFormatter, TextFormatter
 
 __all__ = [
     "BUSY_BATCH", "DirectHandler", "HandOffHandler", "Item", "JobEvent", "JobLog",
@@ -245,7 +245,8 @@ def setup_logging(
     half the throughput); per-job lines travel as :class:`JobEvent` tuples. The root logger
     (every application logger that has no handler of its own) goes to the same writer at
     the same level, so its lines come in order with rfetch's; ``context`` (a
-    :class:`rfetch.log_context.JobContext`) adds the running job to them. A root logger the
+    :class:`rfetch.observability.log_context.JobContext`) adds the running job to them. A root
+    logger the
     application configured itself (``dictConfig`` in a ``-r`` module, say) is left as it
     is, and one configured later replaces this handler.
 

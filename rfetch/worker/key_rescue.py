@@ -1,7 +1,7 @@
 """Stuck-key rescue: ordering keys whose running holder vanished are released.
 
 The heartbeat of a process writes a lease for each keyed job it runs
-(``rfetch:key-leases:<q>``); orphan recovery (:mod:`rfetch.worker.recovery`) calls
+(``rfetch:key-leases:<q>``); orphan recovery (:mod:`rfetch.worker.orphan_recovery`) calls
 :meth:`KeyRescue.rescue_keys` after each of its checks, under its lock, to release the keys
 whose lease expired and whose holder is in no private list.
 """

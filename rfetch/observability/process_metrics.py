@@ -1,5 +1,5 @@
 """Prometheus gauges of worker processes' capacity and use, threads and event-loop slots
-counted apart (:mod:`rfetch.capacity`): a busy gauge never exceeds its concurrency gauge.
+counted apart (:mod:`rfetch.worker.capacity`): a busy gauge never exceeds its concurrency gauge.
 
 Cluster side (``/metrics``, summed over live processes): ``rfetch_busy_threads`` /
 ``rfetch_concurrency_threads`` and ``rfetch_busy_async_slots`` /
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from rfetch.capacity import Busy, Capacity
-from rfetch.metric_names import with_deprecated
+from rfetch.observability.metric_names import with_deprecated
+from rfetch.worker.capacity import Busy, Capacity
 
 if TYPE_CHECKING:
     from rfetch.api import ProcessInfo

@@ -21,7 +21,7 @@ Each job is moved by ``recover.lua`` atomically. A job recovered ``poison_max_re
 times within ``poison_window`` is a poison pill (it likely kills its worker): it goes to the
 dead set instead (Sidekiq Pro 5.2), by the same path as a job whose retries are exhausted
 (:meth:`rfetch.worker.retry.JobRetry.kill`). After each check, stuck ordering keys are
-rescued (:mod:`rfetch.worker.rescue`).
+rescued (:mod:`rfetch.worker.key_rescue`).
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ from redis.exceptions import ResponseError
 from rfetch.config import Config
 from rfetch.errors import InvalidJob
 from rfetch.guard import ThreadGuard
-from rfetch.payload import Payload, loads
+from rfetch.jobs.payload import Payload, loads
 from rfetch.worker.context import WorkerContext
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.host import ProcessStamp, is_gone, own_stamp
-from rfetch.worker.rescue import KeyRescue
+from rfetch.worker.key_rescue import KeyRescue
 from rfetch.worker.retry import JobRetry
 from rfetch.worker.started import started_payloads
 from rfetch.worker.unit import UnitOfWork

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from rfetch.errors import ConfigError
+from rfetch.jobs.options import unique_digest
+from rfetch.jobs.payload import Payload
 from rfetch.jobs.workflow_options import WORKFLOW_FIELDS
-from rfetch.options import unique_digest
-from rfetch.payload import Payload
 
 
 def add_option_fields(

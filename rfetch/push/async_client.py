@@ -2,7 +2,7 @@
 
 An :class:`AsyncClient` is the asyncio face of one :class:`rfetch.Client` (``client.aio``):
 it builds and checks payloads and runs the client middleware with the same code, gives
-them to the same sink (the Django on-commit deferral) and test mode (:mod:`rfetch.sink`),
+them to the same sink (the Django on-commit deferral) and test mode (:mod:`rfetch.push.sink`),
 and writes them through
 ``redis.asyncio`` with the same Lua script as the sync client: one ``push.lua`` call per
 push or bulk push, all or none, its KEYS and ARGV built by the same code.
@@ -22,12 +22,12 @@ the hash slot of a ``{tag}`` namespace, are built by the same code. With
 ``Config.min_replicas`` a push is written by the sync client's delivery in a worker thread:
 ``WAIT`` (or ``WAITAOF``) must run on the connection that wrote, and a push not yet on
 enough replicas stays in the one buffer whose delivery thread asks again on that connection
-(:mod:`rfetch.replicas`), so the asyncio push returns once the replicas have it, as the sync
+(:mod:`rfetch.push.replicas`), so the asyncio push returns once the replicas have it, as the sync
 one does.
 
 An asyncio Redis client belongs to the event loop that uses it, so one is made per loop
 (a test suite that runs each test in its own loop gets a fresh one each time), and per
-shard: with ``Config.shards`` each job goes to its queue's shard (:mod:`rfetch.shards`),
+shard: with ``Config.shards`` each job goes to its queue's shard (:mod:`rfetch.push.shards`),
 through that shard's push buffer when the shard cannot be reached, as with the sync client.
 """
 
@@ -41,18 +41,18 @@ from typing import TYPE_CHECKING, Any
 import redis.asyncio
 from redis.exceptions import RedisError
 
-from rfetch.delivery import AsyncSender
 from rfetch.errors import BufferFull, QueueFull
 from rfetch.outbox import context as outbox_context
 from rfetch.push.batch_context import collecting
-from rfetch.push_buffer import BufferedJob
-from rfetch.shards import positions_by_shard, shard_config
-from rfetch.sink import INTERCEPTION, AsyncSend, Send, awaitable, refused, routed
+from rfetch.push.buffer import BufferedJob
+from rfetch.push.delivery import AsyncSender
+from rfetch.push.shards import positions_by_shard, shard_config
+from rfetch.push.sink import INTERCEPTION, AsyncSend, Send, awaitable, refused, routed
 from rfetch.store.async_commands import AsyncCommands
 from rfetch.store.connection import REDIS_DOWN, connect_async
 
 if TYPE_CHECKING:
-    from rfetch.client import Client
+    from rfetch.push.client import Client
 
 
 class AsyncClient:
@@ -126,7 +126,7 @@ class AsyncClient:
         collector = collecting()
         if collector is not None:  # written with the batch when its jobs() block ends
             return collector.take(list(jobs))
-        mode = INTERCEPTION.current()  # a test mode takes the write (rfetch.sink)
+        mode = INTERCEPTION.current()  # a test mode takes the write (rfetch.push.sink)
         outbox = outbox_context.current()
         if outbox is not None and mode is None:  # rows through the caller's (sync) connection
             return outbox.write(jobs)

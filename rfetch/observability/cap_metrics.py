@@ -1,5 +1,5 @@
 """Prometheus families of fetch caps and expiring jobs (docs/flow-control.md), read through
-``rfetch.api`` on each scrape by :class:`rfetch.metrics.ApiCollector`.
+``rfetch.api`` on each scrape by :class:`rfetch.observability.metrics.ApiCollector`.
 
 - ``rfetch_concurrency_key_running`` / ``_waiting`` / ``_limit`` (gauges, labels ``queue``
   and ``key``): jobs of each concurrency key holding a slot, waiting unfetched, and the

@@ -1,5 +1,5 @@
 """Prometheus families of running iterable jobs (docs/durable-jobs.md), read on each scrape
-by :class:`rfetch.metrics.ApiCollector`:
+by :class:`rfetch.observability.metrics.ApiCollector`:
 
 - ``rfetch_iterable_done_items`` (gauge, labels ``class`` and ``jid``): items a running
   iterable job has done over every execution, as of its last checkpoint (``it-<jid>``'s

@@ -1,4 +1,4 @@
-"""Where a client's serialised jobs are written: one :class:`rfetch.delivery.Delivery` per
+"""Where a client's serialised jobs are written: one :class:`rfetch.push.delivery.Delivery` per
 Redis (per shard with ``Config.shards``), and each job to its queue's shard."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from redis import Redis
 
 from rfetch.config import Config
-from rfetch.delivery import Delivery
-from rfetch.push_buffer import BufferedJob
-from rfetch.replicas import ReplicaWait
-from rfetch.shards import positions_by_shard
+from rfetch.push.buffer import BufferedJob
+from rfetch.push.delivery import Delivery
+from rfetch.push.replicas import ReplicaWait
+from rfetch.push.shards import positions_by_shard
 from rfetch.store.commands import Commands
 from rfetch.store.keys import Keys
 

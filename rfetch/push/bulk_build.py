@@ -2,7 +2,7 @@
 built, checked and through the client middleware, each with its position in the call.
 
 Jobs whose options are all alike and whose fields do not depend on their arguments are
-copies of one payload built once (:class:`rfetch.client.Client` builds the template).
+copies of one payload built once (:class:`rfetch.push.client.Client` builds the template).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from rfetch.errors import ConfigError
-from rfetch.options import check_options
-from rfetch.payload import Payload, check_args, new_jids
-from rfetch.sink import INTERCEPTION
+from rfetch.jobs.options import check_options
+from rfetch.jobs.payload import Payload, check_args, new_jids
+from rfetch.push.sink import INTERCEPTION
 
 
 class Builder(Protocol):
@@ -42,7 +42,7 @@ def build_bulk(
     at: float | None,
     options_for: Callable[[Sequence[Any]], Mapping[str, Any]] | None,
 ) -> list[tuple[int, Payload]]:
-    """The payloads of a bulk push (see :meth:`rfetch.client.Client.prepare_bulk`), each
+    """The payloads of a bulk push (see :meth:`rfetch.push.client.Client.prepare_bulk`), each
     with its position in ``args_list``; ``through_middleware`` may drop some.
 
     Raises:

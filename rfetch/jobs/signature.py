@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from rfetch.errors import ConfigError
-from rfetch.options import JobOptions, Unpack, check_options
+from rfetch.jobs.options import JobOptions, Unpack, check_options
 
 if TYPE_CHECKING:
-    from rfetch.client import Client
-    from rfetch.job import Job
+    from rfetch.jobs.job import Job
+    from rfetch.push.client import Client
 
 JOB_CLASS_METHODS = ("job_name", "default_options", "check_args")
 """What a job class has (:class:`rfetch.Job`): recognised by these, so that modules below
@@ -97,7 +97,7 @@ class Signature:
         client middleware dropped it or a unique lock is held.
 
         Raises:
-            as :meth:`rfetch.job_setter.JobSetter.perform_async`.
+            as :meth:`rfetch.jobs.job_setter.JobSetter.perform_async`.
         """
         setter = self.job_class.set(**self.options, client=client)
         return setter.perform_async(*self.args)

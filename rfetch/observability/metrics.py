@@ -32,16 +32,16 @@ from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 
 from rfetch.api.batches import batch_counters
-from rfetch.cap_metrics import flow_metrics
-from rfetch.durable_metrics import durable_metrics
 from rfetch.errors import JobCancelled, JobTimeout
-from rfetch.metric_names import window_summary, with_deprecated
-from rfetch.process_metrics import WorkerFigures, WorkerStateCollector, process_gauges
-from rfetch.stats import BUCKETS_MS
+from rfetch.observability.cap_metrics import flow_metrics
+from rfetch.observability.durable_metrics import durable_metrics
+from rfetch.observability.metric_names import window_summary, with_deprecated
+from rfetch.observability.process_metrics import WorkerFigures, WorkerStateCollector, process_gauges
+from rfetch.observability.stats import BUCKETS_MS
 
 if TYPE_CHECKING:
     from rfetch.api import Api, ClassMetrics
-    from rfetch.job import Job
+    from rfetch.jobs.job import Job
 
 DURATION_BUCKETS = tuple(ms / 1000 for ms in BUCKETS_MS)
 """Upper bounds, seconds, of the run-time histograms: the workers' per-minute buckets."""
@@ -74,7 +74,8 @@ class ApiCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         """One scrape: about a dozen round trips, whatever the size of the queues and sets;
-        each renamed metric also under its deprecated name (:mod:`rfetch.metric_names`)."""
+        each renamed metric also under its deprecated name
+        (:mod:`rfetch.observability.metric_names`)."""
         return with_deprecated(self._families())
 
     def _families(self) -> Iterator[Metric]:

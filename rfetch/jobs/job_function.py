@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterable
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from rfetch.errors import ConfigError
-from rfetch.job import Job
-from rfetch.job_setter import BulkItem, JobSetter
-from rfetch.options import SetOptions, Unpack, check_options
-from rfetch.signature import Signature
+from rfetch.jobs.job import Job
+from rfetch.jobs.job_setter import BulkItem, JobSetter
+from rfetch.jobs.options import SetOptions, Unpack, check_options
+from rfetch.jobs.signature import Signature
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -2,7 +2,7 @@
 
 A swarm's parent knows when a child died without its own shutdown (KILL, the OOM killer,
 a crash), and its identity: it pushes the child's jobs back to their queues at once with
-orphan recovery's own step (:meth:`rfetch.worker.recovery.OrphanRecovery.reap`:
+orphan recovery's own step (:meth:`rfetch.worker.orphan_recovery.OrphanRecovery.reap`:
 ``recover.lua`` per job, poison pills to the dead set), instead of waiting for the child's
 heartbeat to expire and the orphan check to see it. It opens a Redis connection for that
 and closes it before the next fork, so no child inherits it.
@@ -18,7 +18,7 @@ from rfetch.store.connection import connect
 from rfetch.store.keys import Keys
 from rfetch.worker.context import WorkerContext
 from rfetch.worker.fetch import ReliableFetch
-from rfetch.worker.recovery import OrphanRecovery
+from rfetch.worker.orphan_recovery import OrphanRecovery
 from rfetch.worker.retry import JobRetry
 
 

@@ -3,7 +3,7 @@
 The wire format is Sidekiq's: an immediate job is LPUSHed onto ``queue:<q>`` and ``<q>`` is
 added to ``queues``; a scheduled job is ZADDed to ``schedule`` with its run time as score
 and no ``enqueued_at``. The write itself, and Sidekiq Pro's reliable push (buffering while
-Redis is unreachable), are :mod:`rfetch.delivery`'s.
+Redis is unreachable), are :mod:`rfetch.push.delivery`'s.
 """
 
 from __future__ import annotations
@@ -16,21 +16,21 @@ from typing import Any
 from redis import Redis
 from redis.exceptions import RedisError
 
-from rfetch.async_client import AsyncClient
-from rfetch.bulk import BulkPush, check_batch_size
-from rfetch.bulk_build import build_bulk
 from rfetch.config import Config
 from rfetch.errors import BufferFull, ConfigError, QueueFull
-from rfetch.middleware import run_client_chain
-from rfetch.options import check_options
+from rfetch.jobs.middleware import run_client_chain
+from rfetch.jobs.options import check_options
+from rfetch.jobs.payload import Payload, check_args, dumps, new_jid
+from rfetch.jobs.payload_fields import add_option_fields
 from rfetch.outbox import context as outbox_context
-from rfetch.payload import Payload, check_args, dumps, new_jid
-from rfetch.payload_fields import add_option_fields
+from rfetch.push.async_client import AsyncClient
 from rfetch.push.batch_context import collecting
-from rfetch.push_buffer import BufferedJob, PushBuffer
-from rfetch.push_routing import deliver_to_shards, delivery_for
-from rfetch.shards import shard_config
-from rfetch.sink import INTERCEPTION, Send, Sink
+from rfetch.push.buffer import BufferedJob, PushBuffer
+from rfetch.push.bulk import BulkPush, check_batch_size
+from rfetch.push.bulk_build import build_bulk
+from rfetch.push.routing import deliver_to_shards, delivery_for
+from rfetch.push.shards import shard_config
+from rfetch.push.sink import INTERCEPTION, Send, Sink
 from rfetch.store.connection import connect
 from rfetch.store.keys import Keys
 
@@ -43,11 +43,11 @@ class Client:
         redis: an existing client to use instead of connecting to ``config.redis_url``. With
             ``config.min_replicas``, pushes still go through a connection of their own to
             ``config.redis_url`` (``WAIT`` must follow the write on one connection).
-        sink: where serialised jobs go instead of straight to Redis (:mod:`rfetch.sink`):
+        sink: where serialised jobs go instead of straight to Redis (:mod:`rfetch.push.sink`):
             ``rfetch.testing``'s fake and inline modes, or the Django integration's
             on-commit deferral. None writes to Redis.
 
-    With ``config.shards``, each job goes to its queue's shard (:mod:`rfetch.shards`), each
+    With ``config.shards``, each job goes to its queue's shard (:mod:`rfetch.push.shards`), each
     shard with its own reliable-push buffer.
 
     Raises:
@@ -106,7 +106,7 @@ class Client:
             options: job options (see ``JOB_OPTIONS``).
             at: run time as float epoch seconds, or None to run now.
             now: the push time (epoch seconds; default ``time.time()``, or a test mode's
-                clock: :data:`rfetch.sink.INTERCEPTION`).
+                clock: :data:`rfetch.push.sink.INTERCEPTION`).
             jid: the jid to use (default: ``options["jid"]`` or a new one).
             checked: ``options`` were already checked (push_bulk checks them once).
 
@@ -320,7 +320,7 @@ class Client:
     def route(self, jobs: Sequence[BufferedJob], send: Send) -> list[bool] | None:
         """Hand ``jobs`` to this client's sink with ``send`` as its write, or to ``send``
         when there is no sink; inside a test mode (``rfetch.testing``) ``send`` is the test
-        mode's instead (:data:`rfetch.sink.INTERCEPTION`), so nothing reaches Redis.
+        mode's instead (:data:`rfetch.push.sink.INTERCEPTION`), so nothing reaches Redis.
 
         Raises:
             whatever the sink or ``send`` raises.
@@ -338,7 +338,7 @@ class DefaultClient:
     """Holder of the one process-wide client used by ``perform_async`` and friends.
 
     Set by :func:`rfetch.configure`, or built from ``Config.from_env()`` at the first push.
-    With :data:`rfetch.sink.INTERCEPTION` (the test modes' registry), the only module-level
+    With :data:`rfetch.push.sink.INTERCEPTION` (the test modes' registry), the only module-level
     mutable state in rfetch.
     """
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 if TYPE_CHECKING:
     from redis import Redis
 
-    from rfetch.job import Job
+    from rfetch.jobs.job import Job
 
 Payload = dict[str, Any]
 T = TypeVar("T")

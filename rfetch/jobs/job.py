@@ -7,14 +7,14 @@ import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Literal, cast
 
-from rfetch.arity import Arity, positional_args, raw_perform
 from rfetch.batch.batch import Batch
 from rfetch.errors import ConfigError
-from rfetch.job_setter import BulkItem, HasPerform, JobSetter, P
-from rfetch.job_steps import Steps
-from rfetch.limits import JobControl
-from rfetch.options import SetOptions, Unpack, check_options
-from rfetch.signature import Signature
+from rfetch.jobs.arity import Arity, positional_args, raw_perform
+from rfetch.jobs.job_control import JobControl
+from rfetch.jobs.job_setter import BulkItem, HasPerform, JobSetter, P
+from rfetch.jobs.job_steps import Steps
+from rfetch.jobs.options import SetOptions, Unpack, check_options
+from rfetch.jobs.signature import Signature
 from rfetch.workflow.progress import ProgressWriter, check_progress
 
 RetryDecision = float | int | Literal["discard", "kill"] | None
@@ -250,7 +250,7 @@ class Job(Steps):
 
     @classmethod
     def check_args(cls, args: Sequence[Any]) -> None:
-        """Check that ``perform(*args)`` fits ``perform``'s signature (:mod:`rfetch.arity`).
+        """Check that ``perform(*args)`` fits ``perform``'s signature (:mod:`rfetch.jobs.arity`).
 
         Raises:
             ArgsMismatch: too few or too many arguments, or ``perform`` has a keyword-only
@@ -336,7 +336,7 @@ class Job(Steps):
     ) -> list[str]:
         """Enqueue many jobs in one atomic write: all are written, or none and it raises
         (``batch_size``: at most that many per atomic write, see
-        :meth:`rfetch.client.Client.push_bulk`)."""
+        :meth:`rfetch.push.client.Client.push_bulk`)."""
         return JobSetter[Any](cls, {}).perform_bulk(args_list, batch_size)
 
     # -- from asyncio code (redis.asyncio; the same checks, middleware and push buffer) ----
