@@ -105,7 +105,7 @@ if mode == 'new' then
   redis.call('SADD', hash .. '-died', '')
   redis.call('HSET', hash .. '-failinfo', '', '')
   redis.call('ZADD', index, now, bid)
-  redis.call('INCR', P .. 'rfetch:batches-created')
+  redis.call('INCR', key_of(P, 'batch_counter', 'created'))
   redis.call('ZREMRANGEBYSCORE', index, '-inf', '(' .. (now - ttl))
   if phash then
     redis.call('HSET', hash, 'parent', parent)

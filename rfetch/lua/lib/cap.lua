@@ -1,3 +1,4 @@
+-- #include keys
 -- lib/cap.lua: fetch caps (concurrency keys): at most N jobs of one key of a queue are
 -- fetched and not yet finished, across every process; the others wait in Redis and are not
 -- fetched (no busy rescheduling). The ordering gate (lib/gate.lua) is the N = 1, in-order
@@ -33,12 +34,12 @@ local function cap_keys(i, q)
     wake = KEYS[i + 4], capq = KEYS[i + 5], q = q}
 end
 
--- C from the namespace prefix P ("" or "<ns>:"), for a queue named in a payload
--- (enqueue_due.lua only); the formats of rfetch/store/keys.py.
+-- C derived from the namespace prefix P ("" or "<ns>:") for queue q (lib/keys.lua): for a
+-- queue named in a payload (enqueue_due.lua) or in a job's record (lib/record.lua).
 local function cap_keys_of(P, q)
-  return {ring = P .. 'rfetch:cap:' .. q, held = P .. 'rfetch:cap-held:' .. q,
-    slots = P .. 'rfetch:cap-slots:' .. q, limits = P .. 'rfetch:cap-limits:' .. q,
-    wake = P .. 'rfetch:fair-wake:' .. q, capq = P .. 'rfetch:cap-queues', q = q}
+  return {ring = key_of(P, 'cap_ring', q), held = key_of(P, 'cap_held', q),
+    slots = key_of(P, 'cap_slots', q), limits = key_of(P, 'cap_limits', q),
+    wake = key_of(P, 'fair_wake', q), capq = key_of(P, 'cap_queues'), q = q}
 end
 
 local function cap_list(C, k) return C.ring .. '|' .. k end

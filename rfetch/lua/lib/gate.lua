@@ -1,3 +1,4 @@
+-- #include keys
 -- lib/gate.lua: the ordering-key gate, fair tenants and unique locks, shared by every script
 -- that moves a keyed, unique or tenant job. Included with a "-- #include gate" line, after
 -- "-- #include guard" (rfetch.store.scripts), so no rule is written twice.
@@ -32,13 +33,13 @@ local function gate_keys(i, q)
     ring = KEYS[i + 4], wake = KEYS[i + 5], fair_queues = KEYS[i + 6], q = q}
 end
 
--- G computed from the namespace prefix P ("" or "<ns>:"), for a queue named in a payload
--- (enqueue_due.lua only); the formats of rfetch/store/keys.py.
+-- G derived from the namespace prefix P ("" or "<ns>:") for queue q (lib/keys.lua): for a
+-- queue named in a payload (enqueue_due.lua) or in a job's record (lib/record.lua).
 local function gate_keys_of(P, q)
-  return {queue = P .. 'queue:' .. q, queues = P .. 'queues',
-    holders = P .. 'rfetch:key-holders:' .. q, leases = P .. 'rfetch:key-leases:' .. q,
-    ring = P .. 'rfetch:fair:' .. q, wake = P .. 'rfetch:fair-wake:' .. q,
-    fair_queues = P .. 'rfetch:fair-queues', q = q}
+  return {queue = key_of(P, 'queue', q), queues = key_of(P, 'queues'),
+    holders = key_of(P, 'key_holders', q), leases = key_of(P, 'key_leases', q),
+    ring = key_of(P, 'fair_ring', q), wake = key_of(P, 'fair_wake', q),
+    fair_queues = key_of(P, 'fair_queues'), q = q}
 end
 
 local function gate_lease_member(k, jid) return jid .. ':' .. k end
