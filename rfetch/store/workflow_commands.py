@@ -191,11 +191,8 @@ class WorkflowCommands:
         Returns:
             How many waiting jobs were settled.
         """
-        k = self.keys
-        keys = [*self._fixed(), k.dependents(jid), k.result(jid), k.result_wake(jid)]
-        args = [jid, "" if store_result is None else str(store_result), status, reason,
-                job_class]
-        if bid:
-            keys.append(k.batch(bid))
-            args.append(failure)
+        routing = Routing(jid=jid, job_class=job_class, store_result=store_result, bid=bid)
+        outcome = JobOutcome.DIED if status == "dead" else JobOutcome.CANCELLED
+        keys = [self.keys.prefix]
+        args = [job_record("", routing), outcome.value, reason, failure if bid else ""]
         return int(self.commands.scripts.abandon(keys=keys, args=args, client=self.redis))

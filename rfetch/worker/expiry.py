@@ -23,6 +23,7 @@ from redis import Redis
 
 from rfetch.payload import Payload, epoch_seconds
 from rfetch.store.keys import Keys
+from rfetch.store.outcomes import JobOutcome
 from rfetch.store.workflow_commands import Ending
 from rfetch.worker.outcome import RecordedUnit, recorded_ttl
 from rfetch.worker.unit import UnitOfWork
@@ -77,6 +78,7 @@ class Expiry:
         if ttl is not None:  # store_result: its dead record and its waiting jobs, with the ack
             self.ack(RecordedUnit.of(unit, str(job.get("class", "")), Ending(
                 "dead", ttl, error_class=EXPIRED_CLASS, error_message=message,
+                outcome=JobOutcome.EXPIRED,
             )))
         elif unit.routing is not None and unit.routing.batched:
             # Never run, so not a success: a death in its batch, as its record says for a

@@ -49,8 +49,8 @@ local function outcome_effects(outcome)
 end
 
 -- Add to w every key job_end(rec, outcome, ...) may write, with its type (lib/guard.lua).
--- info.result: the caller records the outcome (the dependents' keys are then checked when
--- jobs wait on this one).
+-- info.result: the caller records the outcome or releases the jobs waiting on it (their
+-- keys are then checked when jobs wait on this one).
 local function job_end_wants(w, rec, outcome, info)
   local e = OUTCOME_EFFECTS[outcome]
   local G = rec.G
@@ -95,8 +95,10 @@ end
 --   failure   the failure's JSON {"error_class", "error_message"} for the batch
 --   keep_keys true: the ordering key, lock and slot are left as they are (fetch.lua's
 --             acknowledgement whose release keys hold another type), the rest is done
---   result    the recorded outcome's fields (complete.lua): written with rec.ttl, and the
---             jobs waiting on it released; info.why: the text of a death, info.now: time.
+--   result    the recorded outcome's fields (complete.lua, abandon.lua): written with
+--             rec.ttl, and the jobs waiting on it released
+--   release   true: the jobs waiting on it are released even with no record to write
+--             (abandon.lua); info.why: the text of a death, info.now: Redis time.
 -- Returns the number of waiting jobs released (0 without info.result).
 local function job_end(rec, outcome, raw, info)
   local e = OUTCOME_EFFECTS[outcome]
@@ -117,9 +119,9 @@ local function job_end(rec, outcome, raw, info)
     if rec.C and e.cap then cap_release(rec.C, rec.ck, raw) end
   end
   local released = 0
-  if info.result and e.result and rec.jid then
+  if e.result and rec.jid and (info.result or info.release) then
     local W = wf_keys(rec.P)
-    wf_record(W, rec.jid, tonumber(rec.ttl), info.result)
+    if info.result then wf_record(W, rec.jid, tonumber(rec.ttl), info.result) end
     if redis.call('EXISTS', key_of(rec.P, 'dependents', rec.jid)) == 1 then
       released = wf_release(W, rec.jid, e.result, info.why or '', info.now or wf_now())
     end
