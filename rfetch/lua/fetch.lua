@@ -36,9 +36,10 @@
 -- batch counted. A release one of whose keys has another type (lib/guard.lua) is not done:
 -- the job is acknowledged and counted, and its key stays held until stuck-key rescue
 -- (rescue.lua) finds the keys fixed; the key's next job stays waiting (a batch hash that is
--- missing or of another type: acknowledged, not counted). Then jobs are moved one by one from the right end (oldest) of each public queue
--- to the left end of its private list (LMOVE RIGHT LEFT, as super_fetch), taking queues in
--- the order given until ARGV[1] jobs are moved.
+-- missing or of another type: acknowledged, not counted). Then jobs are moved one by one
+-- from the right end (oldest) of each public queue to the left end of its private list
+-- (LMOVE RIGHT LEFT, as super_fetch), taking queues in the order given until ARGV[1] jobs
+-- are moved.
 -- Atomic: a job is always in exactly one list.
 -- A fair queue alternates one job from its tenant ring and one from its public queue while
 -- both have work; a capped queue adds to each turn the jobs of the key at the head of its

@@ -1,9 +1,10 @@
 -- #include keys
 -- #include workflow
 -- lib/batch.lua: a batch's counters and callbacks (Sidekiq Pro batches), changed in the same
--- call as the job's acknowledgement, retry-set entry or death. Included with a
--- "-- #include batch" line by finish.lua, settle.lua, fetch.lua and batch_push.lua (and the
--- workflow scripts), after "-- #include workflow" (batch_bury settles waiting jobs with it).
+-- call as the job's acknowledgement, retry-set entry or death: lib/outcome.lua's batch
+-- effect, for every ending script. Included with a "-- #include batch" line (by
+-- lib/outcome.lua, batch_push.lua, depend.lua, api_move.lua); it includes lib/workflow.lua
+-- (batch_bury settles waiting jobs with it).
 --
 -- Keys of a batch (docs/data-model.md), all derived from its hash "b-<bid>":
 --   b-<bid>                  hash: engine ("rfetch"), bid, description, created_at, total, pending,

@@ -5,8 +5,10 @@
 -- case; a job has one or the other. Included with a "-- #include cap" line, after
 -- "-- #include guard" (rfetch.store.scripts).
 --
--- A script works on the caps of one queue <q> through C, a table of its keys, all passed in
--- KEYS by the caller (rfetch.store.caps builds them from rfetch/store/keys.py):
+-- A script works on the caps of one queue <q> through C, a table of its keys, passed in KEYS
+-- by the caller (rfetch.store.caps builds them from rfetch/store/keys.py), or derived from
+-- the namespace prefix by cap_keys_of (lib/keys.lua) for a queue named in a payload or a
+-- job's record (lib/record.lua, the ending scripts):
 --   C.ring    "rfetch:cap:<q>"         list: the READY ring: keys with waiting jobs and a
 --                                     free slot, each once (head = right end)
 --   C.held    "rfetch:cap-held:<q>"    hash: key -> jobs of the key holding a slot (fetched
@@ -19,7 +21,8 @@
 --   C.capq    "rfetch:cap-queues"      set: queues that have had capped jobs
 -- Derived keys: a key's waiting list is the ring key, "|" and the key (C.ring .. '|' .. k),
 -- because fetch reads the key from the ring; cap_keys_of builds C from the namespace prefix
--- for enqueue_due.lua. With a "{tag}" namespace every derived key stays in its slot.
+-- for enqueue_due.lua and the ending scripts. With a "{tag}" namespace every derived key
+-- stays in its slot.
 --
 -- Invariant kept by every script: a key is in the ring iff its waiting list is non-empty and
 -- held < limit. So a fetch step is O(1): the head key gives its oldest job (no scan, no

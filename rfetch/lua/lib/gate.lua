@@ -3,8 +3,10 @@
 -- that moves a keyed, unique or tenant job. Included with a "-- #include gate" line, after
 -- "-- #include guard" (rfetch.store.scripts), so no rule is written twice.
 --
--- A script works on the gate of one queue <q> through G, a table of its keys, all passed in
--- KEYS by the caller (rfetch.store.commands builds them from rfetch/store/keys.py):
+-- A script works on the gate of one queue <q> through G, a table of its keys, passed in KEYS
+-- by the caller (rfetch.store.commands builds them from rfetch/store/keys.py), or derived
+-- from the namespace prefix by gate_keys_of (lib/keys.lua) for a queue named in a payload
+-- or a job's record (lib/record.lua, the ending scripts):
 --   G.queue        "queue:<q>"                  the public queue
 --   G.queues       "queues"                     set of queue names
 --   G.holders      "rfetch:key-holders:<q>"     hash: ordering key -> jid of the one job of
@@ -18,12 +20,13 @@
 --   G.fair_queues  "rfetch:fair-queues"         set: queues that have had tenant jobs
 --   G.q            <q> itself (from ARGV)
 -- A key's waiting list "rfetch:key:<q>:<k>" and a unique lock "rfetch:unique:<digest>" are
--- passed in KEYS too, by every script that acts on a job the caller knows.
+-- passed in KEYS too (push.lua, api_move.lua, rescue.lua), or derived from a job's record.
 --
 -- Derived keys (the only key names computed here): a tenant's list is the ring key, "|" and
 -- the tenant (G.ring .. '|' .. t), because the tenant comes from a payload the script reads
 -- (the next job of a released key, the head of a ring); gate_keys_of builds G from the
--- namespace prefix for enqueue_due.lua, whose queues come from the jobs it moves. With a
+-- namespace prefix for enqueue_due.lua, whose queues come from the jobs it moves, and for
+-- a job's record. With a
 -- "{tag}" namespace every derived key stays in the namespace's Redis Cluster hash slot.
 -- Payloads are only decoded to read fields, never re-encoded (cjson loses integer precision).
 

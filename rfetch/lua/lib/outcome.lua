@@ -44,7 +44,9 @@ local OUTCOME_EFFECTS = {
 -- The effects of outcome, or nil with an error message for an unknown name.
 local function outcome_effects(outcome)
   local e = OUTCOME_EFFECTS[outcome]
-  if not e then return nil, 'ERR unknown outcome ' .. tostring(outcome) .. ': nothing was changed' end
+  if not e then
+    return nil, 'ERR unknown outcome ' .. tostring(outcome) .. ': nothing was changed'
+  end
   return e, nil
 end
 
