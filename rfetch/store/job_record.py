@@ -5,9 +5,11 @@ per field: a new per-job option is a field here, read by ``lib/record.lua`` and 
 ``lib/outcome.lua``.
 
 Fields (absent when the job has none): ``q`` the queue, ``jid``, ``key`` the ordering key,
-``unique`` the unique lock's digest, ``tenant``, ``ck`` the fetch cap's concurrency key (a
-capped job only), ``bid`` the batch, ``ttl`` seconds to keep the recorded outcome
-(``store_result``), ``class`` the class name.
+``unique`` the unique lock's digest, ``tenant``, ``ck`` the fetch cap's concurrency key and
+``limit`` its limit (a capped job only), ``bid`` the batch, ``ttl`` seconds to keep the
+recorded outcome (``store_result``), ``class`` the class name, ``win`` the unique lock's
+window in milliseconds (a push only). ``push.lua`` takes the same record for a job through
+the gate.
 """
 
 from __future__ import annotations
@@ -16,15 +18,18 @@ import json
 
 from rfetch.payload import Routing
 
-RECORD_FIELDS = ("q", "jid", "key", "unique", "tenant", "ck", "bid", "ttl", "class")
+RECORD_FIELDS = (
+    "q", "jid", "key", "unique", "tenant", "ck", "limit", "bid", "ttl", "class", "win"
+)
 """The record's fields, in ``lib/record.lua``'s ``RECORD_FIELDS`` order."""
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-def job_record(queue: str, routing: Routing | None) -> str:
+def job_record(queue: str, routing: Routing | None, window_ms: int | None = None) -> str:
     """The record of a job of ``queue`` (str: the queue of the list holding it) with the
-    routing fields ``routing`` (None: a job with no fields beyond its queue)."""
+    routing fields ``routing`` (None: a job with no fields beyond its queue); ``window_ms``:
+    its unique lock's window in milliseconds, for a push (``push.lua``)."""
     rec: dict[str, str | int] = {"q": queue}
     if routing is None:
         return _encode(rec)
@@ -35,9 +40,11 @@ def job_record(queue: str, routing: Routing | None) -> str:
         ("unique", routing.unique),
         ("tenant", routing.tenant),
         ("ck", routing.concurrency_key if routing.capped else None),
+        ("limit", routing.concurrency_limit if routing.capped else None),
         ("bid", routing.bid),
         ("ttl", routing.store_result),
         ("class", routing.job_class),
+        ("win", window_ms if routing.unique is not None else None),
     ):
         if value:
             rec[name] = value

@@ -107,14 +107,15 @@ EXPECTED: dict[str, Sent] = {
          "{ns}:rfetch:cap-slots:b", "{ns}:rfetch:cap-limits:b", "{ns}:rfetch:fair-wake:b",
          "{ns}:rfetch:cap-queues", "{ns}:"],
         [4, 3, 3, 1, 3, 1, 2, 1, 1, b"p1", 4,
-         3, b"s1", '{"q":"c","jid":"j1","ck":"c1"}',
-         1, b"k1", '{"q":"a","jid":"j2","key":"k","unique":"u","ck":"c","bid":"b1"}',
+         3, b"s1", '{"q":"c","jid":"j1","ck":"c1","limit":1}',
+         1, b"k1", '{"q":"a","jid":"j2","key":"k","unique":"u","ck":"c","limit":2,"bid":"b1"}',
          2, b"b1", '{"q":"b","jid":"j3","bid":"b2"}',
          2, b"o1", '{"q":"b","jid":"j4","key":"o"}'],
     ),
     "only_acknowledge_batched_cap": (
         ["queue:a", "queue:a:p1", ""],
-        [0, 1, 1, 0, 0, 0, 1, 1, b"x", '{"q":"a","jid":"j5","ck":"c","bid":"b3"}'],
+        [0, 1, 1, 0, 0, 0, 1, 1, b"x",
+         '{"q":"a","jid":"j5","ck":"c","limit":3,"bid":"b3"}'],
     ),
 }
 

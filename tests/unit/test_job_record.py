@@ -24,8 +24,11 @@ def test_a_record_holds_every_field_the_job_has_and_no_other() -> None:
                       concurrency_limit=2)
     assert json.loads(job_record("q", routing)) == {
         "q": "q", "jid": "j1", "key": "k", "unique": "d", "tenant": "t", "ck": "c",
-        "bid": "b", "ttl": 60, "class": "C",
+        "limit": 2, "bid": "b", "ttl": 60, "class": "C",
     }
+    pushed = json.loads(job_record("q", routing, window_ms=5000))
+    assert pushed["win"] == 5000
+    assert "win" not in json.loads(job_record("q", Routing(jid="j"), window_ms=5000))
     assert json.loads(job_record("q", Routing(jid="j2"))) == {"q": "q", "jid": "j2"}
     assert json.loads(job_record("é", None)) == {"q": "é"}
 

@@ -14,15 +14,18 @@
 --   unique  its unique lock's digest
 --   tenant  its tenant (fair tenants)
 --   ck      its concurrency key (fetch caps, lib/cap.lua), for a capped job only
+--   limit   its concurrency limit (with ck)
 --   bid     its batch (lib/batch.lua)
 --   ttl     seconds to keep its recorded outcome (store_result, lib/workflow.lua)
 --   class   its class name (the recorded outcome's "class")
+--   win     its unique lock's window in milliseconds (push.lua only)
 -- record_of also derives, from the namespace prefix P (lib/keys.lua), the keys the fields
 -- name: G (the gate of <q>), klist (the key's waiting list), lock (the unique lock), C (the
 -- cap keys of <q>), bhash (the batch hash "b-<bid>"). A record that is not a JSON object
 -- counts as {q = <default queue>}.
 
-local RECORD_FIELDS = {'q', 'jid', 'key', 'unique', 'tenant', 'ck', 'bid', 'ttl', 'class'}
+local RECORD_FIELDS = {'q', 'jid', 'key', 'unique', 'tenant', 'ck', 'limit', 'bid', 'ttl', 'class',
+  'win'}
 
 -- The record of text ("" for a job with no fields beyond its queue q) under prefix P.
 local function record_of(P, text, q)
