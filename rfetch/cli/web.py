@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,6 +15,9 @@ from rfetch.version import __version__
 
 from .app import main
 from .options import NAMESPACE_HELP, REDIS_URL_HELP
+
+if TYPE_CHECKING:
+    from rfetch.web import BasicAuth, WebApp
 
 
 @main.command()
@@ -68,24 +72,15 @@ def web(
     RFETCH_SHARDS, one merged view of every shard (each row names its shard). Stop with INT
     or TERM.
     """
-    try:
-        from rfetch.web import BasicAuth, create_app
-        from rfetch.web.server import is_loopback, parse_bind, serve
-    except ImportError as exc:
-        raise click.ClickException(
-            f"the web UI needs the web extra (pip install 'rfetch[web]'): {exc}"
-        ) from None
-    try:
-        host, port = parse_bind(bind)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--bind") from None
+    _require_web_extra()
+    from rfetch.web import create_app
+    from rfetch.web.server import serve
+
+    host, port = _host_port(bind)
     listener = setup_logging(verbose, False)
     try:
         config = Config.from_env(redis_url=redis_url, namespace=namespace)
-        credentials = BasicAuth.from_env()
-        # Anyone who can reach an open UI can delete jobs: say so, in the log and on every
-        # page (Sidekiq leaves auth to the host application; a standalone server cannot).
-        exposed = credentials is None and not is_loopback(host)
+        credentials, exposed = _credentials(host)
         app = create_app(config, read_only=read_only, prefix=prefix,
                          basic_auth=credentials or False, poll_interval=poll_interval,
                          metrics_window=metrics_window, open_warning=exposed,
@@ -94,21 +89,10 @@ def web(
         listener.stop()
         raise click.ClickException(str(exc)) from None
     if exposed:
-        logging.getLogger("rfetch.web").warning(
-            "the web UI listens on %s without authentication: anyone who can reach it can "
-            "%s; set RFETCH_WEB_USER and RFETCH_WEB_PASSWORD, or bind to 127.0.0.1",
-            bind, "read every job" if read_only else "retry, delete and kill jobs",
-        )
-    auth = "basic auth" if app.basic_auth is not None else "no auth"
-    mode = "read-only" if read_only else "read-write"
-
-    source = (f"{len(config.shards)} shards" if config.shards
-              else safe_url(config.redis_url))
+        _warn_open(bind, read_only)
 
     def ready(urls: str) -> None:
-        click.echo(f"rfetch web {__version__} ({mode}, {auth}) on {urls}{app.prefix}/ "
-                   f"for {source}",
-                   err=True)
+        click.echo(_banner(app, config, urls), err=True)
 
     try:
         serve(app, host, port, threads=threads, on_ready=ready)
@@ -117,3 +101,65 @@ def web(
     finally:
         listener.stop()
 
+
+def _require_web_extra() -> None:
+    """Check that the web UI's modules import.
+
+    Raises:
+        click.ClickException: the web extra is not installed (pip install 'rfetch[web]').
+    """
+    try:
+        import rfetch.web.server  # noqa: F401
+    except ImportError as exc:
+        raise click.ClickException(
+            f"the web UI needs the web extra (pip install 'rfetch[web]'): {exc}"
+        ) from None
+
+
+def _host_port(bind: str) -> tuple[str, int]:
+    """``--bind``'s host and port.
+
+    Raises:
+        click.BadParameter: not ``HOST:PORT``.
+    """
+    from rfetch.web.server import parse_bind
+
+    try:
+        return parse_bind(bind)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--bind") from None
+
+
+def _credentials(host: str) -> tuple[BasicAuth | None, bool]:
+    """The basic-auth credentials of the environment (``RFETCH_WEB_USER``,
+    ``RFETCH_WEB_PASSWORD``), and whether a UI served on ``host`` is open: no credentials
+    and a host beyond loopback.
+
+    Raises:
+        ValueError: only one of the two variables is set.
+    """
+    from rfetch.web import BasicAuth
+    from rfetch.web.server import is_loopback
+
+    credentials = BasicAuth.from_env()
+    # Anyone who can reach an open UI can delete jobs: say so, in the log and on every
+    # page (Sidekiq leaves auth to the host application; a standalone server cannot).
+    return credentials, credentials is None and not is_loopback(host)
+
+
+def _warn_open(bind: str, read_only: bool) -> None:
+    """Log that the UI on ``bind`` answers anyone who reaches it, and what they can do."""
+    logging.getLogger("rfetch.web").warning(
+        "the web UI listens on %s without authentication: anyone who can reach it can "
+        "%s; set RFETCH_WEB_USER and RFETCH_WEB_PASSWORD, or bind to 127.0.0.1",
+        bind, "read every job" if read_only else "retry, delete and kill jobs",
+    )
+
+
+def _banner(app: WebApp, config: Config, urls: str) -> str:
+    """The line written once the server listens on ``urls``: version, mode, auth, the
+    UI's address and the Redis (or shards) it reads."""
+    auth = "basic auth" if app.basic_auth is not None else "no auth"
+    mode = "read-only" if app.read_only else "read-write"
+    source = f"{len(config.shards)} shards" if config.shards else safe_url(config.redis_url)
+    return f"rfetch web {__version__} ({mode}, {auth}) on {urls}{app.prefix}/ for {source}"

@@ -1,8 +1,8 @@
 """``rfetch worker``: boot a worker process, or a swarm of them (``--processes``).
 
-The only module of the CLI that imports the worker's side (launcher, registry, CPU
-affinity, per-process metrics, the swarm); every other command reads or steers through
-``rfetch.api``.
+With :mod:`.worker_launch` (one worker process's launch), the only CLI code that imports
+the worker's side (launcher, registry, CPU affinity, per-process metrics, the swarm); every
+other command reads or steers through ``rfetch.api``.
 """
 
 from __future__ import annotations
@@ -12,11 +12,10 @@ import os
 import socket
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from rfetch import affinity
 from rfetch.config import Config, QueueSpec
 from rfetch.errors import ConfigError, RfetchError
 from rfetch.integrations.sentry import SentrySettings
@@ -29,6 +28,7 @@ from rfetch.swarm.cpus import parse_processes
 
 from .app import main
 from .options import NAMESPACE_HELP, REDIS_URL_HELP
+from .worker_launch import Boot, launch
 
 if TYPE_CHECKING:
     from rfetch.swarm.runtime import ChildSpec
@@ -44,24 +44,86 @@ def _processes(ctx: click.Context, param: click.Parameter, value: str | None) ->
         raise click.BadParameter(str(exc)) from None
 
 
-@dataclass(frozen=True)
-class _Boot:
-    """What every worker process of this command starts from (the parent's, in a swarm)."""
-
-    config: Config
-    registry: Registry
-    verbose: bool
-    json_logs: bool
-    sentry: SentrySettings
-    metrics_port: int | None
-    metrics_bind: str
-
-
 def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
     try:
         return [QueueSpec.parse(v) for v in values] or [QueueSpec("default")]
     except ConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="-q") from None
+
+
+@dataclass(frozen=True)
+class _Options:
+    """The options of ``rfetch worker``, named as its click parameters."""
+
+    queues: tuple[str, ...]
+    concurrency: int | None
+    async_concurrency: int | None
+    requires: tuple[str, ...]
+    timeout: float | None
+    tag: str | None
+    redis_url: str | None
+    namespace: str | None
+    strict: bool | None
+    prefetch: int | None
+    prefetch_horizon: float | None
+    labels: tuple[str, ...]
+    cpu_affinity: str | None
+    verbose: bool
+    json_logs: bool
+    sentry_dsn: str | None
+    sentry_traces_sample_rate: float | None
+    sentry_crons: bool
+    metrics_port: int | None
+    metrics_bind: str
+    processes: int | None
+    max_memory: int | None
+    max_jobs: int | None
+    job_timeout: float | None
+    job_timeout_grace: float | None
+    min_replicas: int | None
+    min_replicas_acks: bool | None
+
+    def config(self) -> Config:
+        """The Config: ``RFETCH_<FIELD>`` variables, overridden by the options given.
+
+        Raises:
+            click.BadParameter: a malformed ``-q``.
+            ConfigError: a variable or an option Config refuses.
+        """
+        return Config.from_env(
+            redis_url=self.redis_url,
+            namespace=self.namespace,
+            concurrency=self.concurrency,
+            async_concurrency=self.async_concurrency,
+            queues=_queue_specs(self.queues),
+            strict=self.strict,
+            shutdown_timeout=self.timeout,
+            tag=self.tag,
+            labels=tuple(self.labels),
+            prefetch=self.prefetch,
+            prefetch_horizon=self.prefetch_horizon,
+            cpu_affinity=self.cpu_affinity,
+            processes=self.processes,
+            max_memory=self.max_memory,
+            max_jobs=self.max_jobs,
+            job_timeout=self.job_timeout,
+            job_timeout_grace=self.job_timeout_grace,
+            min_replicas=self.min_replicas,
+            min_replicas_acks=self.min_replicas_acks,
+        )
+
+    def supervises(self) -> bool:
+        """Whether this process forks workers and supervises them (a swarm's parent).
+
+        As PID 1 (a container) a worker always supervises itself, to reap zombies.
+        """
+        return (
+            self.processes is not None
+            or bool(os.environ.get("RFETCH_PROCESSES"))
+            or os.getpid() == 1
+        )
+
+
 
 
 @main.command()
@@ -142,35 +204,7 @@ def _queue_specs(values: tuple[str, ...]) -> list[QueueSpec]:
 @click.option("--min-replicas-acks/--no-min-replicas-acks", default=None,
               help="Also wait for --min-replicas replicas after each acknowledgement, so "
               "a failover re-runs at most one finished job per thread. [default: off]")
-def worker(
-    queues: tuple[str, ...],
-    concurrency: int | None,
-    async_concurrency: int | None,
-    requires: tuple[str, ...],
-    timeout: float | None,
-    tag: str | None,
-    redis_url: str | None,
-    namespace: str | None,
-    strict: bool | None,
-    prefetch: int | None,
-    prefetch_horizon: float | None,
-    labels: tuple[str, ...],
-    cpu_affinity: str | None,
-    verbose: bool,
-    json_logs: bool,
-    sentry_dsn: str | None,
-    sentry_traces_sample_rate: float | None,
-    sentry_crons: bool,
-    metrics_port: int | None,
-    metrics_bind: str,
-    processes: int | None,
-    max_memory: int | None,
-    max_jobs: int | None,
-    job_timeout: float | None,
-    job_timeout_grace: float | None,
-    min_replicas: int | None,
-    min_replicas_acks: bool | None,
-) -> None:
+def worker(**options: Any) -> None:
     """Run a worker process, or a swarm of them (--processes).
 
     Settings not given as options are read from RFETCH_<FIELD> environment variables
@@ -184,49 +218,55 @@ def worker(
     To a swarm's parent, the same for every worker, and USR2 = rolling restart
     (every worker recycled, one at a time).
     """
-    # A swarm's parent forks: it must run no thread then (no log writer thread). As PID 1
-    # (a container) a worker always supervises itself, to reap zombies. Logging is direct
-    # (no thread) until then, so what the -r imports log is written too; each worker
+    _start(_Options(**options))
+
+
+def _start(options: _Options) -> NoReturn:
+    """Check the settings, load the jobs, and run one worker process or a swarm's parent;
+    exits with its code."""
+    # A swarm's parent forks: it must run no thread then (no log writer thread). Logging is
+    # direct (no thread) until then, so what the -r imports log is written too; each worker
     # process then starts its own writer (_run_process).
-    supervise = (
-        processes is not None or bool(os.environ.get("RFETCH_PROCESSES")) or os.getpid() == 1
-    )
-    setup_direct_logging(verbose, json_logs)
+    supervise = options.supervises()
+    setup_direct_logging(options.verbose, options.json_logs)
+    boot = _prepare(options)
+    sys.exit(_run_swarm(boot) if supervise else _run_process(boot))
+
+
+def _prepare(options: _Options) -> Boot:
+    """Build the Config, check it reaches Redis, and load the jobs (logging is direct).
+
+    Raises:
+        click.ClickException: an :class:`RfetchError` on the way (its cause logged with -v).
+    """
     try:
-        config = Config.from_env(
-            redis_url=redis_url,
-            namespace=namespace,
-            concurrency=concurrency,
-            async_concurrency=async_concurrency,
-            queues=_queue_specs(queues),
-            strict=strict,
-            shutdown_timeout=timeout,
-            tag=tag,
-            labels=tuple(labels),
-            prefetch=prefetch,
-            prefetch_horizon=prefetch_horizon,
-            cpu_affinity=cpu_affinity,
-            processes=processes,
-            max_memory=max_memory,
-            max_jobs=max_jobs,
-            job_timeout=job_timeout,
-            job_timeout_grace=job_timeout_grace,
-            min_replicas=min_replicas,
-            min_replicas_acks=min_replicas_acks,
-        )
-        # A bad Sentinel setting is an error now, not a back-off loop in every thread.
-        for one in [shard_config(config, i) for i in range(len(config.shards))] or [config]:
-            connect(one, max_connections=1).close()
-        registry = _load_jobs(requires, config)
+        config = options.config()
+        _check_connections(config)
+        registry = _load_jobs(options.requires, config)
     except RfetchError as exc:
-        if verbose and exc.__cause__ is not None:
+        if options.verbose and exc.__cause__ is not None:
             logging.getLogger("rfetch.cli").debug("the cause", exc_info=exc.__cause__)
         raise click.ClickException(str(exc)) from None
-    sentry = SentrySettings(sentry_dsn, sentry_traces_sample_rate, sentry_crons)
-    boot = _Boot(config, registry, verbose, json_logs, sentry, metrics_port, metrics_bind)
-    if supervise:
-        sys.exit(_run_swarm(boot))
-    sys.exit(_run_process(boot))
+    sentry = SentrySettings(
+        options.sentry_dsn, options.sentry_traces_sample_rate, options.sentry_crons
+    )
+    return Boot(
+        config, registry, options.verbose, options.json_logs, sentry,
+        options.metrics_port, options.metrics_bind,
+    )
+
+
+def _check_connections(config: Config) -> None:
+    """Connect once to Redis (each shard's), so that a bad Sentinel setting is an error now,
+    not a back-off loop in every thread.
+
+    Raises:
+        ConfigError: as :func:`rfetch.store.connection.connect` (a malformed Sentinel URL,
+            a master the sentinels do not know).
+        RedisUnavailable: no sentinel of a Sentinel URL answered.
+    """
+    for one in [shard_config(config, i) for i in range(len(config.shards))] or [config]:
+        connect(one, max_connections=1).close()
 
 
 def _load_jobs(requires: tuple[str, ...], config: Config) -> Registry:
@@ -249,7 +289,7 @@ def _load_jobs(requires: tuple[str, ...], config: Config) -> Registry:
     return registry
 
 
-def _run_swarm(boot: _Boot) -> int:
+def _run_swarm(boot: Boot) -> int:
     """The swarm's parent: fork ``config.processes`` workers and supervise them."""
     from rfetch.swarm.recover import ParentRecovery
     from rfetch.swarm.runtime import run_swarm
@@ -264,7 +304,7 @@ def _run_swarm(boot: _Boot) -> int:
 
 
 def _run_process(
-    boot: _Boot, identity: str | None = None, supervision: Supervision | None = None
+    boot: Boot, identity: str | None = None, supervision: Supervision | None = None
 ) -> int:
     """One worker process (on its own, or a swarm's child after the fork); its exit code.
 
@@ -278,102 +318,10 @@ def _run_process(
     stdout = sys.stdout
     sys.stdout = PrintToLog(logging.getLogger(PRINT_LOGGER), stdout)
     try:
-        return _launch(boot, job_context, identity, supervision)
+        return launch(boot, job_context, identity, supervision)
     finally:
         sys.stdout.flush()
         sys.stdout = stdout
         listener.stop()
         # Lines logged later (atexit: reliable push's undelivered jobs) are written directly.
         setup_direct_logging(boot.verbose, boot.json_logs)
-
-
-def _launch(
-    boot: _Boot, job_context: JobContext, identity: str | None, supervision: Supervision | None
-) -> int:
-    """Build and run the Launcher of one worker process (logging is in place)."""
-    from rfetch.worker import adaptive_affinity
-    from rfetch.worker.launcher import Launcher
-
-    config, registry = boot.config, boot.registry
-    try:
-        # After -r: a client the application's own modules initialised is kept.
-        if boot.sentry.install(config) and supervision is None:
-            click.echo("reporting errors to Sentry", err=True)
-    except RfetchError as exc:
-        raise click.ClickException(str(exc)) from None
-    try:
-        placement = affinity.apply(config.cpu_affinity)
-    except RfetchError as exc:
-        raise click.ClickException(str(exc)) from None
-    logging.getLogger("rfetch.affinity").info(
-        "cpu affinity: %s (%s)", affinity.format_cpus(placement.cpus) or "-", placement.how
-    )
-    metrics = _worker_metrics(config) if boot.metrics_port is not None else None
-    # In a swarm, worker i serves its metrics on the port + i.
-    metrics_port = None if boot.metrics_port is None else boot.metrics_port + (
-        supervision.slot if supervision is not None else 0
-    )
-    metrics_bind = boot.metrics_bind
-    if config.shards:  # one launcher per shard in this process (rfetch.worker.shards)
-        return _run_shards(
-            config, registry, metrics, metrics_port, metrics_bind, job_context, placement
-        )
-    launcher = Launcher(
-        config, registry, identity=identity, supervision=supervision, job_context=job_context
-    )
-    if placement.adaptive:
-        adaptive_affinity.start(placement, launcher.manager.saturated, launcher.report)
-    if metrics is not None and metrics_port is not None:
-        from rfetch.process_metrics import WorkerFigures
-
-        metrics.watch(lambda: WorkerFigures(
-            launcher.work.occupancy(), launcher.capacity, launcher.manager.quiet))
-        try:
-            metrics.serve(metrics_port, metrics_bind)
-        except OSError as exc:
-            raise click.ClickException(
-                f"cannot serve metrics on {metrics_bind}:{metrics_port}: {exc}"
-            ) from None
-    return launcher.run()
-
-
-def _run_shards(
-    config: Config,
-    registry: Registry,
-    metrics: Any,
-    port: int | None,
-    bind: str,
-    job_context: JobContext,
-    placement: affinity.Placement,
-) -> int:
-    """A worker over several shards; its exit code."""
-    from rfetch.worker import adaptive_affinity
-    from rfetch.worker.shards import ShardedLauncher
-
-    sharded = ShardedLauncher(config, registry, job_context)
-    if placement.adaptive:
-        adaptive_affinity.start(placement, sharded.saturated)
-    if metrics is not None and port is not None:
-        from rfetch.process_metrics import WorkerFigures
-
-        capacity = sharded.capacity
-        metrics.watch(lambda: WorkerFigures(sharded.occupancy(), capacity, sharded.quiet()))
-        try:
-            metrics.serve(port, bind)
-        except OSError as exc:
-            raise click.ClickException(f"cannot serve metrics on {bind}:{port}: {exc}") from None
-    return sharded.run()
-
-
-def _worker_metrics(config: Config) -> Any:
-    """A :class:`rfetch.metrics.WorkerMetrics` whose middleware times every job."""
-    try:
-        from rfetch.metrics import WorkerMetrics
-    except ImportError as exc:
-        raise click.ClickException(
-            f"--metrics-port needs prometheus-client (pip install 'rfetch[web]'): {exc}"
-        ) from None
-    metrics = WorkerMetrics()
-    config.server_middleware.append(metrics.middleware)
-    config.error_handlers.append(metrics.error_handler)
-    return metrics

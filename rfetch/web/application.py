@@ -95,6 +95,9 @@ class WebApp:
             else a random per-process key; see :mod:`rfetch.web.csrf`).
         outbox: the transactional outbox's database, whose backlog the dashboard and
             ``/metrics`` show; None for none.
+
+    Raises:
+        ValueError: a ``metrics_window`` outside 1-120 minutes.
     """
 
     def __init__(
@@ -120,6 +123,8 @@ class WebApp:
         self.basic_auth = basic_auth
         self.prefix = normalize_prefix(prefix)
         self.poll_interval = poll_interval
+        if not 1 <= metrics_window <= 120:
+            raise ValueError("metrics_window must be between 1 and 120 minutes")
         self.metrics_window = metrics_window
         self.title = title
         self.open_warning = open_warning
