@@ -38,8 +38,6 @@ whose ``__init__`` is counted (``worker/heartbeat.py:Heartbeat``)."""
 KNOWN_OVER: dict[Key, int] = {
     (MODULE_LINES, "worker/fetch.py"): 463,  # being split
     (FUNCTION_LINES, "worker/launcher.py:Launcher.__init__"): 93,  # being split
-    (FUNCTION_LINES, "store/push_args.py:push_call"): 68,  # being split
-    (FUNCTION_LINES, "store/workflow_commands.py:WorkflowCommands.complete"): 68,  # being split
     (INIT_PARAMETERS, "worker/adaptive_affinity.py:AdaptiveAffinity"): 7,  # being split
     (INIT_PARAMETERS, "worker/blocking_fetch.py:BlockingHandOff"): 9,  # being split
     (INIT_PARAMETERS, "worker/event_loop.py:AsyncPool"): 7,  # being split
