@@ -164,16 +164,6 @@ local function unique_release(lock, jid)
   if redis.call('GET', lock) == jid then redis.call('DEL', lock) end
 end
 
--- The per-job keys a caller passes after G: KEYS[i] is the waiting list of ordering key k
--- when k is given, then the unique lock when digest is given. Returns (key list or nil,
--- lock or nil, index of the next key).
-local function job_keys(i, k, digest)
-  local klist, lock = nil, nil
-  if k then klist = KEYS[i]; i = i + 1 end
-  if digest then lock = KEYS[i]; i = i + 1 end
-  return klist, lock, i
-end
-
 -- What each gate step may write, for lib/guard.lua's check before a script's first write
 -- (a script including gate includes guard first). Each adds to w the keys the step may
 -- write, with their types: a superset of what it writes, decided without writing.
