@@ -7,8 +7,8 @@
 -- KEYS[2]: the batch index "batches" (zset: bid -> created_at, epoch s).
 -- KEYS[3]: the namespace prefix P ("" or "<ns>:"), from which the batch's other keys and its
 --          parent's are derived (lib/batch.lua).
--- KEYS[4..]: push.lua's KEYS (the scheduled set, the gate keys of each queue, the keys
---          named by index in the records).
+-- KEYS[4..]: push.lua's KEYS (the scheduled set, the namespace prefix, the gate keys of
+--          each queue).
 -- ARGV[1]: bid (24 hex).
 -- ARGV[2]: "new" (create the batch; its bid must not exist) or "add" (it must exist, be
 --          rfetch's (its "engine" field; Sidekiq Pro's batches share the key names) and not
@@ -105,7 +105,7 @@ if mode == 'new' then
   redis.call('SADD', hash .. '-died', '')
   redis.call('HSET', hash .. '-failinfo', '', '')
   redis.call('ZADD', index, now, bid)
-  redis.call('INCR', P .. 'rfetch:batches-created')
+  redis.call('INCR', key_of(P, 'batch_counter', 'created'))
   redis.call('ZREMRANGEBYSCORE', index, '-inf', '(' .. (now - ttl))
   if phash then
     redis.call('HSET', hash, 'parent', parent)

@@ -95,7 +95,7 @@ local function move(job)
     if C then
       cap_enter_wants(w, C, ck)
     elseif keyed then
-      klist = P .. 'rfetch:key:' .. q .. ':' .. k
+      klist = key_of(P, 'key_list', q, k)
       gate_dispatch_wants(w, G, klist, t)
     else
       gate_out_wants(w, G, t)

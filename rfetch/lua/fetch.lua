@@ -8,20 +8,13 @@
 --          only named for acknowledgements).
 -- ARGV[4]: F, the number of fair pairs (queues that have had tenant jobs); 0 for none.
 -- ARGV[5 .. 4+F]: the pair index (1-based) of each fair pair.
--- Then C, the number of capped pairs (queues with fetch caps), and C records of two
---          values: pair index, 1 to fetch from its ready ring (a capped queue among those
---          fetched) or 0 (only named for acknowledgements that give a slot back).
+-- Then C, the number of capped pairs fetched from (queues with fetch caps), and their C
+--          pair indices: their ready ring of concurrency keys is fetched from too.
 -- Then A, the number of plain acknowledgements, and A records of two values:
 --          pair index, exact payload to LREM from that pair's private list.
--- Then S, the number of acknowledgements that only give a fetch cap's slot back (not
---          batched), and S records of three values: pair index (among the capped pairs),
---          exact payload, concurrency key.
--- Then B, the number of acknowledgements that release an ordering key, a unique lock or a
---          fetch cap's slot, and B records of eight values: pair index, exact payload,
---          queue name <q>, jid, ordering key ("" for none), unique digest ("" for none),
---          concurrency key ("" for none), "1" if the job is batched ("" for none).
--- Then C, the number of acknowledgements of batched jobs that release nothing, and C
---          records of three values: pair index, exact payload, jid.
+-- Then R, the number of acknowledgements that end more than a plain job (an ordering key,
+--          a unique lock, a fetch cap's slot, a batch, ...), and R records of three values:
+--          pair index, exact payload, the job's record (lib/record.lua).
 -- KEYS[2i-1], KEYS[2i] (i = 1..N): public queue "queue:<q>" and this process's private
 --          list "queue:sq|<identity>|<q>".
 -- Then, for each fair pair (in ARGV's order), three keys: the tenant ring "rfetch:fair:<q>",
@@ -29,29 +22,24 @@
 --          "rfetch:fair-weights:<q>".
 -- Then, for each capped pair (in ARGV's order), the six cap keys of its queue (lib/cap.lua's
 --          C).
--- Then, for each releasing acknowledgement (in ARGV's order): if it has an ordering key or
---          a unique lock, the seven gate keys of its queue (lib/gate.lua's G), its key's
---          waiting list "rfetch:key:<q>:<k>" if it has an ordering key, its unique lock
---          "rfetch:unique:<digest>" if it has one; then its batch hash "b-<bid>" if it is
---          batched. One with a concurrency key uses the cap keys of its pair (its queue is
---          among the capped pairs).
--- Then, for each batched acknowledgement of C (in ARGV's order), its batch hash "b-<bid>".
--- Last, when any acknowledgement is batched: the namespace prefix P (lib/batch.lua).
+-- Last, when R > 0: the namespace prefix P, from which the records' keys are derived
+--          (lib/keys.lua).
 -- Derived keys: a tenant's list "<ring key>|<tenant>", the tenant being read from the ring
 --          (lib/gate.lua); a concurrency key's waiting list "<cap ring key>|<key>", the key
---          being read from the cap ring (lib/cap.lua); a batch's other keys, its parents'
---          and a callback's queue (lib/batch.lua).
+--          being read from the cap ring (lib/cap.lua); the records' keys (lib/record.lua), a
+--          batch's other keys, its parents' and a callback's queue (lib/batch.lua).
 --
--- Acknowledgements first (LREM count 1 of the exact bytes); a releasing one that this LREM
--- removed also releases its key (its next job goes out, and may be fetched by this very
--- call) and its unique lock, as finish.lua does. A release one of whose keys has another
--- type (lib/guard.lua) is not done: the job is acknowledged, and its key stays held until
--- stuck-key rescue (rescue.lua) finds the keys fixed; the key's next job stays waiting. A
--- batched job that this LREM removed counts as succeeded in its batch (lib/batch.lua), in
--- this same call (a batch hash that is missing or of another type: acknowledged, not
--- counted). Then jobs are moved one by one from the right end (oldest) of each public queue
--- to the left end of its private list (LMOVE RIGHT LEFT, as super_fetch), taking queues in
--- the order given until ARGV[1] jobs are moved.
+-- Acknowledgements first (LREM count 1 of the exact bytes); one with a record that this
+-- LREM removed ends as "succeeded" (lib/outcome.lua), in this same call: its key released
+-- (its next job goes out, and may be fetched by this very call), its unique lock dropped,
+-- its cap slot given back (so the key's next job may be fetched by this very call), its
+-- batch counted. A release one of whose keys has another type (lib/guard.lua) is not done:
+-- the job is acknowledged and counted, and its key stays held until stuck-key rescue
+-- (rescue.lua) finds the keys fixed; the key's next job stays waiting (a batch hash that is
+-- missing or of another type: acknowledged, not counted). Then jobs are moved one by one
+-- from the right end (oldest) of each public queue to the left end of its private list
+-- (LMOVE RIGHT LEFT, as super_fetch), taking queues in the order given until ARGV[1] jobs
+-- are moved.
 -- Atomic: a job is always in exactly one list.
 -- A fair queue alternates one job from its tenant ring and one from its public queue while
 -- both have work; a capped queue adds to each turn the jobs of the key at the head of its
@@ -68,11 +56,7 @@
 -- job was moved, else the jobs moved so far (acknowledgements done before stay done).
 -- Returns {pairs_looked_at, {pair, payload, pair, payload, ...}, {pair, type, ...}}: the
 -- jobs moved, oldest first, and the queues skipped for their type.
--- #include guard
--- #include gate
--- #include cap
--- #include workflow
--- #include batch
+-- #include outcome
 local limit = tonumber(ARGV[1])
 local n_pairs = tonumber(ARGV[2])
 local pairs_to_fetch = tonumber(ARGV[3])
@@ -83,68 +67,27 @@ for f = 1, fair_count do
 end
 local a = 5 + fair_count
 local cap_count_n = tonumber(ARGV[a])
-local capped, cap_fetch = {}, {}
+local capped = {}
 for c = 1, cap_count_n do
-  local p = tonumber(ARGV[a + 2 * c - 1])
-  capped[p] = cap_keys(2 * n_pairs + 3 * fair_count + 6 * (c - 1) + 1, '')
-  cap_fetch[p] = ARGV[a + 2 * c] == '1'
+  capped[tonumber(ARGV[a + c])] = cap_keys(2 * n_pairs + 3 * fair_count + 6 * (c - 1) + 1, '')
 end
-a = a + 2 * cap_count_n + 1
+a = a + cap_count_n + 1
 for r = 1, tonumber(ARGV[a]) do
   local at = a + 2 * r - 1
   redis.call('LREM', KEYS[2 * tonumber(ARGV[at])], 1, ARGV[at + 1])
 end
 a = a + 2 * tonumber(ARGV[a]) + 1
-local cap_releasable = {}  -- pair -> whether its cap keys have their types (checked once)
+local P = KEYS[#KEYS]  -- the prefix, when an acknowledgement has a record
 for r = 1, tonumber(ARGV[a]) do
   local at = a + 3 * r - 2
   local p, raw = tonumber(ARGV[at]), ARGV[at + 1]
-  local C = capped[p]
-  if cap_releasable[p] == nil then
-    local w = wants_new()
-    cap_release_wants(w, C)
-    cap_releasable[p] = #w.keys == 0 or misfit(w) == nil
-  end
-  if redis.call('LREM', KEYS[2 * p], 1, raw) == 1 and cap_releasable[p] then
-    cap_release(C, ARGV[at + 2], raw)
-  end
-end
-a = a + 3 * tonumber(ARGV[a]) + 1
-local ki = 2 * n_pairs + 3 * fair_count + 6 * cap_count_n + 1
-local P = KEYS[#KEYS]  -- the prefix, when an acknowledgement is batched
-for r = 1, tonumber(ARGV[a]) do
-  local at = a + 8 * r - 7
-  local p, raw = tonumber(ARGV[at]), ARGV[at + 1]
-  local jid, k, unique = ARGV[at + 3], opt(ARGV[at + 4]), opt(ARGV[at + 5])
-  local G, klist, lock, C, bhash = nil, nil, nil, nil, nil
-  if k or unique then
-    G = gate_keys(ki, ARGV[at + 2])
-    klist, lock, ki = job_keys(ki + 7, k, unique)
-  end
-  if opt(ARGV[at + 7]) then bhash = KEYS[ki]; ki = ki + 1 end
-  local ck = opt(ARGV[at + 6])
-  if ck then C = capped[p] end
+  local rec = record_of(P, ARGV[at + 2])
   local w = wants_new()
-  if k then gate_release_wants(w, G, klist) end
-  if lock then unique_release_wants(w, lock) end
-  if C then cap_release_wants(w, C) end
+  job_end_wants(w, rec, 'succeeded')
   local releasable = #w.keys == 0 or misfit(w) == nil
   if redis.call('LREM', KEYS[2 * p], 1, raw) == 1 then
-    if releasable then
-      if k then gate_release(G, k, klist, jid) end
-      if lock then unique_release(lock, jid) end
-      if C then cap_release(C, ck, raw) end
-    end
-    if bhash then batch_event(P, bhash, jid, 'ok', '') end
+    job_end(rec, 'succeeded', raw, {keep_keys = not releasable})
   end
-end
-a = a + 8 * tonumber(ARGV[a]) + 1
-for r = 1, tonumber(ARGV[a]) do
-  local at = a + 3 * r - 2
-  if redis.call('LREM', KEYS[2 * tonumber(ARGV[at])], 1, ARGV[at + 1]) == 1 then
-    batch_event(P, KEYS[ki], ARGV[at + 2], 'ok', '')
-  end
-  ki = ki + 1
 end
 local jobs, broken = {}, {}
 local looked_at = 0
@@ -192,7 +135,7 @@ for p = 1, pairs_to_fetch do
   if moved >= limit or refused then break end
   looked_at = p
   local base = fair[p]
-  local C = cap_fetch[p] and capped[p] or nil
+  local C = capped[p]
   local plain_done = false
   while moved < limit do
     local took = false

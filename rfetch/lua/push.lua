@@ -4,27 +4,26 @@
 -- rfetch.store.commands.Commands.push only.
 --
 -- KEYS[1]: the scheduled set "schedule".
--- KEYS[2 + 7(b-1) .. 8 + 7(b-1)] (b = 1..B): the seven gate keys of the b-th queue
+-- KEYS[2]: the namespace prefix P ("" or "<ns>:"), from which the records' keys are derived
+--          (lib/keys.lua).
+-- KEYS[3 + 7(b-1) .. 9 + 7(b-1)] (b = 1..B): the seven gate keys of the b-th queue
 --          (lib/gate.lua's G; the first is the public queue "queue:<q>").
--- Then the keys named by index in the records: a key's waiting list "rfetch:key:<q>:<k>",
---          a unique lock "rfetch:unique:<digest>".
 -- ARGV[1]: B, the number of queues; ARGV[2 .. 1+B]: their names <q>, in block order.
 -- ARGV[2+B]: N, the number of records; then N records, in push order:
 --          "p", block b, count c, then c payloads: plain jobs of one queue to run now, in
 --          push order (one LPUSH);
 --          "s", block, payload, run time (float epoch s, the "schedule" score): a plain
 --          scheduled job;
---          "g", block, payload, run time ("" for now), jid, index in KEYS of its key's
---          waiting list (0 for none), its ordering key ("" for none), index in KEYS of its
---          unique lock (0 for none), the lock's window in milliseconds, its tenant ("" for
---          none: else the job goes to its tenant's list, a fair queue), index in KEYS of
---          the first of the six cap keys of its queue (lib/cap.lua's C; 0 for none), its
---          concurrency key ("" for none) and that key's limit: a job through the gate (a
---          capped job to run now waits in its key's list until fetched by the cap ring);
+--          "g", block, payload, run time ("" for now), the job's record (lib/record.lua:
+--          jid, key, unique and win (the lock's window in milliseconds), tenant (the job
+--          goes to its tenant's list, a fair queue), ck and limit): a job through the gate
+--          (a capped job to run now waits in its key's list until fetched by the cap ring);
 --          "m", block, the queue's max_queue_size, the number of jobs of this call to run
 --          now in that queue: a backpressure check (see below).
--- Derived keys: a tenant's list "<ring key>|<tenant>" (lib/gate.lua); a concurrency key's
---          waiting list "<cap ring key>|<key>" (lib/cap.lua).
+-- Derived keys: the records' (lib/record.lua: a key's waiting list "rfetch:key:<q>:<k>", a
+--          unique lock "rfetch:unique:<digest>", the cap keys of <q>); a tenant's list
+--          "<ring key>|<tenant>" (lib/gate.lua); a concurrency key's waiting list
+--          "<cap ring key>|<key>" (lib/cap.lua).
 --
 -- Backpressure (max_queue_size): when a queue's public list holds so many jobs that this
 -- call's jobs to run now would take it past its max, the whole call writes nothing and is an
@@ -41,8 +40,5 @@
 -- when it is due (enqueue_due.lua).
 -- Returns the positions (1-based, in push order) of the jobs not written because their
 -- unique lock was held; every other job was written.
--- #include guard
--- #include gate
--- #include cap
 -- #include push
 return push_jobs(0, 0, nil)

@@ -5,8 +5,8 @@
 -- Called by rfetch.store.outbox_commands.OutboxCommands.push_once only.
 --
 -- KEYS[1 .. M]: the markers "rfetch:outbox:pushed:<jid>" of the M jobs, in push order.
--- KEYS[M + 1 ..]: push.lua's KEYS (the scheduled set, the gate keys of each queue, the keys
---          named by index in the records, counted from KEYS[M + 1]).
+-- KEYS[M + 1 ..]: push.lua's KEYS (the scheduled set, the namespace prefix, the gate keys
+--          of each queue).
 -- ARGV[1]: M, the number of jobs (and markers).
 -- ARGV[2]: the markers' time to live in milliseconds (a whole number >= 1).
 -- ARGV[3 ..]: push.lua's ARGV.
@@ -17,9 +17,6 @@
 -- (its errors are error replies, nothing written, no marker set) and every job's marker is
 -- set (also for a unique job whose lock was held: it was dealt with); the reply is
 -- {"pushed", positions...}: push.lua's reply, the positions not written for a held lock.
--- #include guard
--- #include gate
--- #include cap
 -- #include push
 local m, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
 if not (m and m >= 0 and ttl and ttl >= 1 and math.floor(ttl) == ttl) then

@@ -1,29 +1,25 @@
--- recover.lua: push one job of a dead process back to its public queue, counting
--- recoveries per jid to catch poison pills (Sidekiq Pro 5.2). A live worker pushes back the
--- same way, counted with the same counter, a job on which rfetch itself failed.
+-- recover.lua: push one job of a dead process back to its public queue (outcome
+-- "recovered", lib/outcome.lua), counting recoveries per jid to catch poison pills
+-- (Sidekiq Pro 5.2). A live worker pushes back the same way, counted with the same counter,
+-- a job on which rfetch itself failed.
 -- Called by rfetch.store.commands.Commands.recover only.
 --
 -- KEYS[1]: the private list "queue:sq|<identity>|<q>" (of a dead process, or the caller's).
 -- KEYS[2]: recovery counter of the job's jid "rfetch:recoveries:<jid>".
--- KEYS[3..9]: the seven gate keys of <q> (lib/gate.lua's G; KEYS[3] is the public queue
---          "queue:<q>", KEYS[4] the "queues" set).
--- KEYS[10] (a job with an ordering key only): the key's waiting list "rfetch:key:<q>:<k>".
+-- KEYS[3]: the namespace prefix P ("" or "<ns>:"), from which the gate's and the record's
+--          keys are derived (lib/keys.lua).
 -- ARGV[1]: the raw payload (exact bytes in the private list).
 -- ARGV[2]: the queue name <q>.
 -- ARGV[3]: recoveries that make a poison pill (3): this recovery is number count + 1;
 --          0: not counted (a job its dead process held but had not started): pushed back
 --          without reading or incrementing the counter.
 -- ARGV[4]: the counting window in seconds (72 h); starts at the first recovery.
--- ARGV[5]: the job's jid ("" for none).
--- ARGV[6]: its ordering key ("" for none): it then goes back by the gate's push-back rule
---          (lib/gate.lua) instead of a plain RPUSH.
--- ARGV[7]: its tenant ("" for none): it then goes back to the head of its tenant's list.
--- ARGV[8] (optional): its concurrency key ("" for none): its slot is given back (this is
---          when a SIGKILLed holder's slot comes back) and it goes to the head of its key's
---          waiting list; the six cap keys of <q> (lib/cap.lua's C) then follow in KEYS
---          (from KEYS[10], or KEYS[11] after a key's waiting list).
--- Derived keys: a tenant's list "<ring key>|<tenant>" (lib/gate.lua); a concurrency key's
---          waiting list "<cap ring key>|<key>" (lib/cap.lua).
+-- ARGV[5]: the job's record (lib/record.lua: jid, key, tenant, ck, ...; "" for a plain
+--          job): a keyed job goes back by the gate's push-back rule, a tenant job to the
+--          head of its tenant's list, a capped one gives its slot back (this is when a
+--          SIGKILLed holder's slot comes back) and goes to the head of its key's list.
+-- Derived keys: "queue:<q>", "queues" and the gate's keys of <q> (lib/gate.lua), the
+--          record's (lib/record.lua), a tenant's list, a concurrency key's waiting list.
 --
 -- Returns "poison" (nothing changed: the caller moves the job to the dead set with
 -- settle.lua, atomically), "gone" (no longer in the private list), or "requeued" (removed
@@ -32,9 +28,7 @@
 -- Every key written is checked first (lib/guard.lua): one of another type, or a counter
 -- that is not an integer, changes nothing and is an error reply, so the job stays in the
 -- private list.
--- #include guard
--- #include gate
--- #include cap
+-- #include outcome
 local counted = tonumber(ARGV[3]) > 0
 if counted then
   local raw_count = redis.call('GET', KEYS[2])
@@ -50,28 +44,16 @@ if counted then
     return 'poison'
   end
 end
-local G = gate_keys(3, ARGV[2])
-local k, jid, t = opt(ARGV[6]), opt(ARGV[5]), opt(ARGV[7])
-local ck, C = opt(ARGV[8]), nil
-if ck then C = cap_keys(k and 11 or 10, ARGV[2]) end
+local rec = record_of(KEYS[3], ARGV[5], ARGV[2])
 local w = wants_new()
 want(w, KEYS[1], 'list')
-if C then
-  cap_push_back_wants(w, C, ck)
-else
-  gate_push_back_wants(w, G, k, KEYS[10], jid, t)
-end
+job_end_wants(w, rec, 'recovered')
 local bad = misfit(w)
 if bad then return redis.error_reply(bad) end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 'gone'
 end
-if C then
-  cap_push_back(C, ck, ARGV[1])
-elseif not gate_push_back(G, ARGV[1], k, KEYS[10], jid, t) then
-  redis.call('RPUSH', G.queue, ARGV[1])
-  redis.call('SADD', G.queues, ARGV[2])
-end
+job_end(rec, 'recovered', ARGV[1])
 if counted and redis.call('INCR', KEYS[2]) == 1 then
   redis.call('EXPIRE', KEYS[2], tonumber(ARGV[4]))
 end

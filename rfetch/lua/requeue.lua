@@ -1,19 +1,16 @@
--- requeue.lua: push fetched jobs back to the head of their public queue.
--- Called by rfetch.store.commands.Commands.requeue only.
+-- requeue.lua: push fetched jobs back to the head of their public queue (outcome
+-- "pushed_back", lib/outcome.lua). Called by rfetch.store.commands.Commands.requeue only.
 --
 -- KEYS[1]: private list "queue:sq|<identity>|<q>" the jobs were fetched into.
--- KEYS[2..8]: the seven gate keys of <q> (lib/gate.lua's G; KEYS[2] is the public queue
---          "queue:<q>", KEYS[3] the "queues" set).
--- KEYS[9..]: the waiting lists "rfetch:key:<q>:<k>" named by the records below.
+-- KEYS[2]: the namespace prefix P ("" or "<ns>:"), from which the gate's and the records'
+--          keys are derived (lib/keys.lua).
 -- ARGV[1]: the queue name <q> (re-added to "queues": Sidekiq #4706).
 -- ARGV[2]: N, the number of jobs.
--- ARGV[3..]: N records of seven values, in the order the jobs should run next (the first
---          runs first): the raw payload, its jid ("" for none), its ordering key ("" for
---          none), its tenant ("" for none), the index in KEYS of its key's waiting list
---          (0 without an ordering key), its concurrency key ("" for none) and the index in
---          KEYS of the first of the six cap keys of <q> (lib/cap.lua's C; 0 for none).
--- Derived keys: a tenant's list "<ring key>|<tenant>" (lib/gate.lua); a concurrency key's
---          waiting list "<cap ring key>|<key>" (lib/cap.lua).
+-- ARGV[3..]: N records of two values, in the order the jobs should run next (the first
+--          runs first): the raw payload, and its record (lib/record.lua: jid, key, tenant,
+--          ck, ...; "" for a plain job).
+-- Derived keys: "queue:<q>", "queues" and the gate's keys of <q> (lib/gate.lua), the
+--          records' (lib/record.lua), a tenant's list, a concurrency key's waiting list.
 --
 -- A capped job gives its slot back and goes to the head of its key's waiting list.
 -- A job is pushed back only if it is still in the private list (LREM removed it), so a job
@@ -27,42 +24,27 @@
 -- private list, and the others go on.
 -- Returns {pushed, {position, message, ...}}: the number of jobs pushed back, and for each
 -- job left in the private list its record's position (1-based) and the WRONGTYPE message.
--- #include guard
--- #include gate
--- #include cap
-local G = gate_keys(2, ARGV[1])
+-- #include outcome
+local P, q = KEYS[2], ARGV[1]
 local pushed = 0
 local left = {}
 for r = tonumber(ARGV[2]), 1, -1 do
-  local at = 3 + 7 * (r - 1)
+  local at = 3 + 2 * (r - 1)
   local raw = ARGV[at]
-  local k, list, jid, t = opt(ARGV[at + 2]), tonumber(ARGV[at + 4]), opt(ARGV[at + 1]), opt(ARGV[at + 3])
-  local ck, ci = opt(ARGV[at + 5]), tonumber(ARGV[at + 6])
-  local klist, C = nil, nil
-  if list > 0 then klist = KEYS[list] end
-  if ck and ci > 0 then C = cap_keys(ci, ARGV[1]) end
+  local rec = record_of(P, ARGV[at + 1], q)
   local w = wants_new()
   want(w, KEYS[1], 'list')
-  if C then
-    cap_push_back_wants(w, C, ck)
-  else
-    gate_push_back_wants(w, G, k, klist, jid, t)
-  end
-  want(w, G.queues, 'set')
+  job_end_wants(w, rec, 'pushed_back')
   local bad = misfit(w)
   if bad then
     left[#left + 1] = r
     left[#left + 1] = bad
   elseif redis.call('LREM', KEYS[1], 1, raw) == 1 then
-    if C then
-      cap_push_back(C, ck, raw)
-    elseif not gate_push_back(G, raw, k, klist, jid, t) then
-      redis.call('RPUSH', G.queue, raw)
-    end
+    job_end(rec, 'pushed_back', raw)
     pushed = pushed + 1
   end
 end
 if pushed > 0 then
-  redis.call('SADD', G.queues, ARGV[1])
+  redis.call('SADD', key_of(P, 'queues'), q)
 end
 return {pushed, left}

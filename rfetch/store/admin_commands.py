@@ -5,13 +5,14 @@ sorted set, and moves out of a sorted set. Part of :class:`rfetch.store.commands
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Literal
 
 from redis.client import Pipeline
 
 from rfetch.jobs.payload import Routing
-from rfetch.store.caps import cap_keys
 from rfetch.store.command_base import CommandBase, queue_script
+from rfetch.store.job_record import job_record
 from rfetch.store.replies import FindReply
 
 
@@ -76,22 +77,16 @@ class AdminCommands(CommandBase):
             "" if trim_before is None else repr(trim_before),
             "" if cap is None else str(cap),
         ]
-        if routing is not None and routing.gated:
-            gate_queue = routing.queue
-            # lib/gate.lua acts on a key or a tenant only with the payload's queue.
-            key = routing.ordering_key if gate_queue else None
-            tenant = routing.tenant if gate_queue else None
-            keys += self.gate_keys(gate_queue, key, routing.unique)
-            args += [gate_queue, key or "", routing.jid, routing.unique or "", tenant or ""]
-            if routing.capped and gate_queue:
-                keys += cap_keys(self.keys, gate_queue)
-                args += [routing.concurrency_key or "", str(routing.concurrency_limit)]
-        if mode == "dead" and routing is not None and routing.bid:  # a death in its batch
-            if not routing.gated:
-                keys += self.gate_keys(routing.queue)
-                args += [routing.queue, "", routing.jid, "", ""]
-            if not (routing.gated and routing.capped and routing.queue):
-                args += ["", ""]
-            keys += [k.batch(routing.bid), k.prefix]
-            args += ["dead", routing.jid, failure]
+        keys.append(k.prefix)
+        args += [_move_record(routing), failure if mode == "dead" else ""]
         queue_script(self.scripts.api_move, pipe, keys=keys, args=args)
+
+
+def _move_record(routing: Routing | None) -> str:
+    """``api_move.lua``'s record of a sorted set's entry: "" for a plain or invalid one; the
+    gate acts on an ordering key, a tenant or a cap only with the payload's queue."""
+    if routing is None or not (routing.gated or routing.batched):
+        return ""
+    if not routing.queue:
+        routing = replace(routing, ordering_key=None, tenant=None, concurrency_key=None)
+    return job_record(routing.queue, routing)

@@ -1,6 +1,7 @@
 """The key block of a queue's fetch caps (concurrency keys), in ``lib/cap.lua``'s C order:
-the one place that knows it, used by every typed script call that gives a slot back or
-makes a capped job wait (:class:`rfetch.store.commands.Commands`), and by the admin API.
+the one place that knows it, used by the typed calls that fetch from a capped queue or
+make a capped job wait (:class:`rfetch.store.commands.Commands`), and by the admin API. The
+ending scripts derive the same keys from the namespace prefix (``lua/lib/keys.lua``).
 """
 
 from __future__ import annotations

@@ -11,9 +11,10 @@ from typing import Literal
 from redis.client import Pipeline
 
 from rfetch.jobs.payload import Routing
-from rfetch.store.caps import cap_keys
 from rfetch.store.command_base import Client, CommandBase, Outcome, queue_script, text
 from rfetch.store.fetch_args import fetch_call
+from rfetch.store.job_record import job_record, needs_record
+from rfetch.store.outcomes import JobOutcome
 from rfetch.store.replies import Fetched, FetchReply, RequeueReply
 
 
@@ -85,16 +86,11 @@ class JobCommands(CommandBase):
         Returns:
             Whether the job was removed (always True on a pipeline).
         """
-        keys = [list_key, *self.gate_keys(queue, routing.ordering_key, routing.unique)]
-        args: list[bytes | str] = [
-            raw, queue, routing.ordering_key or "", routing.jid, routing.unique or ""
-        ]
-        if routing.capped:
-            keys += cap_keys(self.keys, queue)
-        args.append(routing.concurrency_key or "")
-        if batch is not None and routing.bid:
-            keys += [self.keys.batch(routing.bid), self.keys.prefix]
-            args += [batch, failure]
+        outcome = {
+            None: JobOutcome.DELETED, "ok": JobOutcome.SUCCEEDED, "dead": JobOutcome.DISCARDED
+        }[batch]
+        args: list[bytes | str] = [raw, job_record(queue, routing), outcome.value, failure]
+        keys = [list_key, self.keys.prefix]
         return bool(self.scripts.finish(keys=keys, args=args, client=client or self.redis))
 
     def settle(
@@ -132,30 +128,28 @@ class JobCommands(CommandBase):
         Returns:
             True if written, False if the job was no longer in the private list.
         """
-        keys = [private_key, zset]
+        keys = [private_key, zset, self.keys.prefix]
         args: list[bytes | str] = [
             raw,
             repr(score),
             payload,
             "" if trim_before is None else repr(trim_before),
             "" if cap is None else str(cap),
+            job_record(queue, routing) if needs_record(routing) else "",
+            self._settled(zset, outcome).value,
+            failure,
         ]
-        if routing is not None and routing.locking:
-            keys += self.gate_keys(queue, routing.ordering_key, routing.unique)
-            args += [outcome, queue, routing.ordering_key or "", routing.jid]
-            args.append(routing.unique or "")
-            if routing.capped:
-                keys += cap_keys(self.keys, queue)
-                args.append(routing.concurrency_key or "")
-        if routing is not None and routing.bid and zset in (self.keys.retry, self.keys.dead):
-            # a failure or a death in its batch (an over-limit reschedule is neither)
-            if not routing.locking:
-                args += ["", "", "", "", ""]
-            if not routing.capped:
-                args.append("")
-            keys += [self.keys.batch(routing.bid), self.keys.prefix]
-            args += ["dead" if zset == self.keys.dead else "fail", routing.jid, failure]
         return bool(self.scripts.settle(keys=keys, args=args, client=self.redis))
+
+    def _settled(self, zset: str, outcome: Outcome) -> JobOutcome:
+        """The outcome of a job settled into ``zset`` (the retry, dead or schedule set) with
+        ``outcome`` (what happens to its ordering key)."""
+        if zset == self.keys.dead:
+            return JobOutcome.DIED
+        if zset == self.keys.retry:
+            kept = {"retry": JobOutcome.FAILED, "skip": JobOutcome.SKIPPED}
+            return kept.get(outcome, JobOutcome.DIED)
+        return JobOutcome.RESCHEDULED if outcome == "retry" else JobOutcome.DELETED
 
     def requeue(
         self, private_key: str, queue: str, jobs: Sequence[tuple[bytes, Routing | None]]
@@ -171,22 +165,10 @@ class JobCommands(CommandBase):
             How many jobs were pushed back (those still in the private list), and the jobs
             left in the private list because a key on their way holds another type.
         """
-        keys = [private_key, *self.gate_keys(queue)]
+        keys = [private_key, self.keys.prefix]
         args: list[bytes | str | int] = [queue, len(jobs)]
-        cap_index = 0
         for raw, routing in jobs:
-            if routing is None:
-                args += [raw, "", "", "", 0, "", 0]
-                continue
-            list_index = 0
-            if routing.ordering_key is not None:
-                keys.append(self.keys.key_list(queue, routing.ordering_key))
-                list_index = len(keys)
-            if routing.capped and not cap_index:
-                cap_index = len(keys) + 1
-                keys += cap_keys(self.keys, queue)
-            args += [raw, routing.jid, routing.ordering_key or "", routing.tenant or "", list_index]
-            args += [routing.concurrency_key or "", cap_index if routing.capped else 0]
+            args += [raw, job_record(queue, routing) if routing is not None else ""]
         pushed, left = self.scripts.requeue(keys=keys, args=args, client=self.redis)
         return RequeueReply(
             int(pushed),

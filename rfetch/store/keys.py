@@ -167,7 +167,7 @@ class Keys:
     def prefix(self) -> str:
         """The namespace prefix (``""`` or ``"<ns>:"``). ``enqueue_due.lua`` takes it in
         KEYS and computes from it the keys of the queues named by the jobs it moves (the
-        formats below, repeated in ``rfetch/lua/lib/gate.lua``); with a ``{tag}``
+        formats below, derived in ``rfetch/lua/lib/keys.lua``); with a ``{tag}``
         namespace they share its Redis Cluster hash slot."""
         return f"{self.namespace}:" if self.namespace else ""
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from redis.exceptions import ResponseError
 
 from rfetch.errors import QueueFull
-from rfetch.store.caps import cap_keys
+from rfetch.store.job_record import job_record
 from rfetch.store.keys import Keys
 from rfetch.store.replies import Outgoing
 
@@ -51,8 +51,9 @@ def push_call(
     :meth:`rfetch.store.commands.Commands.push`), for the sync and the asyncio client: runs
     of plain jobs to run now as one record each (one LPUSH per run), every other job as
     its own record; first, one size check per queue of ``max_sizes`` (queue name ->
-    max_queue_size) that gets jobs to run now."""
-    keys = [keys_of.schedule]
+    max_queue_size) that gets jobs to run now. A job through the gate carries its record
+    (:mod:`rfetch.store.job_record`), whose keys ``push.lua`` derives from the prefix."""
+    keys = [keys_of.schedule, keys_of.prefix]
     blocks: dict[str, int] = {}
     incoming: dict[str, int] = {}
     for job in jobs:
@@ -68,7 +69,6 @@ def push_call(
         if size is not None:
             args += ["m", blocks[queue], size, count]
             records += 1
-    cap_index: dict[str, int] = {}
     run: list[str] = []  # the open run of plain jobs to run now, all of run_queue
     run_queue = ""
     for job in jobs:
@@ -90,23 +90,8 @@ def push_call(
         if routing is None:
             args += ["s", blocks[job.queue], job.text, at]
             continue
-        key_index = lock_index = 0
-        if routing.ordering_key is not None:
-            keys.append(keys_of.key_list(job.queue, routing.ordering_key))
-            key_index = len(keys)
-        if routing.unique is not None:
-            keys.append(keys_of.unique(routing.unique))
-            lock_index = len(keys)
-        args += ["g", blocks[job.queue], job.text, at, routing.jid, key_index]
-        args += [routing.ordering_key or "", lock_index, job.window_ms, routing.tenant or ""]
-        if routing.capped and job.at is None:
-            if job.queue not in cap_index:
-                cap_index[job.queue] = len(keys) + 1
-                keys += cap_keys(keys_of, job.queue)
-            args += [cap_index[job.queue], routing.concurrency_key or ""]
-            args.append(routing.concurrency_limit or 1)
-        else:
-            args += [0, "", 0]
+        record = job_record(job.queue, routing, job.window_ms)
+        args += ["g", blocks[job.queue], job.text, at, record]
     if run:
         args += ["p", blocks[run_queue], len(run), *run]
         records += 1

@@ -6,8 +6,8 @@ stuck ordering keys released, locks deleted by their holder. Part of
 from __future__ import annotations
 
 from rfetch.jobs.payload import Routing
-from rfetch.store.caps import cap_keys
 from rfetch.store.command_base import CommandBase, text
+from rfetch.store.job_record import job_record
 
 
 class RecoveryCommands(CommandBase):
@@ -38,22 +38,14 @@ class RecoveryCommands(CommandBase):
             ``"requeued"``, ``"gone"`` (no longer in the private list) or ``"poison"``
             (nothing changed).
         """
-        key = routing.ordering_key if routing is not None else None
-        keys = [private_key, self.keys.recoveries(jid), *self.gate_keys(queue, key)]
-        capped = routing is not None and routing.capped
-        if capped:
-            keys += cap_keys(self.keys, queue)
+        keys = [private_key, self.keys.recoveries(jid), self.keys.prefix]
         args: list[bytes | str | int] = [
             raw,
             queue,
             poison_max if counted else 0,
             window,
-            routing.jid if routing is not None else "",
-            key or "",
-            (routing.tenant or "") if routing is not None else "",
+            job_record(queue, routing) if routing is not None else "",
         ]
-        if routing is not None and capped:
-            args.append(routing.concurrency_key or "")
         return text(self.scripts.recover(keys=keys, args=args, client=self.redis))
 
     def rescue(self, queue: str, ordering_key: str, jid: str, grace: float) -> bool:

@@ -5,7 +5,8 @@ NOSCRIPT, so a Redis restart (which empties the script cache) costs one extra ro
 
 A line ``-- #include <name>`` in a script is replaced by ``rfetch/lua/lib/<name>.lua`` when
 the script is read, so rules shared by several scripts (the ordering-key gate) are written
-once.
+once. A library may include the libraries it needs the same way (``lib/gate.lua`` includes
+``lib/keys.lua``); each library is put in once, at its first include, before what needs it.
 """
 
 from __future__ import annotations
@@ -27,10 +28,19 @@ def read_script(name: str) -> str:
         FileNotFoundError: no such script or included library.
     """
     lua = resources.files("rfetch").joinpath("lua")
-    text = lua.joinpath(f"{name}.lua").read_text(encoding="utf-8")
-    return _INCLUDE.sub(
-        lambda m: lua.joinpath("lib").joinpath(f"{m.group(1)}.lua").read_text("utf-8"), text
-    )
+    seen: set[str] = set()
+
+    def expand(text: str) -> str:
+        def library(match: re.Match[str]) -> str:
+            lib = match.group(1)
+            if lib in seen:
+                return ""
+            seen.add(lib)
+            return expand(lua.joinpath("lib").joinpath(f"{lib}.lua").read_text("utf-8"))
+
+        return _INCLUDE.sub(library, text)
+
+    return expand(lua.joinpath(f"{name}.lua").read_text(encoding="utf-8"))
 
 
 @dataclass(frozen=True)

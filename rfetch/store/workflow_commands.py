@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from redis.client import Pipeline
 
 from rfetch.jobs.payload import Routing
-from rfetch.store.caps import cap_keys
 from rfetch.store.commands import Commands, queue_script
+from rfetch.store.job_record import job_record
+from rfetch.store.outcomes import JobOutcome
 
 Status = Literal["succeeded", "dead"]
 """The outcome a record holds: the job was acknowledged, or died (dead set or discarded)."""
@@ -33,6 +34,8 @@ class Ending:
             discarded job).
         trim_before: dead set: drop entries scored below this (float epoch seconds).
         cap: dead set: keep at most this many entries.
+        outcome: how it ended when not the status's own (:class:`JobOutcome`: a death may
+            be ``EXPIRED`` or ``DISCARDED``); None: ``SUCCEEDED`` or ``DIED``.
     """
 
     status: Status
@@ -43,6 +46,7 @@ class Ending:
     dead_payload: bytes | str | None = None
     trim_before: float | None = None
     cap: int | None = None
+    outcome: JobOutcome | None = None
 
 
 @dataclass(frozen=True)
@@ -101,38 +105,25 @@ class WorkflowCommands:
                 nothing was changed.
             redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
         """
-        k, jid = self.keys, routing.jid
-        keys = [private_key, *self._fixed()]
-        keys += [k.result(jid), k.result_wake(jid), k.dependents(jid)]
+        ok = ending.status == "succeeded"
+        outcome = ending.outcome or (JobOutcome.SUCCEEDED if ok else JobOutcome.DIED)
+        failure = "" if ok else json.dumps(
+            {"error_class": ending.error_class, "error_message": ending.error_message}
+        )
+        recorded = replace(routing, store_result=ending.ttl, job_class=job_class)
+        keys = [private_key, self.keys.prefix]
         args: list[bytes | str] = [
             raw,
-            jid,
-            ending.status,
-            str(ending.ttl),
+            job_record(queue, recorded),
+            outcome.value,
             ending.result,
             ending.error_class,
             ending.error_message,
             ending.dead_payload or "",
             "" if ending.trim_before is None else repr(ending.trim_before),
             "" if ending.cap is None else str(ending.cap),
-            job_class,
+            failure if routing.bid else "",
         ]
-        if routing.locking:
-            keys += self.commands.gate_keys(queue, routing.ordering_key, routing.unique)
-            args += [queue, routing.ordering_key or "", routing.unique or ""]
-        if routing.bid:  # counted in its batch in this same call (lib/batch.lua)
-            if not routing.locking:
-                args += ["", "", ""]
-            keys.append(k.batch(routing.bid))
-            ok = ending.status == "succeeded"
-            failure = json.dumps(
-                {"error_class": ending.error_class, "error_message": ending.error_message}
-            )
-            args += ["ok" if ok else "dead", "" if ok else failure]
-        if routing.capped:  # fetch caps: the slot comes back with the job's end
-            args += [""] * (16 - len(args)) + [routing.concurrency_key or ""]
-            at = len(keys) - (1 if routing.bid else 0)
-            keys[at:at] = cap_keys(k, queue)
         if client is not None:
             queue_script(self.commands.scripts.complete, client, keys=keys, args=args)
             return True, 0
@@ -200,11 +191,8 @@ class WorkflowCommands:
         Returns:
             How many waiting jobs were settled.
         """
-        k = self.keys
-        keys = [*self._fixed(), k.dependents(jid), k.result(jid), k.result_wake(jid)]
-        args = [jid, "" if store_result is None else str(store_result), status, reason,
-                job_class]
-        if bid:
-            keys.append(k.batch(bid))
-            args.append(failure)
+        routing = Routing(jid=jid, job_class=job_class, store_result=store_result, bid=bid)
+        outcome = JobOutcome.DIED if status == "dead" else JobOutcome.CANCELLED
+        keys = [self.keys.prefix]
+        args = [job_record("", routing), outcome.value, reason, failure if bid else ""]
         return int(self.commands.scripts.abandon(keys=keys, args=args, client=self.redis))

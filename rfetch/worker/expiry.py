@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 
 from rfetch.jobs.payload import Payload, epoch_seconds
+from rfetch.store.outcomes import JobOutcome
 from rfetch.store.workflow_commands import Ending
 from rfetch.worker.context import WorkerContext
 from rfetch.worker.job_run import JobRun
@@ -85,6 +86,7 @@ class Expiry(Step):
         if ttl is not None:  # store_result: its dead record and its waiting jobs, with the ack
             self.ack(RecordedUnit.of(unit, str(job.get("class", "")), Ending(
                 "dead", ttl, error_class=EXPIRED_CLASS, error_message=message,
+                outcome=JobOutcome.EXPIRED,
             )))
         elif unit.routing is not None and unit.routing.batched:
             # Never run, so not a success: a death in its batch, as its record says for a

@@ -1,6 +1,8 @@
 """``fetch.lua``'s KEYS and ARGV, as :meth:`rfetch.store.commands.Commands.fetch` builds them
 for a few routings of acknowledgements and fetch options: the exact lists the script reads
-(pinned so that a refactoring of the argument building changes nothing sent to Redis).
+(pinned so that a refactoring of the argument building changes nothing sent to Redis); an
+acknowledgement that ends more than a plain job carries one record
+(:mod:`rfetch.store.job_record`), and the prefix its keys are derived from comes last.
 
 The client points at a port nobody listens on, and the unit tier fails any attempt to
 connect: the script call is replaced by a recorder.
@@ -88,7 +90,7 @@ CASES: dict[str, Args] = {
 EXPECTED: dict[str, Sent] = {
     "plain": (
         ["queue:a", "queue:a:p1", "queue:b", "queue:b:p1"],
-        [5, 2, 2, 0, 0, 2, 2, b"p1", 1, b"p2", 0, 0, 0],
+        [5, 2, 2, 0, 0, 2, 2, b"p1", 1, b"p2", 0],
     ),
     "fair_and_capped_fetch": (
         ["ns:queue:a", "ns:queue:a:p1", "ns:queue:b", "ns:queue:b:p1", "ns:queue:c",
@@ -96,30 +98,24 @@ EXPECTED: dict[str, Sent] = {
          "ns:rfetch:fair-weights:b", "ns:rfetch:cap:a", "ns:rfetch:cap-held:a",
          "ns:rfetch:cap-slots:a", "ns:rfetch:cap-limits:a", "ns:rfetch:fair-wake:a",
          "ns:rfetch:cap-queues"],
-        [3, 3, 2, 1, 2, 1, 1, 1, 0, 0, 0, 0],
+        [3, 3, 2, 1, 2, 1, 1, 0, 0],
     ),
     "every_acknowledgement": (
         ["{ns}:queue:a", "{ns}:queue:a:p1", "{ns}:queue:b", "{ns}:queue:b:p1", "{ns}:queue:c",
          "{ns}:queue:c:p1", "{ns}:rfetch:fair:c", "{ns}:rfetch:fair-credits:c",
          "{ns}:rfetch:fair-weights:c", "{ns}:rfetch:cap:b", "{ns}:rfetch:cap-held:b",
          "{ns}:rfetch:cap-slots:b", "{ns}:rfetch:cap-limits:b", "{ns}:rfetch:fair-wake:b",
-         "{ns}:rfetch:cap-queues", "{ns}:rfetch:cap:c", "{ns}:rfetch:cap-held:c",
-         "{ns}:rfetch:cap-slots:c", "{ns}:rfetch:cap-limits:c", "{ns}:rfetch:fair-wake:c",
-         "{ns}:rfetch:cap-queues", "{ns}:rfetch:cap:a", "{ns}:rfetch:cap-held:a",
-         "{ns}:rfetch:cap-slots:a", "{ns}:rfetch:cap-limits:a", "{ns}:rfetch:fair-wake:a",
-         "{ns}:rfetch:cap-queues", "{ns}:queue:a", "{ns}:queues", "{ns}:rfetch:key-holders:a",
-         "{ns}:rfetch:key-leases:a", "{ns}:rfetch:fair:a", "{ns}:rfetch:fair-wake:a",
-         "{ns}:rfetch:fair-queues", "{ns}:rfetch:key:a:k", "{ns}:rfetch:unique:u", "{ns}:b-b1",
-         "{ns}:queue:b", "{ns}:queues", "{ns}:rfetch:key-holders:b", "{ns}:rfetch:key-leases:b",
-         "{ns}:rfetch:fair:b", "{ns}:rfetch:fair-wake:b", "{ns}:rfetch:fair-queues",
-         "{ns}:rfetch:key:b:o", "{ns}:b-b2", "{ns}:"],
-        [4, 3, 3, 1, 3, 3, 2, 1, 3, 0, 1, 0, 1, 1, b"p1", 1, 3, b"s1", "c1", 2, 1, b"k1", "a",
-         "j2", "k", "u", "c", "1", 2, b"o1", "b", "j4", "o", "", "", "", 1, 2, b"b1", "j3"],
+         "{ns}:rfetch:cap-queues", "{ns}:"],
+        [4, 3, 3, 1, 3, 1, 2, 1, 1, b"p1", 4,
+         3, b"s1", '{"q":"c","jid":"j1","ck":"c1","limit":1}',
+         1, b"k1", '{"q":"a","jid":"j2","key":"k","unique":"u","ck":"c","limit":2,"bid":"b1"}',
+         2, b"b1", '{"q":"b","jid":"j3","bid":"b2"}',
+         2, b"o1", '{"q":"b","jid":"j4","key":"o"}'],
     ),
     "only_acknowledge_batched_cap": (
-        ["queue:a", "queue:a:p1", "rfetch:cap:a", "rfetch:cap-held:a", "rfetch:cap-slots:a",
-         "rfetch:cap-limits:a", "rfetch:fair-wake:a", "rfetch:cap-queues", "b-b3", ""],
-        [0, 1, 1, 0, 1, 1, 0, 0, 0, 1, 1, b"x", "a", "j5", "", "", "c", "1", 0],
+        ["queue:a", "queue:a:p1", ""],
+        [0, 1, 1, 0, 0, 0, 1, 1, b"x",
+         '{"q":"a","jid":"j5","ck":"c","limit":3,"bid":"b3"}'],
     ),
 }
 

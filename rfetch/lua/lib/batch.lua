@@ -1,7 +1,10 @@
+-- #include keys
+-- #include workflow
 -- lib/batch.lua: a batch's counters and callbacks (Sidekiq Pro batches), changed in the same
--- call as the job's acknowledgement, retry-set entry or death. Included with a
--- "-- #include batch" line by finish.lua, settle.lua, fetch.lua and batch_push.lua (and the
--- workflow scripts), after "-- #include workflow" (batch_bury settles waiting jobs with it).
+-- call as the job's acknowledgement, retry-set entry or death: lib/outcome.lua's batch
+-- effect, for every ending script. Included with a "-- #include batch" line (by
+-- lib/outcome.lua, batch_push.lua, depend.lua, api_move.lua); it includes lib/workflow.lua
+-- (batch_bury settles waiting jobs with it).
 --
 -- Keys of a batch (docs/data-model.md), all derived from its hash "b-<bid>":
 --   b-<bid>                  hash: engine ("rfetch"), bid, description, created_at, total, pending,
@@ -43,7 +46,7 @@ local function batch_time()
   return tonumber(t[1]) + tonumber(t[2]) / 1000000
 end
 
-local function batch_hash(P, bid) return P .. 'b-' .. bid end
+local function batch_hash(P, bid) return key_of(P, 'batch', bid) end
 
 local function batch_expire(hash, ttl)
   redis.call('EXPIRE', hash, ttl)
@@ -70,7 +73,7 @@ end
 
 -- Take a job waiting on a batch out of the index of waiting jobs (depend.lua), if indexed.
 local function batch_unindex(P, job)
-  local index = P .. 'rfetch:waiting'
+  local index = key_of(P, 'waiting')
   if type(job) == 'table' and type(job['jid']) == 'string'
       and redis.call('TYPE', index)['ok'] == 'hash' then
     redis.call('HDEL', index, job['jid'])
@@ -78,8 +81,8 @@ local function batch_unindex(P, job)
 end
 
 local function batch_enqueue(P, text, queue)
-  redis.call('LPUSH', P .. 'queue:' .. queue, text)
-  redis.call('SADD', P .. 'queues', queue)
+  redis.call('LPUSH', key_of(P, 'queue', queue), text)
+  redis.call('SADD', key_of(P, 'queues'), queue)
 end
 
 -- Push the callback of event (if any): its template with args [status, <cbargs>] (only
@@ -110,7 +113,7 @@ local function batch_release(P, list, now)
     if ok and type(job) == 'table' and type(job['queue']) == 'string' and job['queue'] ~= '' then
       batch_enqueue(P, text, job['queue'])
     else
-      redis.call('ZADD', P .. 'dead', now, text)
+      redis.call('ZADD', key_of(P, 'dead'), now, text)
     end
   end
 end
@@ -149,7 +152,7 @@ local function batch_death(P, hash, jid, now)
       return
     end
     batch_callback(P, hash, 'death', now)
-    redis.call('INCR', P .. 'rfetch:batches-died')
+    redis.call('INCR', key_of(P, 'batch_counter', 'died'))
     local bid = redis.call('HGET', hash, 'bid') or ''
     local list = hash .. '-waiting-success'
     while true do
@@ -176,13 +179,13 @@ local function batch_settle(P, hash, s)
     if completed then
       redis.call('HSET', hash, 'complete_at', now)
       batch_callback(P, hash, 'complete', now)
-      redis.call('INCR', P .. 'rfetch:batches-completed')
+      redis.call('INCR', key_of(P, 'batch_counter', 'completed'))
       batch_release(P, hash .. '-waiting-complete', now)
     end
     if succeeded then
       redis.call('HSET', hash, 'success_at', now)
       batch_callback(P, hash, 'success', now)
-      redis.call('INCR', P .. 'rfetch:batches-succeeded')
+      redis.call('INCR', key_of(P, 'batch_counter', 'succeeded'))
       batch_release(P, hash .. '-waiting-success', now)
       batch_expire(hash, s.success_ttl or 86400)
     end

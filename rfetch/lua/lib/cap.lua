@@ -1,11 +1,14 @@
+-- #include keys
 -- lib/cap.lua: fetch caps (concurrency keys): at most N jobs of one key of a queue are
 -- fetched and not yet finished, across every process; the others wait in Redis and are not
 -- fetched (no busy rescheduling). The ordering gate (lib/gate.lua) is the N = 1, in-order
 -- case; a job has one or the other. Included with a "-- #include cap" line, after
 -- "-- #include guard" (rfetch.store.scripts).
 --
--- A script works on the caps of one queue <q> through C, a table of its keys, all passed in
--- KEYS by the caller (rfetch.store.caps builds them from rfetch/store/keys.py):
+-- A script works on the caps of one queue <q> through C, a table of its keys, passed in KEYS
+-- by the caller (rfetch.store.caps builds them from rfetch/store/keys.py), or derived from
+-- the namespace prefix by cap_keys_of (lib/keys.lua) for a queue named in a payload or a
+-- job's record (lib/record.lua, the ending scripts):
 --   C.ring    "rfetch:cap:<q>"         list: the READY ring: keys with waiting jobs and a
 --                                     free slot, each once (head = right end)
 --   C.held    "rfetch:cap-held:<q>"    hash: key -> jobs of the key holding a slot (fetched
@@ -18,7 +21,8 @@
 --   C.capq    "rfetch:cap-queues"      set: queues that have had capped jobs
 -- Derived keys: a key's waiting list is the ring key, "|" and the key (C.ring .. '|' .. k),
 -- because fetch reads the key from the ring; cap_keys_of builds C from the namespace prefix
--- for enqueue_due.lua. With a "{tag}" namespace every derived key stays in its slot.
+-- for enqueue_due.lua and the ending scripts. With a "{tag}" namespace every derived key
+-- stays in its slot.
 --
 -- Invariant kept by every script: a key is in the ring iff its waiting list is non-empty and
 -- held < limit. So a fetch step is O(1): the head key gives its oldest job (no scan, no
@@ -33,12 +37,12 @@ local function cap_keys(i, q)
     wake = KEYS[i + 4], capq = KEYS[i + 5], q = q}
 end
 
--- C from the namespace prefix P ("" or "<ns>:"), for a queue named in a payload
--- (enqueue_due.lua only); the formats of rfetch/store/keys.py.
+-- C derived from the namespace prefix P ("" or "<ns>:") for queue q (lib/keys.lua): for a
+-- queue named in a payload (enqueue_due.lua) or in a job's record (lib/record.lua).
 local function cap_keys_of(P, q)
-  return {ring = P .. 'rfetch:cap:' .. q, held = P .. 'rfetch:cap-held:' .. q,
-    slots = P .. 'rfetch:cap-slots:' .. q, limits = P .. 'rfetch:cap-limits:' .. q,
-    wake = P .. 'rfetch:fair-wake:' .. q, capq = P .. 'rfetch:cap-queues', q = q}
+  return {ring = key_of(P, 'cap_ring', q), held = key_of(P, 'cap_held', q),
+    slots = key_of(P, 'cap_slots', q), limits = key_of(P, 'cap_limits', q),
+    wake = key_of(P, 'fair_wake', q), capq = key_of(P, 'cap_queues'), q = q}
 end
 
 local function cap_list(C, k) return C.ring .. '|' .. k end

@@ -1,9 +1,12 @@
+-- #include keys
 -- lib/gate.lua: the ordering-key gate, fair tenants and unique locks, shared by every script
 -- that moves a keyed, unique or tenant job. Included with a "-- #include gate" line, after
 -- "-- #include guard" (rfetch.store.scripts), so no rule is written twice.
 --
--- A script works on the gate of one queue <q> through G, a table of its keys, all passed in
--- KEYS by the caller (rfetch.store.commands builds them from rfetch/store/keys.py):
+-- A script works on the gate of one queue <q> through G, a table of its keys, passed in KEYS
+-- by the caller (rfetch.store.commands builds them from rfetch/store/keys.py), or derived
+-- from the namespace prefix by gate_keys_of (lib/keys.lua) for a queue named in a payload
+-- or a job's record (lib/record.lua, the ending scripts):
 --   G.queue        "queue:<q>"                  the public queue
 --   G.queues       "queues"                     set of queue names
 --   G.holders      "rfetch:key-holders:<q>"     hash: ordering key -> jid of the one job of
@@ -17,12 +20,13 @@
 --   G.fair_queues  "rfetch:fair-queues"         set: queues that have had tenant jobs
 --   G.q            <q> itself (from ARGV)
 -- A key's waiting list "rfetch:key:<q>:<k>" and a unique lock "rfetch:unique:<digest>" are
--- passed in KEYS too, by every script that acts on a job the caller knows.
+-- passed in KEYS too (push.lua, api_move.lua, rescue.lua), or derived from a job's record.
 --
 -- Derived keys (the only key names computed here): a tenant's list is the ring key, "|" and
 -- the tenant (G.ring .. '|' .. t), because the tenant comes from a payload the script reads
 -- (the next job of a released key, the head of a ring); gate_keys_of builds G from the
--- namespace prefix for enqueue_due.lua, whose queues come from the jobs it moves. With a
+-- namespace prefix for enqueue_due.lua, whose queues come from the jobs it moves, and for
+-- a job's record. With a
 -- "{tag}" namespace every derived key stays in the namespace's Redis Cluster hash slot.
 -- Payloads are only decoded to read fields, never re-encoded (cjson loses integer precision).
 
@@ -32,13 +36,13 @@ local function gate_keys(i, q)
     ring = KEYS[i + 4], wake = KEYS[i + 5], fair_queues = KEYS[i + 6], q = q}
 end
 
--- G computed from the namespace prefix P ("" or "<ns>:"), for a queue named in a payload
--- (enqueue_due.lua only); the formats of rfetch/store/keys.py.
+-- G derived from the namespace prefix P ("" or "<ns>:") for queue q (lib/keys.lua): for a
+-- queue named in a payload (enqueue_due.lua) or in a job's record (lib/record.lua).
 local function gate_keys_of(P, q)
-  return {queue = P .. 'queue:' .. q, queues = P .. 'queues',
-    holders = P .. 'rfetch:key-holders:' .. q, leases = P .. 'rfetch:key-leases:' .. q,
-    ring = P .. 'rfetch:fair:' .. q, wake = P .. 'rfetch:fair-wake:' .. q,
-    fair_queues = P .. 'rfetch:fair-queues', q = q}
+  return {queue = key_of(P, 'queue', q), queues = key_of(P, 'queues'),
+    holders = key_of(P, 'key_holders', q), leases = key_of(P, 'key_leases', q),
+    ring = key_of(P, 'fair_ring', q), wake = key_of(P, 'fair_wake', q),
+    fair_queues = key_of(P, 'fair_queues'), q = q}
 end
 
 local function gate_lease_member(k, jid) return jid .. ':' .. k end
@@ -158,16 +162,6 @@ end
 -- Drop the unique lock (key lock) if jid still holds it.
 local function unique_release(lock, jid)
   if redis.call('GET', lock) == jid then redis.call('DEL', lock) end
-end
-
--- The per-job keys a caller passes after G: KEYS[i] is the waiting list of ordering key k
--- when k is given, then the unique lock when digest is given. Returns (key list or nil,
--- lock or nil, index of the next key).
-local function job_keys(i, k, digest)
-  local klist, lock = nil, nil
-  if k then klist = KEYS[i]; i = i + 1 end
-  if digest then lock = KEYS[i]; i = i + 1 end
-  return klist, lock, i
 end
 
 -- What each gate step may write, for lib/guard.lua's check before a script's first write

@@ -1,14 +1,21 @@
+-- #include guard
+-- #include keys
+-- #include gate
+-- #include cap
+-- #include record
 -- lib/push.lua: push.lua's body, shared with batch_push.lua (which registers the jobs
--- in a batch in the same call). Included with "-- #include push" after guard, gate and cap.
+-- in a batch in the same call) and push_once.lua. Included with "-- #include push".
 --
 -- push_jobs(K, A, extra): push.lua's KEYS start at KEYS[K + 1] and its ARGV at ARGV[A + 1]
--- (its header gives their layout; key indexes in records count from KEYS[K + 1]); extra:
+-- (its header gives their layout); a job through the gate carries its record
+-- (lib/record.lua), whose keys are derived from the prefix KEYS[K + 2]; extra:
 -- the caller's own wants (lib/guard.lua), checked with the jobs' before the first write, or
 -- nil. Returns the refused positions (push.lua's reply) or an error reply (nothing written).
 local function push_jobs(K, A, extra)
   local B = tonumber(ARGV[A + 1])
+  local P = KEYS[K + 2]
   local G = {}
-  for b = 1, B do G[b] = gate_keys(K + 2 + 7 * (b - 1), ARGV[A + 1 + b]) end
+  for b = 1, B do G[b] = gate_keys(K + 3 + 7 * (b - 1), ARGV[A + 1 + b]) end
   local records = {}
   local at = A + 3 + B
   for i = 1, tonumber(ARGV[A + 2 + B]) do
@@ -23,16 +30,14 @@ local function push_jobs(K, A, extra)
       j.max, j.incoming = tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
       at = at + 4
     else
-      j.text, j.at, j.jid = ARGV[at + 2], opt(ARGV[at + 3]), ARGV[at + 4]
-      j.k, j.t, j.window = opt(ARGV[at + 6]), opt(ARGV[at + 9]), ARGV[at + 8]
-      local ki, li = tonumber(ARGV[at + 5]), tonumber(ARGV[at + 7])
-      if ki > 0 then j.klist = KEYS[K + ki] end
-      if li > 0 then j.lock = KEYS[K + li] end
-      local ci = tonumber(ARGV[at + 10])
-      if ci > 0 then
-        j.C, j.ck, j.limit = cap_keys(K + ci, j.G.q), ARGV[at + 11], tonumber(ARGV[at + 12])
+      j.text, j.at = ARGV[at + 2], opt(ARGV[at + 3])
+      local rec = record_of(P, ARGV[at + 4], j.G.q)
+      j.jid, j.k, j.klist, j.t = rec.jid or '', rec.key, rec.klist, rec.tenant
+      j.lock, j.window = rec.lock, rec.win or ''
+      if rec.C and not j.at then  -- a scheduled capped job meets its cap when due
+        j.C, j.ck, j.limit = rec.C, rec.ck, tonumber(rec.limit or '')
       end
-      at = at + 13
+      at = at + 5
     end
     records[i] = j
   end

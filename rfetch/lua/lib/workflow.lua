@@ -1,3 +1,4 @@
+-- #include keys
 -- lib/workflow.lua: recorded outcomes (store_result) and the release of waiting jobs
 -- (after=), shared by complete.lua, depend.lua, cancel_waiting.lua and abandon.lua, and by
 -- lib/batch.lua (a job waiting on a batch that dies). Included after guard, before batch.
@@ -13,8 +14,9 @@
 -- The fixed keys of a call, derived from the prefix (for lib/batch.lua, whose callers do not
 -- pass them).
 local function wf_keys(P)
-  return {P = P, waiting = P .. 'rfetch:waiting', dead = P .. 'dead', queues = P .. 'queues',
-          cancelled = P .. 'rfetch:deps-cancelled', stored = P .. 'rfetch:results-stored'}
+  return {P = P, waiting = key_of(P, 'waiting'), dead = key_of(P, 'dead'),
+          queues = key_of(P, 'queues'), cancelled = key_of(P, 'deps_cancelled'),
+          stored = key_of(P, 'results_stored')}
 end
 
 local function wf_now()
@@ -33,7 +35,7 @@ end
 -- Both keys are replaced whatever they held (DEL first), so no type check is needed; the
 -- counter is advisory (pcall: a counter of another type changes nothing else).
 local function wf_record(W, jid, ttl, fields)
-  local rec, wake = W.P .. 'rfetch:result:' .. jid, W.P .. 'rfetch:result-wake:' .. jid
+  local rec, wake = key_of(W.P, 'result', jid), key_of(W.P, 'result_wake', jid)
   redis.call('DEL', rec, wake)
   redis.call('HSET', rec, unpack(fields))
   redis.call('EXPIRE', rec, ttl)
@@ -79,14 +81,14 @@ local function wf_release(W, jid, status, why, now)
   local stack, released = {{jid, status, why}}, 0
   while #stack > 0 do
     local top = table.remove(stack)
-    local dkey = W.P .. 'rfetch:dependents:' .. top[1]
+    local dkey = key_of(W.P, 'dependents', top[1])
     local entries = {}
     if redis.call('TYPE', dkey)['ok'] == 'hash' then entries = redis.call('HGETALL', dkey) end
     for i = 1, #entries, 2 do
       local wjid, text = entries[i], entries[i + 1]
       local q = wf_field(text, 'queue')
       local runs = top[2] == 'succeeded' or wf_field(text, 'after_outcome') == 'complete'
-      local target = runs and type(q) == 'string' and (W.P .. 'queue:' .. q) or nil
+      local target = runs and type(q) == 'string' and key_of(W.P, 'queue', q) or nil
       local ttype = target and redis.call('TYPE', target)['ok'] or 'none'
       if ttype == 'none' or ttype == 'list' then
         redis.call('HDEL', dkey, wjid)

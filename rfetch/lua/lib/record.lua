@@ -1,0 +1,51 @@
+-- #include keys
+-- #include gate
+-- #include cap
+-- lib/record.lua: one job's record, the per-job fields an ending script needs, sent as ONE
+-- compact JSON text (rfetch/store/job_record.py writes it) and decoded here once. Included
+-- with a "-- #include record" line. A new per-job option that Lua must see is a field of
+-- the record, read by the one library that acts on it (lib/outcome.lua), not an argument
+-- slot of every script.
+--
+-- Fields (absent when the job has none; an empty string counts as absent):
+--   q       the queue name <q> (always)
+--   jid     the job id
+--   key     its ordering key (lib/gate.lua)
+--   unique  its unique lock's digest
+--   tenant  its tenant (fair tenants)
+--   ck      its concurrency key (fetch caps, lib/cap.lua), for a capped job only
+--   limit   its concurrency limit (with ck)
+--   bid     its batch (lib/batch.lua)
+--   ttl     seconds to keep its recorded outcome (store_result, lib/workflow.lua)
+--   class   its class name (the recorded outcome's "class")
+--   win     its unique lock's window in milliseconds (push.lua only)
+-- record_of also derives, from the namespace prefix P (lib/keys.lua), the keys the fields
+-- name: G (the gate of <q>), klist (the key's waiting list), lock (the unique lock), C (the
+-- cap keys of <q>), bhash (the batch hash "b-<bid>"). A record that is not a JSON object
+-- counts as {q = <default queue>}.
+
+local RECORD_FIELDS = {'q', 'jid', 'key', 'unique', 'tenant', 'ck', 'limit', 'bid', 'ttl', 'class',
+  'win'}
+
+-- The record of text ("" for a job with no fields beyond its queue q) under prefix P.
+local function record_of(P, text, q)
+  local rec = {}
+  if text and text ~= '' then
+    local ok, raw = pcall(cjson.decode, text)
+    if ok and type(raw) == 'table' then
+      for _, f in ipairs(RECORD_FIELDS) do
+        local v = raw[f]
+        if type(v) == 'number' then v = tostring(v) end
+        if type(v) == 'string' and v ~= '' then rec[f] = v end
+      end
+    end
+  end
+  rec.q = rec.q or q or ''
+  rec.P = P
+  rec.G = gate_keys_of(P, rec.q)
+  if rec.key then rec.klist = key_of(P, 'key_list', rec.q, rec.key) end
+  if rec.unique then rec.lock = key_of(P, 'unique', rec.unique) end
+  if rec.ck then rec.C = cap_keys_of(P, rec.q) end
+  if rec.bid then rec.bhash = key_of(P, 'batch', rec.bid) end
+  return rec
+end
