@@ -11,7 +11,8 @@
 -- ARGV[2]: the job's record (lib/record.lua); its jid, ttl (seconds to keep the record: the
 --          job's store_result) and class are required here.
 -- ARGV[3]: the outcome (lib/outcome.lua): "succeeded", or a death: "died", "discarded",
---          "expired"; the record's status is the outcome's (lib/outcome.lua's result).
+--          "expired", "cancelled"; the record's status is the outcome's (lib/outcome.lua's
+--          result).
 -- ARGV[4]: the return value as JSON text ("" for a death).
 -- ARGV[5], ARGV[6]: error class and message of a death ("" for a success).
 -- ARGV[7]: the payload to store in the dead set ("" for none: a success, or a death whose

@@ -20,9 +20,10 @@ class JobOutcome(str, Enum):
         SKIPPED: to the retry set with its ordering key released (``key_on_failure="skip"``).
         DIED: to the dead set; a batch's death.
         DISCARDED: failed and dropped (``retry: false`` with ``dead: false``, a discarding
-            ``retry_in``, a cancel); a batch's death.
+            ``retry_in``); a batch's death.
         EXPIRED: not started before ``expires_in``; dropped, a batch's death.
-        CANCELLED: cancelled before it ran (``rfetch.api.cancel``); a batch's death.
+        CANCELLED: cancelled (``rfetch.api.cancel``) while waiting or running; dead set or
+            dropped as the cancel asked, a batch's death, a recorded ``cancelled``.
         DELETED: deleted from its queue by an admin action; no batch event.
         RESCHEDULED: over a limiter's limit, to the schedule set; key kept, no batch event.
         PUSHED_BACK: pushed back to the head of its queue (shutdown, pause, quiet).

@@ -16,10 +16,11 @@ import random
 import time
 
 from rfetch.config import Config
-from rfetch.errors import InvalidJob, OverLimit
+from rfetch.errors import InvalidJob, JobCancelled, OverLimit
 from rfetch.jobs.job import Job
 from rfetch.jobs.payload import Payload, dumps, loads
 from rfetch.store.keys import Keys
+from rfetch.store.outcomes import JobOutcome
 from rfetch.store.workflow_commands import Ending
 from rfetch.worker import overlimit
 from rfetch.worker.failure import (
@@ -284,8 +285,10 @@ class JobRetry:
         now: float,
     ) -> bool:
         """The death of a ``store_result`` job: ``complete.lua`` writes the dead set entry
-        (``stored``; None: discarded) and its ``dead`` record (error class and message)
-        in one step, and settles the jobs waiting on it."""
+        (``stored``; None: discarded) and its record (error class and message) in one
+        step, and settles the jobs waiting on it. The record's status is the outcome's:
+        ``cancelled`` for a job ended by ``rfetch.JobCancelled`` (as the API's cancel of a
+        waiting job writes it), else ``dead``."""
         ttl = recorded_ttl(unit)
         assert ttl is not None
         error_class = str(job.get("error_class") or "") if job is not None else ""
@@ -298,6 +301,7 @@ class JobRetry:
             dead_payload=stored,
             trim_before=now - self.config.dead_timeout,
             cap=self.config.dead_max_jobs,
+            outcome=_death_outcome(exc, stored),
         )
         name = str(job.get("class", "")) if job is not None else ""
         return record_end(unit, name, ending)
@@ -308,3 +312,11 @@ class JobRetry:
                 handler(job, exc)
             except Exception as handler_exc:
                 log.error("death handler %r raised %r", handler, handler_exc)
+
+
+def _death_outcome(exc: BaseException, stored: bytes | str | None) -> JobOutcome:
+    """The named outcome of a ``store_result`` job's death (lua/lib/outcome.lua): cancelled
+    for ``rfetch.JobCancelled``, else died (dead set) or discarded (``stored`` None)."""
+    if isinstance(exc, JobCancelled):
+        return JobOutcome.CANCELLED
+    return JobOutcome.DIED if stored is not None else JobOutcome.DISCARDED

@@ -107,7 +107,7 @@ def test_sigkilled_holder_s_lock_comes_back_after_lock_timeout_not_before(
     probe = rfetch.Limiter.concurrent("mp-short", 1, lock_timeout=3, wait_timeout=0,
                                       client=client)
     client.push("limiter_jobs.HoldShortLock", [600])
-    wait_for(lambda: bool(lines(record, "held")), 20, holder.log)
+    wait_for(lambda: bool(lines(record, "held")), 60, holder.log)
     time.sleep(4)  # past lock_timeout while the holder lives: it renewed
     with pytest.raises(OverLimit), probe.within_limit():
         pass

@@ -68,7 +68,7 @@ def test_a_second_failover_never_promotes_the_emptied_old_master() -> None:
         wait_for(lambda: replica.client().llen("queue:default") == JOBS, 10, "replication")
         killed, _ = cluster.kill_master()
         new = cluster.current_master()
-        wait_for(lambda: named_by_all(cluster, new.port), 20, "every sentinel to switch")
+        wait_for(lambda: named_by_all(cluster, new.port), 60, "every sentinel to switch")
 
         rejoin = threading.Thread(target=cluster.restart_as_replica, args=(killed,))
         rejoin.start()

@@ -58,16 +58,7 @@ cell)."""
 SLOW = {"recovered", "poison"}
 """Outcomes that SIGKILL a worker (the project's rule: such tests are ``slow``)."""
 
-RECORDED_DEAD = (
-    "a cancel recorded by a worker writes the store_result record with status 'dead' "
-    "(error_class rfetch.JobCancelled), while the API's cancel of a queued job writes "
-    "'cancelled' (abandon.lua)"
-)
-
-XFAIL: dict[tuple[str, str], str] = {
-    ("cancelled_running", "result"): RECORDED_DEAD,
-    ("cancelled_fetched", "result"): RECORDED_DEAD,
-}
+XFAIL: dict[tuple[str, str], str] = {}
 """Cells that fail on main today, with what fails (kept, strict)."""
 
 ERROR_CLASS = {"expired": "rfetch.JobExpired", "poison": "rfetch.PoisonPill"}

@@ -76,7 +76,7 @@ class ClusterSet:
              "--cluster-replicas", str(self.replicas), "--cluster-yes"],
             check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60,
         )
-        wait_for(self._ready, 30, "every node to report cluster_state:ok")
+        wait_for(self._ready, 60, "every node to report cluster_state:ok")
 
     def _ready(self) -> bool:
         for node in self.nodes:

@@ -47,7 +47,7 @@ class SentinelProcess:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        wait_for(self._answers, 10, lambda: f"sentinel on {self.port}: {self.log_tail()}")
+        wait_for(self._answers, 60, lambda: f"sentinel on {self.port}: {self.log_tail()}")
 
     def _answers(self) -> bool:
         try:
@@ -96,10 +96,10 @@ class SentinelSet:
     def start(self) -> None:
         self.master.start()
         self.replica.start()
-        wait_for(self._replica_linked, 15, "the replica to sync with the master")
+        wait_for(self._replica_linked, 60, "the replica to sync with the master")
         for sentinel in self.sentinels:
             sentinel.start()
-        wait_for(self._sentinels_ready, 20, "every sentinel to see the replica and the others")
+        wait_for(self._sentinels_ready, 60, "every sentinel to see the replica and the others")
 
     def _replica_linked(self) -> bool:
         info = self.replica.client(socket_timeout=1).info("replication")
