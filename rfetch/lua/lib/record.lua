@@ -20,12 +20,21 @@
 --   class   its class name (the recorded outcome's "class")
 --   win     its unique lock's window in milliseconds (push.lua only)
 -- record_of also derives, from the namespace prefix P (lib/keys.lua), the keys the fields
--- name: G (the gate of <q>), klist (the key's waiting list), lock (the unique lock), C (the
+-- name: G (the gate of <q>, derived when first read), klist (the key's waiting list), lock (the unique lock), C (the
 -- cap keys of <q>), bhash (the batch hash "b-<bid>"). A record that is not a JSON object
 -- counts as {q = <default queue>}.
 
 local RECORD_FIELDS = {'q', 'jid', 'key', 'unique', 'tenant', 'ck', 'limit', 'bid', 'ttl', 'class',
   'win'}
+
+-- G, the gate keys of the record's queue, derived at the first read of rec.G: most
+-- records (a batched or capped job's acknowledgement) never need them.
+local RECORD_LAZY = {__index = function(rec, name)
+  if name ~= 'G' then return nil end
+  local G = gate_keys_of(rec.P, rec.q)
+  rawset(rec, 'G', G)
+  return G
+end}
 
 -- The record of text ("" for a job with no fields beyond its queue q) under prefix P.
 local function record_of(P, text, q)
@@ -42,10 +51,9 @@ local function record_of(P, text, q)
   end
   rec.q = rec.q or q or ''
   rec.P = P
-  rec.G = gate_keys_of(P, rec.q)
   if rec.key then rec.klist = key_of(P, 'key_list', rec.q, rec.key) end
   if rec.unique then rec.lock = key_of(P, 'unique', rec.unique) end
   if rec.ck then rec.C = cap_keys_of(P, rec.q) end
   if rec.bid then rec.bhash = key_of(P, 'batch', rec.bid) end
-  return rec
+  return setmetatable(rec, RECORD_LAZY)
 end
