@@ -78,15 +78,19 @@ for r = 1, tonumber(ARGV[a]) do
 end
 a = a + 2 * tonumber(ARGV[a]) + 1
 local P = KEYS[#KEYS]  -- the prefix, when an acknowledgement has a record
+local KEEP_KEYS = {keep_keys = true}
 for r = 1, tonumber(ARGV[a]) do
   local at = a + 3 * r - 2
   local p, raw = tonumber(ARGV[at]), ARGV[at + 1]
   local rec = record_of(P, ARGV[at + 2])
-  local w = wants_new()
-  job_end_wants(w, rec, 'succeeded')
-  local releasable = #w.keys == 0 or misfit(w) == nil
+  local releasable = true
+  if rec.key or rec.lock or rec.C then  -- keys to release: their types checked first
+    local w = wants_new()
+    job_end_wants(w, rec, 'succeeded')
+    releasable = #w.keys == 0 or misfit(w) == nil
+  end
   if redis.call('LREM', KEYS[2 * p], 1, raw) == 1 then
-    job_end(rec, 'succeeded', raw, {keep_keys = not releasable})
+    job_end(rec, 'succeeded', raw, not releasable and KEEP_KEYS or nil)
   end
 end
 local jobs, broken = {}, {}

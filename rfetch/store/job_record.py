@@ -7,7 +7,8 @@ per field: a new per-job option is a field here, read by ``lib/record.lua`` and 
 Fields (absent when the job has none): ``q`` the queue, ``jid``, ``key`` the ordering key,
 ``unique`` the unique lock's digest, ``tenant``, ``ck`` the fetch cap's concurrency key and
 ``limit`` its limit (a capped job only), ``bid`` the batch, ``ttl`` seconds to keep the
-recorded outcome (``store_result``), ``class`` the class name, ``win`` the unique lock's
+recorded outcome (``store_result``), ``class`` the class name (with ``ttl`` only: the
+record keeps it), ``win`` the unique lock's
 window in milliseconds (a push only). ``push.lua`` takes the same record for a job through
 the gate.
 """
@@ -43,7 +44,7 @@ def job_record(queue: str, routing: Routing | None, window_ms: int | None = None
         ("limit", routing.concurrency_limit if routing.capped else None),
         ("bid", routing.bid),
         ("ttl", routing.store_result),
-        ("class", routing.job_class),
+        ("class", routing.job_class if routing.store_result else None),  # for its record
         ("win", window_ms if routing.unique is not None else None),
     ):
         if value:

@@ -30,6 +30,9 @@ def test_a_record_holds_every_field_the_job_has_and_no_other() -> None:
     assert pushed["win"] == 5000
     assert "win" not in json.loads(job_record("q", Routing(jid="j"), window_ms=5000))
     assert json.loads(job_record("q", Routing(jid="j2"))) == {"q": "q", "jid": "j2"}
+    # the class is for a recorded outcome only (store_result)
+    assert json.loads(job_record("q", Routing(jid="j3", job_class="C", bid="b"))) == {
+        "q": "q", "jid": "j3", "bid": "b"}
     assert json.loads(job_record("é", None)) == {"q": "é"}
 
 

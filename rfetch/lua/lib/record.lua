@@ -26,6 +26,8 @@
 
 local RECORD_FIELDS = {'q', 'jid', 'key', 'unique', 'tenant', 'ck', 'limit', 'bid', 'ttl', 'class',
   'win'}
+local RECORD_FIELD = {}
+for _, f in ipairs(RECORD_FIELDS) do RECORD_FIELD[f] = true end
 
 -- G, the gate keys of the record's queue, derived at the first read of rec.G: most
 -- records (a batched or capped job's acknowledgement) never need them.
@@ -42,10 +44,9 @@ local function record_of(P, text, q)
   if text and text ~= '' then
     local ok, raw = pcall(cjson.decode, text)
     if ok and type(raw) == 'table' then
-      for _, f in ipairs(RECORD_FIELDS) do
-        local v = raw[f]
+      for f, v in pairs(raw) do  -- the record's own fields only (RECORD_FIELDS), as text
         if type(v) == 'number' then v = tostring(v) end
-        if type(v) == 'string' and v ~= '' then rec[f] = v end
+        if RECORD_FIELD[f] and type(v) == 'string' and v ~= '' then rec[f] = v end
       end
     end
   end
