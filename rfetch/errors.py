@@ -254,3 +254,9 @@ class StepError(RfetchError, ValueError):
     """A durable step (``self.step``) was misused: a name used twice in one execution, a
     name that is not a non-empty string, or a result that is not native JSON or too large
     to record."""
+
+
+POISON_PILL_CLASS = "rfetch.PoisonPill"
+"""The ``error_class`` of a job sent to the dead set as a poison pill (recovered from
+``poison_max_recoveries`` workers that had started it): orphan recovery writes it, the dead
+set and explain show it."""

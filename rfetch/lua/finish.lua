@@ -10,8 +10,9 @@
 --          (lib/keys.lua).
 -- ARGV[1]: the raw payload (exact bytes, what LREM matches).
 -- ARGV[2]: the job's record (lib/record.lua: q, jid, key, unique, ck, bid, ...).
--- ARGV[3]: the outcome (lib/outcome.lua): "succeeded", "discarded", "expired" or
---          "deleted" (an admin delete: nothing counted in a batch).
+-- ARGV[3]: the outcome (lib/outcome.lua): "succeeded", a death that is not kept
+--          ("discarded", "expired", "cancelled"), or "deleted" (an admin delete: nothing
+--          counted in a batch).
 -- ARGV[4]: the failure's JSON {"error_class", "error_message"} for a batch death ("" none).
 -- Derived keys: the record's (lib/record.lua), a tenant's list, a concurrency key's waiting
 --          list, the batch's other keys, its parents' and a callback's queue.

@@ -25,9 +25,10 @@ from rfetch.store.scripts import Scripts
 Client = Redis | Pipeline
 """Where a script runs: the client itself, or a pipeline (queued, answered at execute)."""
 
-Outcome = Literal["retry", "skip", "dead"]
+Outcome = Literal["retry", "skip", "dead", "poison"]
 """What settling a keyed job does to its key: keep it blocked, release it, or release it
-and drop the unique lock."""
+and drop the unique lock ("poison": as "dead", for a poison pill: lua/lib/outcome.lua's
+poison)."""
 
 
 def queue_script(

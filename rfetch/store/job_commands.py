@@ -6,7 +6,6 @@ failure into the retry or dead set, push back, coalesce waiting jobs, write leas
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal
 
 from redis.client import Pipeline
 
@@ -68,27 +67,25 @@ class JobCommands(CommandBase):
         raw: bytes,
         routing: Routing,
         client: Client | None = None,
-        batch: Literal["ok", "dead"] | None = None,
+        outcome: JobOutcome = JobOutcome.DELETED,
         failure: str = "",
     ) -> bool:
         """``finish.lua``: LREM one job from ``list_key`` (a private list, or the public
-        queue for an admin delete) and, if removed, release its ordering key (the key's next
-        job goes out) and its unique lock, and count it in its batch.
+        queue for an admin delete) and, if removed, end it as ``outcome`` says
+        (``lua/lib/outcome.lua``: its ordering key, unique lock and cap slot, its batch).
 
         Args:
             queue: the queue of the key gate.
             routing: the job's routing fields.
             client: a pipeline to queue the call on (the reply is then the pipeline's).
-            batch: for a batched job taken out of a private list: ``"ok"`` (it
-                succeeded) or ``"dead"`` (it failed and is discarded); None counts nothing.
-            failure: with ``"dead"``: the failure's JSON ``{"error_class", "error_message"}``.
+            outcome: how it ended: ``SUCCEEDED``, a death that is not kept (``DISCARDED``,
+                ``EXPIRED``, ``CANCELLED``), or ``DELETED`` (an admin delete: no batch
+                event).
+            failure: for a death: the failure's JSON ``{"error_class", "error_message"}``.
 
         Returns:
             Whether the job was removed (always True on a pipeline).
         """
-        outcome = {
-            None: JobOutcome.DELETED, "ok": JobOutcome.SUCCEEDED, "dead": JobOutcome.DISCARDED
-        }[batch]
         args: list[bytes | str] = [raw, job_record(queue, routing), outcome.value, failure]
         keys = [list_key, self.keys.prefix]
         return bool(self.scripts.finish(keys=keys, args=args, client=client or self.redis))
@@ -120,7 +117,8 @@ class JobCommands(CommandBase):
             payload: the JSON to store.
             routing: the job's routing fields; None for a plain or unparseable job.
             outcome: for a job with an ordering key or a unique lock: ``"retry"`` keeps the
-                key blocked, ``"skip"`` releases it, ``"dead"`` releases it and the lock.
+                key blocked, ``"skip"`` releases it, ``"dead"`` releases it and the lock;
+                ``"poison"`` as ``"dead"``, named as a poison pill.
             trim_before: dead set: drop entries scored below this (float epoch seconds).
             cap: dead set: keep at most this many entries.
             failure: a batched job's failure as JSON ``{"error_class", "error_message"}``.
@@ -145,7 +143,7 @@ class JobCommands(CommandBase):
         """The outcome of a job settled into ``zset`` (the retry, dead or schedule set) with
         ``outcome`` (what happens to its ordering key)."""
         if zset == self.keys.dead:
-            return JobOutcome.DIED
+            return JobOutcome.POISON if outcome == "poison" else JobOutcome.DIED
         if zset == self.keys.retry:
             kept = {"retry": JobOutcome.FAILED, "skip": JobOutcome.SKIPPED}
             return kept.get(outcome, JobOutcome.DIED)

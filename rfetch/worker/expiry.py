@@ -88,12 +88,9 @@ class Expiry(Step):
                 "dead", ttl, error_class=EXPIRED_CLASS, error_message=message,
                 outcome=JobOutcome.EXPIRED,
             )))
-        elif unit.routing is not None and unit.routing.batched:
-            # Never run, so not a success: a death in its batch, as its record says for a
-            # store_result job (a chord's body must not run after a header that expired).
-            unit.discard({**job, "error_class": EXPIRED_CLASS, "error_message": message})
-        else:
-            self.ack(unit)
+        else:  # never run, so not a success: lib/outcome.lua's expired (a batch's death)
+            unit.discard({**job, "error_class": EXPIRED_CLASS, "error_message": message},
+                         JobOutcome.EXPIRED)
         log.warning(
             "expired: %s jid=%s queue=%s not started %.3f s after its expiry; dropped, not run",
             job.get("class"),

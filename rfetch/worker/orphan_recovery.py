@@ -37,7 +37,7 @@ from typing import Any
 from redis.exceptions import ResponseError
 
 from rfetch.config import Config
-from rfetch.errors import InvalidJob
+from rfetch.errors import POISON_PILL_CLASS, InvalidJob
 from rfetch.guard import ThreadGuard
 from rfetch.jobs.payload import Payload, loads
 from rfetch.worker.context import WorkerContext
@@ -50,7 +50,7 @@ from rfetch.worker.unit import UnitOfWork
 
 log = logging.getLogger("rfetch.recovery")
 
-POISON_ERROR_CLASS = "rfetch.PoisonPill"
+POISON_ERROR_CLASS = POISON_PILL_CLASS
 
 
 def recovery_bound(config: Config) -> float:

@@ -14,13 +14,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Literal
 
 from redis.client import Pipeline
 
 from rfetch.jobs.payload import Routing
 from rfetch.store.commands import Outcome
 from rfetch.store.connection import REDIS_DOWN
+from rfetch.store.outcomes import JobOutcome
 from rfetch.worker.context import WorkerContext
 from rfetch.worker.unit import UnitOfWork
 
@@ -49,13 +49,16 @@ class PrivateLists:
         """This process's private list for ``queue``."""
         return self._private.get(queue) or self.keys.private(self.identity, queue)
 
-    def _ack_now(self, unit: UnitOfWork, failure: str | None = None) -> bool:
+    def _ack_now(
+        self, unit: UnitOfWork, failure: str | None = None, outcome: JobOutcome | None = None
+    ) -> bool:
         """LREM of the exact bytes, or ``finish.lua`` for a job whose removal releases an
-        ordering key or a unique lock, or counts in a batch (as succeeded, or with
-        ``failure`` as a death: a failed job that is discarded)."""
+        ordering key or a unique lock, or counts in a batch: ended as ``outcome`` (None:
+        succeeded, or with ``failure`` discarded)."""
         routing = unit.routing
         if routing is not None and (routing.locking or routing.batched):
-            outcome: Literal["ok", "dead"] = "ok" if failure is None else "dead"
+            if outcome is None:
+                outcome = JobOutcome.SUCCEEDED if failure is None else JobOutcome.DISCARDED
             return self.commands.finish(
                 unit.private_key, unit.queue, unit.raw, routing, None, outcome, failure or ""
             )
@@ -93,7 +96,11 @@ class PrivateLists:
             self.commands.lease(pipe, held, self.config.heartbeat_ttl)
 
     def acknowledge(
-        self, unit: UnitOfWork, give_up: float | None = None, failure: str | None = None
+        self,
+        unit: UnitOfWork,
+        give_up: float | None = None,
+        failure: str | None = None,
+        outcome: JobOutcome | None = None,
     ) -> bool:
         """Remove a finished job from the private list (LREM of the exact bytes; a job with
         an ordering key or a unique lock by ``finish.lua``, which also releases the key, so
@@ -108,13 +115,17 @@ class PrivateLists:
                 the job then stays in the private list and is recovered as an orphan.
             failure: None when the job succeeded; for a failed job that is discarded, its
                 failure as JSON (a batched job then counts as dead in its batch).
+            outcome: how it ended (``lua/lib/outcome.lua``), when not ``SUCCEEDED`` or,
+                with ``failure``, ``DISCARDED``: ``EXPIRED``, ``CANCELLED``.
 
         Returns:
             True if this call removed the job; False if it was no longer in the private
             list (pushed back or settled meanwhile) or we gave up.
         """
         return bool(
-            self._until_answered(lambda: self._ack_now(unit, failure), "acknowledge", give_up)
+            self._until_answered(
+                lambda: self._ack_now(unit, failure, outcome), "acknowledge", give_up
+            )
         )
 
     def settle(

@@ -16,7 +16,7 @@ import random
 import time
 
 from rfetch.config import Config
-from rfetch.errors import InvalidJob, JobCancelled, OverLimit
+from rfetch.errors import POISON_PILL_CLASS, InvalidJob, JobCancelled, OverLimit
 from rfetch.jobs.job import Job
 from rfetch.jobs.payload import Payload, dumps, loads
 from rfetch.store.keys import Keys
@@ -126,7 +126,7 @@ class JobRetry:
             owned = self._discard(unit, job, exc)
             outcome = "discarded"
         elif recorded_ttl(unit) is not None:
-            owned = self._end(unit, job, exc, _stored(unit, job), now)
+            owned = self._end(unit, job, exc, _stored(unit, job), now)  # names poison too
             outcome = "dead"
         else:
             owned = unit.settle(
@@ -135,6 +135,7 @@ class JobRetry:
                 _stored(unit, job),
                 trim_before=now - self.config.dead_timeout,
                 cap=self.config.dead_max_jobs,
+                outcome="poison" if _is_poison(job) else "dead",
             )
             outcome = "dead"
         if not owned:
@@ -273,7 +274,7 @@ class JobRetry:
         """Drop a failed job (no dead set): acknowledged, and for a ``store_result`` job
         its ``dead`` record written with it. True if this call removed it."""
         if recorded_ttl(unit) is None:
-            return unit.discard(job)
+            return unit.discard(job, _death_outcome(exc, None))
         return self._end(unit, job, exc, None, time.time())
 
     def _end(
@@ -301,7 +302,7 @@ class JobRetry:
             dead_payload=stored,
             trim_before=now - self.config.dead_timeout,
             cap=self.config.dead_max_jobs,
-            outcome=_death_outcome(exc, stored),
+            outcome=JobOutcome.POISON if _is_poison(job) else _death_outcome(exc, stored),
         )
         name = str(job.get("class", "")) if job is not None else ""
         return record_end(unit, name, ending)
@@ -315,8 +316,13 @@ class JobRetry:
 
 
 def _death_outcome(exc: BaseException, stored: bytes | str | None) -> JobOutcome:
-    """The named outcome of a ``store_result`` job's death (lua/lib/outcome.lua): cancelled
-    for ``rfetch.JobCancelled``, else died (dead set) or discarded (``stored`` None)."""
+    """The named outcome of a death (lua/lib/outcome.lua): cancelled for
+    ``rfetch.JobCancelled``, else died (dead set) or discarded (``stored`` None)."""
     if isinstance(exc, JobCancelled):
         return JobOutcome.CANCELLED
     return JobOutcome.DIED if stored is not None else JobOutcome.DISCARDED
+
+
+def _is_poison(job: Payload | None) -> bool:
+    """Whether orphan recovery sends ``job`` to the dead set as a poison pill."""
+    return job is not None and job.get("error_class") == POISON_PILL_CLASS

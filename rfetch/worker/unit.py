@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from rfetch.jobs.payload import Routing
 from rfetch.store.commands import Outcome
+from rfetch.store.outcomes import JobOutcome
 
 if TYPE_CHECKING:
     from rfetch.worker.fetch import ReliableFetch
@@ -45,13 +46,16 @@ class UnitOfWork:
         :meth:`ReliableFetch.acknowledge`)."""
         return self.fetch.acknowledge(self, give_up)
 
-    def discard(self, job: Mapping[str, Any] | None) -> bool:
-        """Remove a failed job that is neither retried nor kept (``retry: false``,
-        ``dead: false``, a discarding ``retry_in``, a cancel): for a batched job a death in
-        its batch, in the same call (``finish.lua``). ``job``: its payload with the error
+    def discard(
+        self, job: Mapping[str, Any] | None, outcome: JobOutcome = JobOutcome.DISCARDED
+    ) -> bool:
+        """Remove a job that ends unrun or failed and is neither retried nor kept
+        (``retry: false``, ``dead: false``, a discarding ``retry_in``, a cancel, an expiry):
+        ended as ``outcome`` (``lua/lib/outcome.lua``; for a batched job a death in its
+        batch) in the same call (``finish.lua``). ``job``: its payload with the error
         fields. True if this call removed it."""
         failure = failure_json(job) if self.routing is not None and self.routing.batched else None
-        return self.fetch.acknowledge(self, None, failure)
+        return self.fetch.acknowledge(self, None, failure, outcome)
 
     def requeue(self) -> bool:
         """Push the job back to the head of its queue if still in the private list."""

@@ -16,6 +16,7 @@ from rfetch.jobs.payload import Routing
 from rfetch.push.client import Client
 from rfetch.store.commands import Commands
 from rfetch.store.keys import Keys
+from rfetch.store.outcomes import JobOutcome
 from tests.support.redis_server import RedisServer
 
 PRIVATE = "queue:sq|host:1:abc|default"
@@ -46,8 +47,8 @@ def make_batch(server: RedisServer, r: redis.Redis, count: int) -> tuple[rfetch.
 def ack(commands: Commands, raw: bytes, outcome: str = "ok", failure: str = "") -> bool:
     routing = Routing.parse(raw)
     assert routing is not None and routing.batched
-    return commands.finish(PRIVATE, "default", raw, routing, None, outcome,  # type: ignore[arg-type]
-                           failure)
+    ending = {"ok": JobOutcome.SUCCEEDED, "dead": JobOutcome.DISCARDED}[outcome]
+    return commands.finish(PRIVATE, "default", raw, routing, None, ending, failure)
 
 
 def callbacks(r: redis.Redis) -> list[dict[str, Any]]:
