@@ -16,7 +16,6 @@ from rfetch.config import Config
 from rfetch.errors import RfetchError
 from rfetch.integrations.sentry import SentrySettings
 from rfetch.observability.log_context import JobContext
-from rfetch.observability.process_metrics import WorkerFigures
 from rfetch.swarm.channel import Supervision
 from rfetch.worker import adaptive_affinity, affinity
 from rfetch.worker.launcher import Hosting, Launcher
@@ -74,6 +73,8 @@ def launch(
     if placement.adaptive:
         adaptive_affinity.start(placement, launcher.manager.saturated, launcher.report)
     if metrics is not None and metrics_port is not None:
+        from rfetch.observability.process_metrics import WorkerFigures  # the web extra
+
         metrics.watch(lambda: WorkerFigures(
             launcher.work.occupancy(), launcher.capacity, launcher.manager.quiet))
         try:
@@ -99,6 +100,8 @@ def _run_shards(
     if placement.adaptive:
         adaptive_affinity.start(placement, sharded.saturated)
     if metrics is not None and port is not None:
+        from rfetch.observability.process_metrics import WorkerFigures  # the web extra
+
         capacity = sharded.capacity
         metrics.watch(lambda: WorkerFigures(sharded.occupancy(), capacity, sharded.quiet()))
         try:

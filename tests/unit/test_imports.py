@@ -20,6 +20,9 @@ OPTIONAL = {
     "when it is missing",
     ("cli/web.py", "_host_port"): "as web: rfetch.web.server needs the web extra",
     ("cli/web.py", "_credentials"): "as web: rfetch.web needs the web extra",
+    ("cli/worker_launch.py", "launch"): "--metrics-port's gauges need prometheus-client (web "
+    "extra); the CLI loads without it",
+    ("cli/worker_launch.py", "_run_shards"): "as launch",
     ("cli/worker_launch.py", "_worker_metrics"): "--metrics-port needs prometheus-client "
     "(web extra); the CLI says so when it is missing",
     ("web/views/system.py", "metrics"): "/metrics needs prometheus-client, which the unit "
