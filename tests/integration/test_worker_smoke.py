@@ -5,17 +5,22 @@ scripts/test-versions runs it (with tests/unit) on every Python the package decl
 from __future__ import annotations
 
 import json
+import os
 import signal
 from pathlib import Path
 
 import redis
+
+import pytest
 
 from rfetch.config import Config
 from rfetch.push.client import Client
 from tests.support.gate_worker import make_due
 from tests.support.redis_server import RedisServer
 from tests.support.wait import wait_for
-from tests.support.workers import FAST_ENV, WorkerProcess
+from tests.support.workers import FAST_ENV, JOBS_DIR, NO_SPEEDUPS, WorkerProcess
+
+SPEEDUPS = ("hiredis", "orjson")
 
 
 def events(record: Path, event: str) -> list[str]:
@@ -25,18 +30,30 @@ def events(record: Path, event: str) -> list[str]:
             if line.split()[0] == event]
 
 
+def loaded(pid: int) -> set[str]:
+    """Which of hiredis and orjson (C extensions) process ``pid`` has loaded."""
+    maps = Path(f"/proc/{pid}/maps").read_text()
+    return {name for name in SPEEDUPS if f"/{name}/" in maps or f"/{name}." in maps}
+
+
+@pytest.mark.parametrize("speedups", [True, False], ids=["default", "pure-python"])
 def test_a_worker_runs_retries_and_stops_on_term(
-    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path, speedups: bool
 ) -> None:
+    """With the default install (hiredis and orjson loaded) and with both hidden: the
+    pure-Python fallback runs the same."""
     record = tmp_path / "record.txt"
+    env = {**FAST_ENV, "RFETCH_TEST_RECORD": str(record)}
+    if not speedups:
+        env["PYTHONPATH"] = f"{JOBS_DIR}:{NO_SPEEDUPS}"
     proc = WorkerProcess(
-        redis_server.url,
-        ["-r", "smoke_jobs", "-c", "2", "-t", "1"],
-        env={**FAST_ENV, "RFETCH_TEST_RECORD": str(record)},
-        log_dir=tmp_path,
+        redis_server.url, ["-r", "smoke_jobs", "-c", "2", "-t", "1"], env=env, log_dir=tmp_path
     )
     try:
         proc.identity(r)
+        # default dependencies, unless this whole run hides them (scripts/test-versions)
+        hidden = not speedups or str(NO_SPEEDUPS) in os.environ.get("PYTHONPATH", "")
+        assert loaded(proc.pid) == (set() if hidden else set(SPEEDUPS))
         client = Client(Config(redis_url=redis_server.url), r)
         hello = client.push("smoke_jobs.Hello", ["world"], {})
         flaky = client.push("smoke_jobs.FailsOnce", [str(tmp_path / "marker")], {"retry": 3})

@@ -3,6 +3,7 @@ chaos tests (jobs from ``tests/jobs``)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,6 +13,9 @@ from tests.support.process import RfetchProcess
 from tests.support.wait import wait_for
 
 JOBS_DIR = Path(__file__).resolve().parent.parent / "jobs"
+
+NO_SPEEDUPS = Path(__file__).resolve().parent / "nospeedups"
+"""First on PYTHONPATH, hides hiredis and orjson (rfetch's pure-Python fallback)."""
 
 FAST_ENV: dict[str, str] = {
     "RFETCH_HEARTBEAT_INTERVAL": "0.5",
@@ -27,7 +31,9 @@ TTL (2 s) + check interval (0.5-1.5 s) + second look (1.5 s)."""
 
 class WorkerProcess(RfetchProcess):
     """One ``rfetch worker`` subprocess (``args`` after ``worker``), run from ``tests/jobs``
-    so that ``-r <module>`` finds the test jobs; its log goes to a file."""
+    so that ``-r <module>`` finds the test jobs; its log goes to a file. A PYTHONPATH this
+    process has (scripts/test-versions' run without hiredis and orjson) comes after the jobs'
+    directory."""
 
     def __init__(
         self,
@@ -36,7 +42,9 @@ class WorkerProcess(RfetchProcess):
         env: dict[str, str] | None = None,
         log_dir: Path | None = None,
     ) -> None:
-        jobs_env = {"PYTHONPATH": str(JOBS_DIR), **(env or {})}
+        inherited = os.environ.get("PYTHONPATH")
+        path = os.pathsep.join([str(JOBS_DIR), inherited]) if inherited else str(JOBS_DIR)
+        jobs_env = {"PYTHONPATH": path, **(env or {})}
         super().__init__("worker", args, redis_url, jobs_env, log_dir, cwd=JOBS_DIR)
 
     def wait_started(self, timeout: float = 60.0) -> None:
