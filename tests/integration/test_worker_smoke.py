@@ -9,9 +9,8 @@ import os
 import signal
 from pathlib import Path
 
-import redis
-
 import pytest
+import redis
 
 from rfetch.config import Config
 from rfetch.push.client import Client
