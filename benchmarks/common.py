@@ -197,6 +197,15 @@ class Progress:
     peak_mb: float = 0.0
     complete: bool = False
     error: str = ""
+    cpu: dict[float, float] = field(default_factory=dict)
+    """Fraction of the target -> the worker's CPU seconds (user + system) when passed."""
+
+    def cpu_us_per_job(self, target: int) -> float:
+        """The worker's CPU microseconds per job between 10 % and 90 % of ``target`` (0 when
+        unknown): what the machine's load moves much less than jobs/s."""
+        if 0.1 in self.cpu and 0.9 in self.cpu:
+            return (self.cpu[0.9] - self.cpu[0.1]) * 1e6 / (target * 0.8)
+        return 0.0
 
     def steady(self, target: int) -> tuple[float, bool]:
         """Jobs/s between 10 % and 90 % of ``target``, and whether that is exact; when the
@@ -209,6 +218,15 @@ class Progress:
         if self.ended > self.started:
             return self.done / (self.ended - self.started), False
         return 0.0, False
+
+
+def cpu_seconds(pid: int) -> float:
+    """Process ``pid``'s CPU seconds so far, user + system (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def watch_drain(server: PrivateRedis, proc: subprocess.Popen[bytes], target: int,
@@ -228,6 +246,7 @@ def watch_drain(server: PrivateRedis, proc: subprocess.Popen[bytes], target: int
         for mark in (0.1, 0.5, 0.9, 1.0):
             if mark not in progress.marks and done >= target * mark:
                 progress.marks[mark] = now
+                progress.cpu[mark] = cpu_seconds(proc.pid)
         if done != last_done:
             last_change, last_done = now, done
         if now >= next_sample:
@@ -342,3 +361,8 @@ def env_with(url: str, **extra: str) -> dict[str, str]:
     env["REDIS_URL"] = url
     env.update(extra)
     return env
+
+
+def load() -> str:
+    """The 1-, 5- and 15-minute load averages (``/proc/loadavg``)."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])

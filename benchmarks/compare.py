@@ -169,6 +169,8 @@ class Bench:
         result: dict[str, Any] = {
             "steady": steady, "exact": exact, "done": done, "complete": progress.complete,
             "bulk": jobs / fill["seconds"], "rss_mb": progress.peak_mb,
+            "cpu_us_per_job": progress.cpu_us_per_job(jobs),
+            "bulk_cpu_us_per_job": fill.get("cpu_seconds", 0.0) * 1e6 / max(jobs, 1),
             "cmds_per_job": sum(own.values()) / max(done, 1),
             "commands": dict(sorted(own.items(), key=lambda kv: -kv[1])),
         }

@@ -1,6 +1,7 @@
 """rfetch alone: N jobs, one worker process at -c C, steady jobs/s, RSS, commands per job.
 
-    python -m benchmarks.rfetch_drain [--jobs 20000] [-c 10] [--runs 3] [--sleep] [-- ARGS]
+    python -m benchmarks.rfetch_drain [--jobs 20000] [-c 10] [--runs 3] [--sleep]
+        [--no-job-logs] [-- ARGS]
 
 The quick loop for work on rfetch's fetch path; ``python -m benchmarks.compare`` runs the
 same drain (same code) for rfetch and every peer. Starts its own redis-server per run.
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 
 import click
 
-from benchmarks.common import RESULTS
+from benchmarks.common import RESULTS, load
 from benchmarks.compare import PEERS_PYTHON, Bench
 from benchmarks.peers.base import Runtime
 from benchmarks.peers.rfetch import RfetchPeer
@@ -38,12 +39,17 @@ class RfetchWithArgs(RfetchPeer):
 @click.option("--sleep", is_flag=True, help="1 ms I/O-sleep jobs instead of no-op.")
 @click.option("--monitor", is_flag=True,
               help="Count top-level and in-Lua commands with MONITOR (slows Redis down).")
+@click.option("--job-logs/--no-job-logs", default=True, show_default=True,
+              help="The per-job start/done INFO lines (rfetch's default), or none "
+                   "(-r benchmarks.quiet_job_logs: logger rfetch.job at WARNING).")
 @click.option("--python", "python", default=None,
               help="Interpreter for client and worker. [default: the peers' venv, else this]")
 @click.argument("worker_args", nargs=-1)
-def main(jobs: int, concurrency: int, runs: int, sleep: bool, monitor: bool,
+def main(jobs: int, concurrency: int, runs: int, sleep: bool, monitor: bool, job_logs: bool,
          python: str | None, worker_args: tuple[str, ...]) -> None:
     """Measure rfetch's drain rate; WORKER_ARGS go to `rfetch worker`."""
+    if not job_logs:
+        worker_args = ("-r", "benchmarks.quiet_job_logs", *worker_args)
     rt = Runtime(python or (str(PEERS_PYTHON) if PEERS_PYTHON.exists() else sys.executable))
     logs = RESULTS / f"rfetch-drain-{time.strftime('%Y%m%d-%H%M%S')}"
     logs.mkdir(parents=True, exist_ok=True)
@@ -53,7 +59,9 @@ def main(jobs: int, concurrency: int, runs: int, sleep: bool, monitor: bool,
         res = bench.drain("sleep" if sleep else "noop", jobs, concurrency, monitor)
         results.append(res)
         line = (f"run {i}: steady {res['steady']:,.0f} jobs/s, bulk enqueue {res['bulk']:,.0f} "
-                f"jobs/s, peak RSS {res['rss_mb']:.1f} MB, commands/job {res['cmds_per_job']:.3f}")
+                f"jobs/s, peak RSS {res['rss_mb']:.1f} MB, commands/job {res['cmds_per_job']:.3f}, "
+                f"worker CPU {res['cpu_us_per_job']:.1f} us/job, bulk enqueue CPU "
+                f"{res['bulk_cpu_us_per_job']:.2f} us/job, load {load()}")
         if "monitor" in res:
             m = res["monitor"]
             line += f" (top-level {m['top_per_job']:.3f}, in Lua {m['lua_per_job']:.3f})"

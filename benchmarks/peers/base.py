@@ -176,9 +176,10 @@ def client_main(factory: Callable[[str], BenchClient]) -> None:
     client = factory(os.environ["REDIS_URL"])
     try:
         if args.action == "fill":
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             client.bulk(args.kind, args.n, args.queue)
-            emit({"seconds": time.perf_counter() - started})
+            emit({"seconds": time.perf_counter() - started,
+                  "cpu_seconds": time.process_time() - cpu})
         else:
             emit({"latencies": measure_latency(client, args.count, args.warmup, args.queue,
                                                args.timeout)})

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import inspect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Literal, cast
 
 from rfetch.batch.batch import Batch
@@ -256,11 +257,24 @@ class Job(Steps):
             ArgsMismatch: too few or too many arguments, or ``perform`` has a keyword-only
                 parameter without a default.
         """
+        cls._arity_now().check(cls.job_name(), args)
+
+    @classmethod
+    def _args_checker(cls) -> Callable[[Sequence[Any]], None]:
+        """:meth:`check_args` for the many argument lists of a bulk push: unless a class
+        overrides it, the arity and the name are read once, not once per job (profiled)."""
+        if cls.check_args.__func__ is not Job.check_args.__func__:  # type: ignore[attr-defined]
+            return cls.check_args
+        return functools.partial(cls._arity_now().check, cls.job_name())
+
+    @classmethod
+    def _arity_now(cls) -> Arity:
+        """``perform``'s arity, read once per ``perform`` (again if it was replaced)."""
         arity: Arity | None = cls.__dict__.get("_arity")
-        if arity is None or arity.raw is not raw_perform(cls):  # read once per perform
+        if arity is None or arity.raw is not raw_perform(cls):
             arity = Arity.of(cls, cls.perform)
             cls._arity = arity
-        arity.check(cls.job_name(), args)
+        return arity
 
     @classmethod
     def job_name(cls) -> str:

@@ -249,7 +249,7 @@ class JobSetter(Generic[P]):
         if arg_lists:
             self._warn_if_main(stacklevel=4)  # once per bulk push, not once per job
         if options.get("coalesce") is not True:
-            check = self.job_class.check_args
+            check = self.job_class._args_checker()
             for args in arg_lists:
                 if isinstance(args, (list, tuple)):  # push_bulk names any other item itself
                     check(args)

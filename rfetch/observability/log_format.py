@@ -48,13 +48,25 @@ class TextFormatter(logging.Formatter):
 
     _second = -1
     _stamp = ""
+    _milli = -1
+    _time_text = ""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._prefixes: dict[tuple[int, int], str] = {}
+        """(pid, thread id) -> ``pid=... tid=...``: a per-job line's fixed part."""
 
     def _time(self, created: float) -> str:
-        second = int(created)
+        milli = int(created * 1000)
+        if milli == self._milli:  # a busy writer formats many lines per millisecond
+            return self._time_text
+        second = milli // 1000
         if second != self._second:  # strftime once a second, not once a line
             self._second = second
             self._stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        return f"{self._stamp}.{int((created - second) * 1000):03d}Z"
+        self._milli = milli
+        self._time_text = f"{self._stamp}.{milli - second * 1000:03d}Z"
+        return self._time_text
 
     def format(self, record: logging.LogRecord) -> str:
         # record.thread / record.process: formatting runs in the writer thread.
@@ -72,11 +84,16 @@ class TextFormatter(logging.Formatter):
 
     def format_event(self, event: JobEvent, pid: int) -> str:
         """The same line as :meth:`format` for a per-job event (level INFO)."""
-        elapsed = "" if event.elapsed_ms is None else f" elapsed={event.elapsed_ms}ms"
-        return (
-            f"{self._time(event.created)} pid={pid} tid={event.thread:x} "
-            f"class={event.job_class} jid={event.jid}{elapsed} INFO: {event.message}"
-        )
+        prefix = self._prefixes.get((pid, event.thread))
+        if prefix is None:
+            if len(self._prefixes) > 10_000:  # threads come and go: bounded
+                self._prefixes.clear()
+            prefix = self._prefixes[(pid, event.thread)] = f" pid={pid} tid={event.thread:x} class="
+        if event.elapsed_ms is None:
+            return (f"{self._time(event.created)}{prefix}{event.job_class} jid={event.jid} "
+                    f"INFO: {event.message}")
+        return (f"{self._time(event.created)}{prefix}{event.job_class} jid={event.jid} "
+                f"elapsed={event.elapsed_ms}ms INFO: {event.message}")
 
 
 class JsonFormatter(logging.Formatter):

@@ -95,6 +95,25 @@ def test_event_line_matches_the_record_line() -> None:
     assert formatter.format_event(event, record.process or 0) == formatter.format(record)
 
 
+def test_event_lines_in_one_millisecond_keep_their_own_thread_and_time() -> None:
+    """The formatter reuses a millisecond's time stamp and a thread's fixed part: each line
+    still carries its own thread, elapsed time and millisecond."""
+    formatter = TextFormatter()
+    at = 1_800_000_000.2505
+    lines = [
+        formatter.format_event(JobEvent(at, 0xA, "start", "a.B", JID, "q", None, "x"), 7),
+        formatter.format_event(JobEvent(at, 0xB, "done", "a.B", JID, "q", 1.5, "x"), 7),
+        formatter.format_event(JobEvent(at + 0.001, 0xA, "done", "c.D", JID, "q", 2.0, "x"), 8),
+        formatter.format_event(JobEvent(at + 1, 0xA, "start", "c.D", JID, "q", None, "x"), 8),
+    ]
+    assert lines == [
+        f"2027-01-15T08:00:00.250Z pid=7 tid=a class=a.B jid={JID} INFO: start",
+        f"2027-01-15T08:00:00.250Z pid=7 tid=b class=a.B jid={JID} elapsed=1.5ms INFO: done",
+        f"2027-01-15T08:00:00.251Z pid=8 tid=a class=c.D jid={JID} elapsed=2.0ms INFO: done",
+        f"2027-01-15T08:00:01.250Z pid=8 tid=a class=c.D jid={JID} INFO: start",
+    ]
+
+
 def test_json_event_has_the_record_fields() -> None:
     formatter = JsonFormatter()
     record = logging.LogRecord("rfetch.job", logging.INFO, __file__, 1, "done", None, None)
