@@ -1,7 +1,7 @@
 """rfetch: ``rfetch worker -c C`` (reliable fetch), ``perform_bulk`` for bulk enqueue.
 
 The ``rfetch-plain`` variant runs the same worker with hiredis (redis-py's C parser) and
-orjson hidden, to show what the optional ``speedups`` extra buys. The
+orjson hidden, to show what those two default dependencies buy. The
 ``rfetch-pinned`` variant runs it with ``--cpu-affinity auto`` (every thread on one CPU; the
 default leaves placement to the kernel, as the other frameworks run), to show what the
 one-CPU affinity buys.

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import select
+import socket
 import threading
 
 import redis
@@ -75,8 +76,16 @@ class StartMarks:
             head = self._heads.get(slot) or self._head(slot)
             raw = unit.raw
             command = b"".join((head, b"$%d\r\n" % len(raw), raw, b"\r\n"))
+            # The readability check (a syscall, which lets other threads take the GIL) runs
+            # outside the lock: a thread holding the lock while it waited for the GIL
+            # stalled every thread about to start a job (profiled under load).
+            seen = self._conn._get_socket() if self._ready else None  # no public way to peek
+            try:
+                stale = seen is not None and bool(select.select([seen], [], [], 0)[0])
+            except ValueError:  # closed meanwhile by another thread's reopening
+                stale = True
             with self._lock:
-                self._send(self._conn, command)
+                self._send(self._conn, command, seen, stale)
         except (RedisError, OSError) as exc:
             log.warning("could not write a start mark (%s): %s", unit.queue, exc)
 
@@ -89,13 +98,15 @@ class StartMarks:
         self._heads[slot] = head
         return head
 
-    def _send(self, conn: AbstractConnection, command: bytes) -> None:
-        """Hold ``_lock``. A connection Redis closed (idle ``timeout``, a restart) turns
-        readable, since Redis never writes to it otherwise: it is then opened again."""
-        sock = conn._get_socket() if self._ready else None  # no public way to peek
-        if sock is not None and select.select([sock], [], [], 0)[0]:
-            sock = None
-        if sock is None:
+    def _send(
+        self, conn: AbstractConnection, command: bytes, seen: socket.socket | None, stale: bool
+    ) -> None:
+        """Hold ``_lock``. ``seen``: the connection's socket as the caller looked at it,
+        ``stale``: it was readable. A connection Redis closed (idle ``timeout``, a restart)
+        turns readable, since Redis never writes to it otherwise: it is then opened again,
+        unless another thread did since."""
+        sock = conn._get_socket() if self._ready else None
+        if sock is None or (stale and sock is seen):
             conn.disconnect()  # type: ignore[no-untyped-call]
             self._ready = False
             conn.connect()  # type: ignore[no-untyped-call]

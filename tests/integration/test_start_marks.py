@@ -5,6 +5,7 @@ stop removes the hash."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any, cast
 
@@ -63,4 +64,26 @@ def test_marks_go_on_after_redis_closes_their_connection(r: redis.Redis) -> None
     again = UnitOfWork("default", b'{"jid":"two"}', "private", None, cast("Any", None))
     marks.mark("t1", again)
     wait_for(lambda: r.hget(KEYS.started("host:1:marks"), "t1") == again.raw, 10)
+    marks.close()
+
+
+def test_marks_from_many_threads_at_once_all_land(r: redis.Redis) -> None:
+    """Threads mark at once on the one connection (its socket checked outside the lock,
+    written under it): no command is torn, each slot ends with its thread's last job."""
+    marks = StartMarks(r, KEYS, "host:1:many")
+    key = KEYS.started("host:1:many")
+
+    def run(slot: int) -> None:
+        for n in range(300):
+            unit = UnitOfWork("default", b'{"jid":"%d-%d"}' % (slot, n), "private", None,
+                              cast("Any", None))
+            marks.mark(f"t{slot}", unit)
+
+    threads = [threading.Thread(target=run, args=(slot,)) for slot in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    last = {f"t{slot}".encode(): b'{"jid":"%d-299"}' % slot for slot in range(8)}
+    wait_for(lambda: r.hgetall(key) == last, 20, lambda: f"marks: {r.hgetall(key)!r}")
     marks.close()
