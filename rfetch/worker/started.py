@@ -82,7 +82,7 @@ class StartMarks:
             seen = self._conn._get_socket() if self._ready else None  # no public way to peek
             try:
                 stale = seen is not None and bool(select.select([seen], [], [], 0)[0])
-            except ValueError:  # closed meanwhile by another thread's reopening
+            except (ValueError, OSError):  # closed meanwhile by another thread's reopening
                 stale = True
             with self._lock:
                 self._send(self._conn, command, seen, stale)
