@@ -19,7 +19,7 @@ class RQSimplePeer(Peer):
     module = "benchmarks.peers.rq"
     fixed_concurrency = 1
     worker_class = "rq.worker.SimpleWorker"
-    per_job_lines = "3 INFO lines (dequeued, Job OK, result kept)"
+    per_job_lines = "4 INFO lines (dequeued, completed, Job OK, result kept)"
 
     def worker_argv(self, rt: Runtime, concurrency: int, queues: Sequence[str]) -> list[str]:
         return [rt.script("rq"), "worker", "-w", self.worker_class, *queues]
