@@ -12,7 +12,7 @@ one worker process, for rfetch's event loop, rfetch's threads and arq, in one ru
 
 Each run fills the queue with the framework's client (rfetch ``perform_bulk``, an arq
 ``enqueue_job`` loop), then starts one worker on a fresh private redis-server; steady jobs/s
-between 10 % and 90 % done, as ``benchmarks.compare``. arq must be importable by the
+between 10 % and 90 % done (``benchmarks.harness``). arq must be importable by the
 interpreter (``benchmarks/setup_peers.sh``, or ``pip install --no-deps arq``); it is skipped
 with a line saying so otherwise.
 """
