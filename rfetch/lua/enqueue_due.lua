@@ -32,11 +32,18 @@
 -- jobs are passed over per call.
 -- Returns {moved, {message, ...}}: the number of jobs moved, and a WRONGTYPE message for
 -- each job left in the set.
--- #include guard
--- #include record
+--
+-- The first due jobs are read before the libraries are defined: a poll with nothing due
+-- (most polls) returns before their prelude runs, so it costs no more than TIME and one
+-- ZRANGEBYSCORE.
 
 local t = redis.call('TIME')
 local now = t[1] .. '.' .. string.format('%06d', tonumber(t[2]))
+local limit = tonumber(ARGV[1])
+local jobs = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
+if #jobs == 0 then return {0, {}} end
+-- #include guard
+-- #include record
 
 -- Span (start, end) of the value of a top-level key of the JSON object text s, or nil.
 local function top_level_value(s, name)
@@ -75,7 +82,6 @@ local function top_level_value(s, name)
 end
 
 local P = KEYS[4]
-local limit = tonumber(ARGV[1])
 local moved, offset = 0, 0
 local left = {}
 
@@ -134,9 +140,7 @@ local function move(job)
   return true
 end
 
-while moved < limit and #left < 10 * limit do
-  local jobs = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', offset, limit - moved)
-  if #jobs == 0 then break end
+while true do
   for _, job in ipairs(jobs) do
     if move(job) then
       moved = moved + 1
@@ -144,5 +148,8 @@ while moved < limit and #left < 10 * limit do
       offset = offset + 1
     end
   end
+  if moved >= limit or #left >= 10 * limit then break end
+  jobs = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', offset, limit - moved)
+  if #jobs == 0 then break end
 end
 return {moved, left}
