@@ -32,9 +32,10 @@ from typing import Any
 
 DONE = "bench:done"
 STARTED = "bench:started"
-KINDS = ("noop", "sleep", "stamp", "cpu", "io", "hash", "wait100", "wait100-thread")
+KINDS = ("noop", "sleep", "stamp", "cpu", "io", "hash", "wait100", "wait100-thread",
+         "wait100-only")
 """``cpu`` (5 ms of pure Python, ``benchmarks/swarm.py``), ``io`` and ``hash``
-(``benchmarks/affinity.py``) and ``wait100`` / ``wait100-thread``
+(``benchmarks/affinity.py``) and ``wait100`` / ``wait100-thread`` / ``wait100-only``
 (``benchmarks/async_sleep.py``) exist for rfetch (``wait100`` for arq too)."""
 RESULT_PREFIX = "BENCH-RESULT "
 REPO = Path(__file__).resolve().parents[2]

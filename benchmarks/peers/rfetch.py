@@ -74,13 +74,14 @@ class RfetchClient(BenchClient):
     def __init__(self, url: str) -> None:
         super().__init__(url)
         import rfetch
-        from benchmarks import bench_jobs
+        from benchmarks import async_jobs, bench_jobs
 
         rfetch.configure(redis_url=url)
         self.jobs: dict[str, type[rfetch.Job]] = {
             "noop": bench_jobs.Noop, "sleep": bench_jobs.SleepIO, "stamp": bench_jobs.Stamp,
             "cpu": bench_jobs.Cpu, "io": bench_jobs.SocketIO, "hash": bench_jobs.HashBuffer,
             "wait100": bench_jobs.AsyncWait, "wait100-thread": bench_jobs.ThreadWait,
+            "wait100-only": async_jobs.OnlyAsyncWait,
         }
 
     def bulk(self, kind: str, n: int, queue: str) -> None:
