@@ -41,7 +41,7 @@ class RfetchWithArgs(RfetchPeer):
               help="Count top-level and in-Lua commands with MONITOR (slows Redis down).")
 @click.option("--job-logs/--no-job-logs", default=True, show_default=True,
               help="The per-job start/done INFO lines (rfetch's default), or none "
-                   "(-r benchmarks.quiet_job_logs: logger rfetch.job at WARNING).")
+                   "(-r benchmarks.peers.rfetch_quiet: logger rfetch.job at WARNING).")
 @click.option("--python", "python", default=None,
               help="Interpreter for client and worker. [default: the peers' venv, else this]")
 @click.argument("worker_args", nargs=-1)
@@ -49,7 +49,7 @@ def main(jobs: int, concurrency: int, runs: int, sleep: bool, monitor: bool, job
          python: str | None, worker_args: tuple[str, ...]) -> None:
     """Measure rfetch's drain rate; WORKER_ARGS go to `rfetch worker`."""
     if not job_logs:
-        worker_args = ("-r", "benchmarks.quiet_job_logs", *worker_args)
+        worker_args = ("-r", "benchmarks.peers.rfetch_quiet", *worker_args)
     rt = Runtime(python or (str(PEERS_PYTHON) if PEERS_PYTHON.exists() else sys.executable))
     logs = RESULTS / f"rfetch-drain-{time.strftime('%Y%m%d-%H%M%S')}"
     logs.mkdir(parents=True, exist_ok=True)

@@ -3,6 +3,13 @@
 # frameworks rfetch is compared with, pinned to the versions of the table, plus
 # rfetch itself (editable) and py-spy. None of these are rfetch dependencies.
 #
+# rfetch is installed as `pip install` gives it (hiredis and orjson are its default
+# dependencies), so that one virtualenv holds every install: benchmarks.compare runs every
+# Python peer whose own plain install lacks them (all but arq, which requires
+# redis[hiredis]) with hiredis and orjson hidden (benchmarks/peers/nospeedups, first on
+# PYTHONPATH): what their `pip install` gives. rfetch's `rfetch` key sees them; its
+# `rfetch-plain` key hides them (the pure-Python fallback).
+#
 #   benchmarks/setup_peers.sh            # creates benchmarks/.venv-peers
 #   PEERS_VENV=/some/dir benchmarks/setup_peers.sh
 #

@@ -21,6 +21,7 @@ import logging
 import select
 import socket
 import threading
+from collections.abc import Sequence
 
 import redis
 from redis.connection import AbstractConnection, ConnectionPool
@@ -59,8 +60,11 @@ class StartMarks:
             else None
         )
         self._ready = False
-        self._heads: dict[str, bytes] = {}
-        """Slot -> its packed ``HSET key slot`` (at most one per thread and loop slot)."""
+        key = self.key.encode()
+        self._head = b"$4\r\nHSET\r\n$%d\r\n%s\r\n" % (len(key), key)
+        """``HSET <key>`` in RESP (the command's first two parts)."""
+        self._slots: dict[str, bytes] = {}
+        """Slot -> its name packed in RESP (at most one per thread and loop slot)."""
 
     def mark(self, slot: str, unit: UnitOfWork) -> None:
         """Note that ``slot`` (a thread's or a loop slot's name) starts ``unit`` now.
@@ -69,13 +73,19 @@ class StartMarks:
         its own Redis writes anyway) and, should the process die running it, its recovery
         is not counted; the error is logged.
         """
+        self.mark_many(((slot, unit),))
+
+    def mark_many(self, started: Sequence[tuple[str, UnitOfWork]]) -> None:
+        """:meth:`mark` for several slots at once (the event loop starts jobs in batches):
+        one ``HSET`` of every field, one ``sendall``. Never raises."""
         try:
             if self._conn is None:
-                self.redis.hset(self.key, slot, unit.raw)
+                fields: list[str | bytes] = []
+                for slot, unit in started:
+                    fields += (slot, unit.raw)
+                self.redis.hset(self.key, items=fields)
                 return
-            head = self._heads.get(slot) or self._head(slot)
-            raw = unit.raw
-            command = b"".join((head, b"$%d\r\n" % len(raw), raw, b"\r\n"))
+            command = self._command(started)
             # The readability check (a syscall, which lets other threads take the GIL) runs
             # outside the lock: a thread holding the lock while it waited for the GIL
             # stalled every thread about to start a job (profiled under load).
@@ -87,16 +97,23 @@ class StartMarks:
             with self._lock:
                 self._send(self._conn, command, seen, stale)
         except (RedisError, OSError) as exc:
-            log.warning("could not write a start mark (%s): %s", unit.queue, exc)
+            log.warning("could not write %d start mark(s): %s", len(started), exc)
 
-    def _head(self, slot: str) -> bytes:
-        """``HSET <key> <slot>`` in RESP, up to the value: built once per slot, so a mark
-        costs one join and one ``sendall`` (redis-py's command packing was most of a
-        mark's time, profiled)."""
-        parts = [b"HSET", self.key.encode(), slot.encode()]
-        head = b"*4\r\n" + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
-        self._heads[slot] = head
-        return head
+    def _command(self, started: Sequence[tuple[str, UnitOfWork]]) -> bytes:
+        """``HSET key slot payload ...`` in RESP. The key's and each slot's parts are packed
+        once, so a mark costs one join and one ``sendall`` (redis-py's command packing was
+        most of a mark's time, profiled)."""
+        parts = [b"*%d\r\n" % (2 + 2 * len(started)), self._head]
+        for slot, unit in started:
+            raw = unit.raw
+            parts += (self._slots.get(slot) or self._slot(slot), b"$%d\r\n" % len(raw), raw,
+                      b"\r\n")
+        return b"".join(parts)
+
+    def _slot(self, slot: str) -> bytes:
+        data = slot.encode()
+        packed = self._slots[slot] = b"$%d\r\n%s\r\n" % (len(data), data)
+        return packed
 
     def _send(
         self, conn: AbstractConnection, command: bytes, seen: socket.socket | None, stale: bool
