@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rfetch.errors import ArgsNotSerializable, InvalidJob, PayloadTooLarge
+from rfetch.jobs.options import priority_of
 
 _fast_loads: Callable[[bytes | str], Any]
 _fast_dumps: Callable[[Any], bytes] | None
@@ -28,11 +29,10 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 Stateless and thread-safe."""
 
 MAX_NESTING = 512
-"""Levels of arrays and objects a payload may nest, the payload object itself being level 1.
-rfetch's own limit, so that whether a payload is valid does not depend on the parser: orjson
-stops at 1,024 levels, Python's ``json`` at the interpreter's recursion limit on 3.10-3.12
-(about 1,000) and much deeper on 3.13. A push of arguments nested deeper is refused
-(ArgsNotSerializable); a stored payload nested deeper is invalid (InvalidJob: the dead set)."""
+"""Levels of arrays and objects a payload may nest (the payload object is level 1): rfetch's
+own limit, so validity does not depend on the parser (orjson stops at 1,024 levels, Python's
+``json`` near the recursion limit). A push nesting deeper is refused (ArgsNotSerializable); a
+stored payload nesting deeper is invalid (InvalidJob: the dead set)."""
 
 MS_THRESHOLD = 100_000_000_000.0
 """Epoch values above this are milliseconds (Sidekiq 8); below, seconds (Sidekiq 6/7).
@@ -209,9 +209,11 @@ def describe(raw: bytes | str) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-GATE_MARKERS = (b'"ordering_key"', b'"unique_key"', b'"tenant"', b'"concurrency_key"')
+GATE_MARKERS = (
+    b'"ordering_key"', b'"unique_key"', b'"tenant"', b'"concurrency_key"', b'"priority"'
+)
 """Text without which a payload has no routing field (``lib/gate.lua``'s ``gate_fields``
-looks for the first three before it decodes anything; the fourth is a fetch cap's key)."""
+looks for the first three; then a fetch cap's key and a priority)."""
 
 
 def may_be_gated(raw: bytes | str) -> bool:
@@ -223,11 +225,11 @@ def may_be_gated(raw: bytes | str) -> bool:
     if isinstance(raw, bytes):
         return (
             b'"ordering_key"' in raw or b'"unique_key"' in raw or b'"tenant"' in raw
-            or b'"concurrency_key"' in raw
+            or b'"concurrency_key"' in raw or b'"priority"' in raw
         )
     return (
         '"ordering_key"' in raw or '"unique_key"' in raw or '"tenant"' in raw
-        or '"concurrency_key"' in raw
+        or '"concurrency_key"' in raw or '"priority"' in raw
     )
 
 
@@ -238,9 +240,7 @@ BATCH_MARKER = b'"bid"'
 def may_be_batched(raw: bytes | str) -> bool:
     """Whether ``raw`` may be a batched job's payload (a plain text search, as
     :func:`may_be_gated`)."""
-    if isinstance(raw, bytes):
-        return BATCH_MARKER in raw
-    return '"bid"' in raw
+    return (BATCH_MARKER in raw) if isinstance(raw, bytes) else ('"bid"' in raw)
 
 
 def _text_field(payload: Mapping[str, Any], name: str) -> str | None:
@@ -263,9 +263,8 @@ class Routing:
         tenant: the tenant of a fair queue (deficit round robin across tenants).
         coalesce: ``"last"`` (only the newest waiting job of the key runs), ``True`` (any
             other true value: the waiting jobs of the key run as one batch), else None.
-        score: the job's place in a coalesced batch: ``score`` if a number, else
-            ``created_at`` (which a retry does not change), else ``enqueued_at`` (both
-            float epoch seconds, Sidekiq 8's milliseconds read too), else 0.
+        score: the job's place in a coalesced batch: ``score`` if a number, else ``created_at``
+            (kept by a retry), else ``enqueued_at`` (epoch s, or Sidekiq 8's ms), else 0.
         unique_until: end of the unique lock's window, float epoch seconds, or None.
         bid: the batch the job belongs to (Sidekiq Pro batches), or None.
         store_result: seconds to keep the job's recorded outcome (``store_result``), or
@@ -273,6 +272,7 @@ class Routing:
         concurrency_key: the fetch cap's key (at most ``concurrency_limit`` jobs of the key
             are fetched and unfinished at once), or None.
         concurrency_limit: the cap's limit (a positive int), or None.
+        priority: -100..100, higher runs first; 0 (default) a job of the queue's list.
     """
 
     jid: str = ""
@@ -288,6 +288,7 @@ class Routing:
     bid: str | None = None
     concurrency_key: str | None = None
     concurrency_limit: int | None = None
+    priority: int = 0
 
     @property
     def capped(self) -> bool:
@@ -299,12 +300,13 @@ class Routing:
     def gated(self) -> bool:
         """Whether the job goes through the gate of ``lib/gate.lua`` (or ``lib/cap.lua``)
         when it is pushed, pushed back or moved: it has an ordering key, a unique lock, a
-        tenant or a fetch cap."""
+        tenant, a fetch cap or a priority (``lib/priority.lua``)."""
         return (
             self.ordering_key is not None
             or self.unique is not None
             or self.tenant is not None
             or self.capped
+            or self.priority != 0
         )
 
     @property
@@ -345,6 +347,7 @@ class Routing:
             bid=_text_field(payload, "bid"),
             concurrency_key=_text_field(payload, "concurrency_key"),
             concurrency_limit=_limit_field(payload.get("concurrency_limit")),
+            priority=priority_of(payload.get("priority")),
         )
 
     @classmethod
@@ -368,9 +371,7 @@ RECORD_MARKER = b'"store_result"'
 
 
 def _may_be_recorded(raw: bytes | str) -> bool:
-    if isinstance(raw, bytes):
-        return RECORD_MARKER in raw
-    return RECORD_MARKER.decode() in raw
+    return (RECORD_MARKER in raw) if isinstance(raw, bytes) else ('"store_result"' in raw)
 
 
 def _positive_int(value: Any) -> int | None:

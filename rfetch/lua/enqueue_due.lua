@@ -20,7 +20,8 @@
 -- key's waiting list (lib/cap.lua: cap_keys_of derives the cap keys the same way).
 -- A job with an ordering key meets the key gate (lib/gate.lua) instead of a plain LPUSH:
 -- the retry of a key's holder goes out again, any other keyed job waits its turn; a tenant
--- job joins its tenant's list.
+-- job joins its tenant's list; a job with a "priority" (lib/priority.lua) its queue's
+-- priority set (derived keys "rfetch:prio:<q>", "rfetch:prio-queues").
 -- Before a job is removed from the set, every key its move may write is checked
 -- (lib/guard.lua): a job with a key of another type on its way stays in the set (it is
 -- looked at again at the next poll) and the jobs behind it go on; at most 10 x ARGV[1] such
@@ -82,6 +83,7 @@ local function move(job)
   want(w, KEYS[1], 'zset')
   if ok and type(decoded) == 'table' and type(decoded['queue']) == 'string' then
     local k, t, q = decoded['ordering_key'], decoded['tenant'], decoded['queue']
+    local p = prio_of(decoded['priority'])
     if type(t) ~= 'string' or t == '' then t = nil end
     local G = gate_keys_of(P, q)
     local keyed = type(k) == 'string' and k ~= '' and type(decoded['jid']) == 'string'
@@ -96,9 +98,9 @@ local function move(job)
       cap_enter_wants(w, C, ck)
     elseif keyed then
       klist = key_of(P, 'key_list', q, k)
-      gate_dispatch_wants(w, G, klist, t)
+      gate_dispatch_wants(w, G, klist, t, p)
     else
-      gate_out_wants(w, G, t)
+      gate_out_wants(w, G, t, p)
     end
     want(w, KEYS[2], 'set')
     local bad = misfit(w)
@@ -119,9 +121,11 @@ local function move(job)
       cap_enter(C, ck, math.floor(climit), out, false)
       redis.call('SADD', KEYS[2], q)
     elseif keyed then
-      gate_dispatch(G, k, klist, decoded['jid'], out, t)
+      gate_dispatch(G, k, klist, decoded['jid'], out, t, p)
     elseif t then
       fair_send(G, t, out)
+    elseif p then
+      gate_out(G, out, nil, false, p)
     else
       redis.call('LPUSH', G.queue, out)
       redis.call('SADD', KEYS[2], q)

@@ -31,6 +31,7 @@ class JobCommands(CommandBase):
         fair: Sequence[str],
         acks: Sequence[Fetched],
         capped: Sequence[str] = (),
+        prio: Sequence[str] = (),
     ) -> FetchReply:
         """``fetch.lua``: acknowledge ``acks``, then move up to ``limit`` jobs from the
         first ``fetch_count`` queues of ``names`` into their private lists.
@@ -45,13 +46,16 @@ class JobCommands(CommandBase):
                 key, a unique lock or a fetch cap's slot also releases them.
             capped: names among the first ``fetch_count`` that have had capped jobs: their
                 ready ring of concurrency keys is fetched from too (fetch caps).
+            prio: names among the first ``fetch_count`` that have had priority jobs: their
+                priority set is fetched from too, highest priority first
+                (``lua/lib/priority.lua``).
 
         Raises:
             KeyError: an acknowledgement's queue is not named.
             redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
         """
         keys, args = fetch_call(
-            self.keys, names, public, private, fetch_count, limit, fair, acks, capped
+            self.keys, names, public, private, fetch_count, limit, fair, acks, capped, prio
         )
         looked_at, moved, broken = self.scripts.fetch(keys=keys, args=args, client=self.redis)
         return FetchReply(

@@ -9,7 +9,8 @@ Fields (absent when the job has none): ``q`` the queue, ``jid``, ``key`` the ord
 ``limit`` its limit (a capped job only), ``bid`` the batch, ``ttl`` seconds to keep the
 recorded outcome (``store_result``), ``class`` the class name (with ``ttl`` only: the
 record keeps it), ``win`` the unique lock's
-window in milliseconds (a push only). ``push.lua`` takes the same record for a job through
+window in milliseconds (a push only), ``prio`` the priority (not 0;
+``lib/priority.lua``). ``push.lua`` takes the same record for a job through
 the gate.
 """
 
@@ -20,7 +21,7 @@ import json
 from rfetch.jobs.payload import Routing
 
 RECORD_FIELDS = (
-    "q", "jid", "key", "unique", "tenant", "ck", "limit", "bid", "ttl", "class", "win"
+    "q", "jid", "key", "unique", "tenant", "ck", "limit", "bid", "ttl", "class", "win", "prio"
 )
 """The record's fields, in ``lib/record.lua``'s ``RECORD_FIELDS`` order."""
 
@@ -46,6 +47,7 @@ def job_record(queue: str, routing: Routing | None, window_ms: int | None = None
         ("ttl", routing.store_result),
         ("class", routing.job_class if routing.store_result else None),  # for its record
         ("win", window_ms if routing.unique is not None else None),
+        ("prio", routing.priority),
     ):
         if value:
             rec[name] = value

@@ -19,13 +19,14 @@
 --   ttl     seconds to keep its recorded outcome (store_result, lib/workflow.lua)
 --   class   its class name (the recorded outcome's "class")
 --   win     its unique lock's window in milliseconds (push.lua only)
+--   prio    its priority, when not 0 (lib/priority.lua: read with prio_of)
 -- record_of also derives, from the namespace prefix P (lib/keys.lua), the keys the fields
 -- name: G (the gate of <q>, derived when first read), klist (the key's waiting list), lock (the unique lock), C (the
 -- cap keys of <q>), bhash (the batch hash "b-<bid>"). A record that is not a JSON object
 -- counts as {q = <default queue>}.
 
 local RECORD_FIELDS = {'q', 'jid', 'key', 'unique', 'tenant', 'ck', 'limit', 'bid', 'ttl', 'class',
-  'win'}
+  'win', 'prio'}
 local RECORD_FIELD = {}
 for _, f in ipairs(RECORD_FIELDS) do RECORD_FIELD[f] = true end
 
