@@ -35,7 +35,8 @@ def _fetch(lists: dict[str, list[bytes]], asked: list[str], **state: Any) -> Rel
     redis = SimpleNamespace(pipeline=lambda transaction: Pipe(lists, asked))
     fetch = SimpleNamespace(
         config=config, keys=Keys(), redis=redis, broken={}, fair=frozenset(),
-        capped=frozenset(), prio=frozenset(), unit=lambda queue, raw: SimpleNamespace(queue=queue, raw=raw),
+        capped=frozenset(), prio=frozenset(),
+        unit=lambda queue, raw: SimpleNamespace(queue=queue, raw=raw),
     )
     vars(fetch).update(state)
     return cast(ReliableFetch, fetch)
