@@ -210,10 +210,11 @@ _NOT_WITH_PRIORITY = {
 
 def priority_of(value: Any) -> int:
     """A stored payload's priority as rfetch reads it (``lib/priority.lua`` the same): a
-    whole number from :data:`MIN_PRIORITY` to :data:`MAX_PRIORITY`, anything else 0."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    whole number from :data:`MIN_PRIORITY` to :data:`MAX_PRIORITY` (``5.0`` too: Lua's
+    cjson reads numbers as doubles), anything else 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         return 0
-    return value if MIN_PRIORITY <= value <= MAX_PRIORITY else 0
+    return int(value) if MIN_PRIORITY <= value <= MAX_PRIORITY and value == int(value) else 0
 
 
 def check_priority(options: Mapping[str, Any]) -> None:
