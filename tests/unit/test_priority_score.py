@@ -103,7 +103,7 @@ def test_combinations_that_would_lose_the_priority_are_refused(other: dict[str, 
 
 
 def test_a_class_priority_is_checked_where_the_class_is_defined() -> None:
-    with pytest.raises(ConfigError, match="Urgent.priority must be a whole number"):
+    with pytest.raises(ConfigError, match=r"Urgent\.priority must be a whole number"):
 
         class Urgent(rfetch.Job):
             priority = "high"  # type: ignore[assignment]
