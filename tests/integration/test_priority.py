@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import redis
 
+import rfetch
 from rfetch.errors import ConfigError, QueueFull
 from rfetch.jobs.payload import new_jid
 from rfetch.push.client import Client
@@ -134,7 +135,14 @@ def test_bulk_push_and_batches_keep_priorities(worker: Worker, r: redis.Redis) -
     client.push_bulk(Step.job_name(), [["b1"], ["b2"]], {"queue": "q", "priority": -2})
     client.push_bulk(Step.job_name(), [["c1"], ["c2"]], {"queue": "q"})
     client.push_bulk(Step.job_name(), [["h1"]], {"queue": "q", "priority": 2})
-    assert fetch_order(worker, batch=10) == ["h1", "c1", "c2", "b1", "b2"]
+    batch = rfetch.Batch(client=client)
+    with batch.jobs():  # batch_push.lua: the batch's jobs and their registration, one call
+        Step.set(client=client, priority=9).perform_async("in-batch-hi")
+        Step.set(client=client).perform_async("in-batch")
+    assert len(batch.jids) == 2
+    assert fetch_order(worker, batch=10) == [
+        "in-batch-hi", "h1", "c1", "c2", "in-batch", "b1", "b2"
+    ]
 
 
 @pytest.mark.parametrize(
