@@ -25,8 +25,7 @@ except ImportError:  # pragma: no cover - depends on the installation
 Payload = dict[str, Any]
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
-"""Built once: ``json.dumps`` with non-default options builds a new encoder per call.
-Stateless and thread-safe."""
+"""Built once (``json.dumps`` with options builds one per call); stateless, thread-safe."""
 
 MAX_NESTING = 512
 """Levels of arrays and objects a payload may nest (the payload object is level 1): rfetch's
@@ -35,8 +34,7 @@ own limit, so validity does not depend on the parser (orjson stops at 1,024 leve
 stored payload nesting deeper is invalid (InvalidJob: the dead set)."""
 
 MS_THRESHOLD = 100_000_000_000.0
-"""Epoch values above this are milliseconds (Sidekiq 8); below, seconds (Sidekiq 6/7).
-1e11 s is the year 5138, 1e11 ms is 1973."""
+"""Epoch values above this are ms (Sidekiq 8), below s (6/7): 1e11 s is 5138, 1e11 ms 1973."""
 
 
 def new_jid() -> str:
@@ -209,28 +207,30 @@ def describe(raw: bytes | str) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-GATE_MARKERS = (
-    b'"ordering_key"', b'"unique_key"', b'"tenant"', b'"concurrency_key"', b'"priority"'
-)
-"""Text without which a payload has no routing field (``lib/gate.lua``'s ``gate_fields``
-looks for the first three; then a fetch cap's key and a priority)."""
+GATE_MARKERS = (b'"ordering_key"', b'"unique_key"', b'"tenant"', b'"concurrency_key"')
+"""Text without which a payload has no routing field but a priority (``lib/gate.lua``'s
+``gate_fields`` looks for the first three; the fourth is a fetch cap's key)."""
 
 
 def may_be_gated(raw: bytes | str) -> bool:
-    """Whether ``raw`` may carry an ordering key, a unique lock, a tenant or a fetch cap's
-    concurrency key (:data:`GATE_MARKERS`): a plain text search, so payloads without them
-    cost no JSON parse."""
+    """Whether ``raw`` may carry an ordering key, a unique lock, a tenant or a fetch cap's key
+    (:data:`GATE_MARKERS`): a plain text search, so payloads without them cost no parse."""
     # Spelled out rather than any(...) over the markers: this runs once per job of a bulk
     # push, where the generator cost more than the searches.
     if isinstance(raw, bytes):
         return (
             b'"ordering_key"' in raw or b'"unique_key"' in raw or b'"tenant"' in raw
-            or b'"concurrency_key"' in raw or b'"priority"' in raw
+            or b'"concurrency_key"' in raw
         )
     return (
         '"ordering_key"' in raw or '"unique_key"' in raw or '"tenant"' in raw
-        or '"concurrency_key"' in raw or '"priority"' in raw
+        or '"concurrency_key"' in raw
     )
+
+
+def may_have_priority(raw: bytes | str) -> bool:
+    """Whether ``raw`` may carry a ``priority`` (a plain text search, as :func:`may_be_gated`)."""
+    return (b'"priority"' in raw) if isinstance(raw, bytes) else ('"priority"' in raw)
 
 
 BATCH_MARKER = b'"bid"'
@@ -351,11 +351,12 @@ class Routing:
         )
 
     @classmethod
-    def parse(cls, raw: bytes | str) -> Routing | None:
-        """The routing fields of a stored payload, or None when it has none of the gate's
-        fields (:func:`may_be_gated`), no batch (:func:`may_be_batched`) and no recorded
-        outcome, or is not a JSON object: such a job is plain."""
-        if not may_be_gated(raw) and not may_be_batched(raw) and not _may_be_recorded(raw):
+    def parse(cls, raw: bytes | str, fetched: bool = False) -> Routing | None:
+        """The routing fields of a stored payload; None for a plain job (no gate field, batch,
+        recorded outcome or priority) or not a JSON object. ``fetched``: a priority alone
+        is not looked for (a fetch's cost; ``rfetch.store.job_record.put_back_record``)."""
+        if (not may_be_gated(raw) and not may_be_batched(raw) and not _may_be_recorded(raw)
+                and (fetched or not may_have_priority(raw))):
             return None
         try:
             payload = parse(raw)

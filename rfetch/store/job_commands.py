@@ -12,7 +12,7 @@ from redis.client import Pipeline
 from rfetch.jobs.payload import Routing
 from rfetch.store.command_base import Client, CommandBase, Outcome, queue_script, text
 from rfetch.store.fetch_args import fetch_call
-from rfetch.store.job_record import job_record, needs_record
+from rfetch.store.job_record import job_record, needs_record, put_back_record
 from rfetch.store.outcomes import JobOutcome
 from rfetch.store.replies import Fetched, FetchReply, RequeueReply
 
@@ -170,7 +170,7 @@ class JobCommands(CommandBase):
         keys = [private_key, self.keys.prefix]
         args: list[bytes | str | int] = [queue, len(jobs)]
         for raw, routing in jobs:
-            args += [raw, job_record(queue, routing) if routing is not None else ""]
+            args += [raw, put_back_record(queue, raw, routing)]
         pushed, left = self.scripts.requeue(keys=keys, args=args, client=self.redis)
         return RequeueReply(
             int(pushed),

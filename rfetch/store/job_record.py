@@ -54,6 +54,16 @@ def job_record(queue: str, routing: Routing | None, window_ms: int | None = None
     return _encode(rec)
 
 
+def put_back_record(queue: str, raw: bytes, routing: Routing | None) -> str:
+    """The record of a fetched job of ``queue`` put back (``requeue.lua``, ``recover.lua``;
+    "" for a plain job): ``routing`` as read at fetch skips a priority alone
+    (``Routing.parse(raw, fetched=True)``), so a job read as plain is looked at for one here,
+    off the fetch path."""
+    if routing is None:
+        routing = Routing.parse(raw)
+    return job_record(queue, routing) if routing is not None else ""
+
+
 def needs_record(routing: Routing | None) -> bool:
     """Whether a job's end does more than take it out of its list: it has an ordering key, a
     unique lock, a fetch cap's slot or a batch (a plain acknowledgement is a bare LREM)."""

@@ -68,7 +68,8 @@ class ReliableFetch(PrivateLists):
         """The unit of work of a job in ``private_key`` (default: this process's private
         list of ``queue``), its routing fields read from ``raw``."""
         return UnitOfWork(
-            queue, raw, private_key or self.private_key(queue), Routing.parse(raw), self
+            queue, raw, private_key or self.private_key(queue),
+            Routing.parse(raw, fetched=True), self
         )
 
     def refresh_fair(self, force: bool = False, every: float = FAIR_REFRESH) -> frozenset[str]:

@@ -121,6 +121,19 @@ def test_ordering_key_order_beats_priority(worker: Worker, r: redis.Redis) -> No
     ]
 
 
+def test_in_a_fair_queue_priority_orders_the_jobs_without_a_tenant(
+    worker: Worker, r: redis.Redis
+) -> None:
+    for i in range(3):
+        push(worker, f"A{i}", None, tenant="A")
+    push(worker, "p0")
+    push(worker, "lo", -1)
+    push(worker, "hi", 4)
+    # The ring and the queue's own ready jobs alternate, as in any fair queue; among the
+    # latter, priority order: hi (> 0), the list, then lo (< 0).
+    assert fetch_order(worker, batch=10) == ["A0", "hi", "A1", "p0", "A2", "lo"]
+
+
 def test_scheduled_and_retried_jobs_keep_their_priority(worker: Worker, r: redis.Redis) -> None:
     push(worker, "plain")
     Step.set(client=worker.client, priority=7).perform_in(0.01, "later")

@@ -14,7 +14,7 @@ import rfetch
 from rfetch.errors import ConfigError
 from rfetch.jobs.options import check_options, priority_of
 from rfetch.jobs.payload import Routing
-from rfetch.store.job_record import job_record
+from rfetch.store.job_record import job_record, put_back_record
 from rfetch.store.priority import (
     ABOVE_LIST_SCORE,
     BAND,
@@ -35,6 +35,12 @@ def test_the_lua_library_uses_the_same_numbers() -> None:
     assert lua_constant("PRIO_MAX") == 100
     assert lua_constant("PRIO_BAND") == BAND == 2**44
     assert lua_constant("PRIO_HALF") == HALF == 2**43
+
+
+def test_the_lua_threshold_of_the_list_is_100_bands() -> None:
+    text = resources.files("rfetch").joinpath("lua/lib/priority.lua").read_text("utf-8")
+    match = re.search(r"^local PRIO_ABOVE_LIST = '\((\d+)'", text, re.MULTILINE)
+    assert match and int(match.group(1)) == ABOVE_LIST_SCORE == 100 * BAND
 
 
 def test_every_score_is_exact_in_a_double() -> None:
@@ -127,10 +133,18 @@ def test_routing_and_record_carry_the_priority() -> None:
     assert priority_of(7) == 7 and priority_of(True) == 0 and priority_of(101) == 0
     assert priority_of("3") == 0 and priority_of(4.0) == 4 and priority_of(4.5) == 0
     assert priority_of(float("nan")) == 0 and priority_of(float("inf")) == 0
-    routing = Routing.parse(b'{"jid":"j1","queue":"q","priority":-9}')
+    raw = b'{"jid":"j1","queue":"q","priority":-9}'
+    routing = Routing.parse(raw)
     assert routing is not None and routing.priority == -9 and routing.gated
     assert not routing.locking  # its acknowledgement is a bare LREM
     assert job_record("q", routing) == '{"q":"q","jid":"j1","prio":-9}'
+    # At fetch a priority alone is not looked for (no search more than a plain fetch's);
+    # the job's put-back record finds it.
+    assert Routing.parse(raw, fetched=True) is None
+    assert put_back_record("q", raw, None) == '{"q":"q","jid":"j1","prio":-9}'
+    assert put_back_record("q", b'{"jid":"j2"}', None) == ""
+    keyed = Routing.parse(b'{"jid":"j3","ordering_key":"k","priority":4}', fetched=True)
+    assert keyed is not None and keyed.priority == 4  # parsed for its key: priority read
     assert Routing.parse(b'{"jid":"j1","queue":"q"}') is None  # plain: no parse at all
     zero = Routing.parse(b'{"jid":"j1","priority":0}')
     assert zero is not None and not zero.gated  # 0: a plain job of the list

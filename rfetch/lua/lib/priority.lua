@@ -28,8 +28,9 @@
 local PRIO_MAX = 100
 local PRIO_BAND = 17592186044416  -- 2^44
 local PRIO_HALF = 8796093022208   -- 2^43
--- Scores below this one are those of jobs of priority > 0 (fetched before the list's).
-local PRIO_ABOVE_LIST = '(' .. string.format('%.0f', PRIO_MAX * PRIO_BAND)
+-- Scores below this one, 100 * 2^44, are those of jobs of priority > 0 (fetched before
+-- the list's); a literal, so a script's prelude computes nothing.
+local PRIO_ABOVE_LIST = '(1759218604441600'
 
 -- The priority of a payload's "priority" or a record's "prio" v: a whole number from -100
 -- to 100 other than 0, else nil (a plain job of the list).
