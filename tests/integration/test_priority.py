@@ -17,7 +17,7 @@ import rfetch
 from rfetch.errors import ConfigError, QueueFull
 from rfetch.jobs.payload import new_jid
 from rfetch.push.client import Client
-from tests.support.gate_worker import RAN, ByPost, Step, Worker
+from tests.support.gate_worker import FAIL, RAN, ByPost, Step, Worker
 
 pytestmark = pytest.mark.usefixtures("clear_runs")
 
@@ -141,6 +141,18 @@ def test_scheduled_and_retried_jobs_keep_their_priority(worker: Worker, r: redis
     assert worker.commands.enqueue_due(worker.keys.schedule, 100).moved == 1  # type: ignore[attr-defined]
     assert r.zcard("rfetch:prio:q") == 1
     assert fetch_order(worker) == ["later", "plain"]
+    # a failed priority job's retry comes back into the priority set when due
+    FAIL.add("flaky")
+    push(worker, "flaky", -6)
+    push(worker, "plain2")
+    worker.work_one()  # plain2 first (the list before priority < 0)
+    worker.work_one()  # flaky fails: the retry set
+    [(entry, _)] = r.zrange("retry", 0, -1, withscores=True)
+    assert json.loads(entry)["priority"] == -6
+    r.zadd("retry", {entry: 1.0})  # due now
+    assert worker.commands.enqueue_due(worker.keys.retry, 100).moved == 1  # type: ignore[attr-defined]
+    assert r.llen("queue:q") == 0 and r.zcard("rfetch:prio:q") == 1
+    assert RAN[-2:] == [("Step", ["plain2"]), ("Step", ["flaky"])]
 
 
 def test_bulk_push_and_batches_keep_priorities(worker: Worker, r: redis.Redis) -> None:
