@@ -208,7 +208,13 @@ class Queue:
         for record in records:
             routing = record.routing
             if record.score is not None:  # in the priority set
-                pipe.zrem(self.ctx.keys.prio(self.name), record.raw)
+                prio = self.ctx.keys.prio(self.name)
+                if routing is not None and routing.locking:  # as below, by ZREM
+                    self.ctx.commands.finish(
+                        prio, self.name, record.raw, routing, client=pipe, in_set=True
+                    )
+                else:
+                    pipe.zrem(prio, record.raw)
                 continue
             if routing is not None and routing.locking:
                 # Deleting the job that holds an ordering key releases the key (its next

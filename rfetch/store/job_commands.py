@@ -73,6 +73,7 @@ class JobCommands(CommandBase):
         client: Client | None = None,
         outcome: JobOutcome = JobOutcome.DELETED,
         failure: str = "",
+        in_set: bool = False,
     ) -> bool:
         """``finish.lua``: LREM one job from ``list_key`` (a private list, or the public
         queue for an admin delete) and, if removed, end it as ``outcome`` says
@@ -86,11 +87,14 @@ class JobCommands(CommandBase):
                 ``EXPIRED``, ``CANCELLED``), or ``DELETED`` (an admin delete: no batch
                 event).
             failure: for a death: the failure's JSON ``{"error_class", "error_message"}``.
+            in_set: ``list_key`` is the queue's priority set (an admin delete: ZREM).
 
         Returns:
             Whether the job was removed (always True on a pipeline).
         """
         args: list[bytes | str] = [raw, job_record(queue, routing), outcome.value, failure]
+        if in_set:
+            args.append("zset")
         keys = [list_key, self.keys.prefix]
         return bool(self.scripts.finish(keys=keys, args=args, client=client or self.redis))
 

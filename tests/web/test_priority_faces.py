@@ -81,6 +81,19 @@ def test_api_delete_and_clear_reach_the_priority_set(
     assert r.exists("queue:q", "rfetch:prio:q") == 0
 
 
+def test_deleting_a_keyed_priority_job_releases_its_key(
+    worker: Worker, api: Api, r: redis.Redis
+) -> None:
+    holder = Step.set(client=worker.client, priority=5, key="k").perform_async("first")
+    waiting = Step.set(client=worker.client, priority=5, key="k").perform_async("second")
+    assert holder and waiting and r.hget("rfetch:key-holders:q", "k") == holder.encode()
+    result = api.queue("q").delete([holder])
+    assert (result.done, result.missing) == (1, [])
+    # the key's next job went out, into the priority set, and holds the key now
+    assert r.hget("rfetch:key-holders:q", "k") == waiting.encode()
+    assert [j.jid for j in api.queue("q").page(0, 10).jobs] == [waiting]
+
+
 def test_explain_names_the_priority_and_the_place(worker: Worker, api: Api) -> None:
     jids = mixed(worker)
     answer = api.explain(jids["low"])
