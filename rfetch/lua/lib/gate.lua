@@ -21,7 +21,7 @@
 --   G.fair_queues  "rfetch:fair-queues"         set: queues that have had tenant jobs
 --   G.q            <q> itself (from ARGV)
 -- A key's waiting list "rfetch:key:<q>:<k>" and a unique lock "rfetch:unique:<digest>" are
--- passed in KEYS too (push.lua, api_move.lua, rescue.lua), or derived from a job's record.
+-- passed in KEYS too (push.lua, api_move.lua), or derived from a job's record.
 --
 -- Derived keys (the only key names computed here): a tenant's list is the ring key, "|" and
 -- the tenant (G.ring .. '|' .. t), because the tenant comes from a payload the script reads
@@ -52,7 +52,7 @@ end
 local function gate_lease_member(k, jid) return jid .. ':' .. k end
 
 -- Fields of a payload that may carry gate data: (ordering_key, jid, queue, unique_key,
--- tenant, priority (prio_of)); nil for those absent. A cheap plain find first, so payloads without
+-- tenant, priority (prio_of_payload)); nil for those absent. A cheap plain find first, so payloads without
 -- the fields cost no decode (rfetch.jobs.payload.Routing reads the same fields the same way).
 local function gate_fields(payload)
   if not string.find(payload, '"ordering_key"', 1, true)
@@ -64,7 +64,7 @@ local function gate_fields(payload)
   if not ok or type(job) ~= 'table' then return nil, nil, nil, nil, nil, nil end
   local function str(v) if type(v) == 'string' and v ~= '' then return v end return nil end
   return str(job['ordering_key']), str(job['jid']), str(job['queue']), str(job['unique_key']),
-    str(job['tenant']), prio_of(job['priority'])
+    str(job['tenant']), prio_of_payload(job['priority'])
 end
 
 -- Z (lib/priority.lua) of G's queue, its prefix read from G.queue ("<P>queue:<q>").

@@ -32,14 +32,21 @@ local PRIO_HALF = 8796093022208   -- 2^43
 -- the list's); a literal, so a script's prelude computes nothing.
 local PRIO_ABOVE_LIST = '(1759218604441600'
 
--- The priority of a payload's "priority" or a record's "prio" v: a whole number from -100
--- to 100 other than 0, else nil (a plain job of the list).
+-- The priority of a record's "prio" v (text): a whole number from -100 to 100 other than
+-- 0, else nil (a plain job of the list).
 local function prio_of(v)
   local p = tonumber(v)
   if p and p == math.floor(p) and p >= -PRIO_MAX and p <= PRIO_MAX and p ~= 0 then
     return p
   end
   return nil
+end
+
+-- The priority of a payload's "priority" field v: a JSON number only (a string is not a
+-- priority, as rfetch.jobs.options.priority_of reads it), else as prio_of.
+local function prio_of_payload(v)
+  if type(v) ~= 'number' then return nil end
+  return prio_of(v)
 end
 
 -- Z of queue q under prefix P.
