@@ -23,6 +23,7 @@ from .context import Context, queue_names_of
 from .durable import durable_lines
 from .groups import gate_lines
 from .location import Explanation, Location
+from .priority_jobs import find_in_queue
 from .processes import ProcessInfo, ProcessSet
 from .queues import list_queues
 from .records import JobRecord, to_text
@@ -222,7 +223,7 @@ def _queued(
 ) -> None:
     live = [p for p in processes.values() if p.alive]
     for info in list_queues(ctx):
-        found = ctx.find(ctx.keys.queue(info.name), "list", [jid], f"queue:{info.name}", max_scan)
+        found = find_in_queue(ctx, info.name, [jid], max_scan)
         if not found.complete:
             result.incomplete.append(f"queue {info.name}")
         for record in found.records:
@@ -243,6 +244,8 @@ def _queued(
                 f"waiting in queue {info.name} at position {ahead + 1} of {info.size} "
                 f"(1 runs next)"
             )
+            if record.priority:
+                text += f", priority {record.priority} (higher runs first)"
             if reasons:
                 text += ": " + "; ".join(reasons)
             result.locations.append(

@@ -1,7 +1,9 @@
-"""Public queues (``queue:<q>`` lists): size, latency, pause, paging, delete, clear.
+"""Public queues (``queue:<q>`` lists and their priority sets ``rfetch:prio:<q>``): size,
+latency, pause, paging, delete, clear.
 
-Workers take jobs from the right end of the list, so positions count from there: position
-0 is the job that runs next. Paging reads ``LRANGE`` windows, never a whole list.
+Workers take jobs of priority > 0 first, then the list from its right end, then jobs of
+priority < 0 (:mod:`rfetch.api.priority_jobs`), so positions count in that order: position
+0 is the job that runs next. Paging reads ``LRANGE``/``ZRANGE`` windows, never a whole list.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from rfetch.jobs.payload import epoch_seconds
 
 from .context import Context, Found, collect_page
 from .job_filter import JobFilter
+from .priority_jobs import find_in_queue, queue_parts, run_order
 from .records import (
     DEFAULT_MAX_SCAN,
     ActionResult,
@@ -44,7 +47,7 @@ class QueueInfo:
 
     Attributes:
         name: queue name.
-        size: jobs waiting.
+        size: jobs waiting (its list and its priority set).
         latency: seconds the oldest job has waited (now minus its ``enqueued_at``).
         paused: whether workers take no job from it.
         shard: the shard it is on (``Config.shards``, :mod:`rfetch.api.shards`); None with
@@ -80,11 +83,12 @@ def list_queues(ctx: Context, now: float | None = None) -> list[QueueInfo]:
     for name in names:
         pipe.llen(keys.queue(name))
         pipe.lindex(keys.queue(name), -1)
+        pipe.zcard(keys.prio(name))
     replies = pipe.execute()
     at = time.time() if now is None else now
     return [
-        QueueInfo(name, int(replies[2 * i]), latency_of(replies[2 * i + 1], at),
-                  name in paused_names)
+        QueueInfo(name, int(replies[3 * i]) + int(replies[3 * i + 2]),
+                  latency_of(replies[3 * i + 1], at), name in paused_names)
         for i, name in enumerate(names)
     ]
 
@@ -104,8 +108,8 @@ class Queue:
         self.location = f"queue:{name}"
 
     def size(self) -> int:
-        """Jobs waiting (``LLEN``)."""
-        return int(self.ctx.redis.llen(self.key))
+        """Jobs waiting: ``LLEN`` of the list plus ``ZCARD`` of the priority set."""
+        return queue_parts(self.ctx, self.name).size
 
     def latency(self, now: float | None = None) -> float:
         """Seconds the oldest job has waited: ``now`` (default: this machine's clock, float
@@ -153,7 +157,7 @@ class Queue:
         job_filter: JobFilter | None = None,
         max_scan: int | None = DEFAULT_MAX_SCAN,
     ) -> Page:
-        """One page of jobs, read in ``LRANGE`` windows.
+        """One page of jobs in run order (priority set included), read in windows.
 
         Args:
             offset: jobs to skip, in the order asked for (``Page.next_offset`` of the page
@@ -169,7 +173,7 @@ class Queue:
             raise ValueError("limit must be >= 1 and offset >= 0")
         filtered = job_filter is not None and not job_filter.empty
         bound = max_scan if filtered else limit
-        records = self.ctx.iter_list(self.key, self.location, offset, bound, newest_first)
+        records = run_order(self.ctx, self.name, offset, bound, newest_first)
         return collect_page(
             records,
             offset=offset,
@@ -180,9 +184,9 @@ class Queue:
         )
 
     def find(self, jid: str, max_scan: int | None = DEFAULT_MAX_SCAN) -> Found:
-        """Entries with this jid, searched on the server from the job that runs next, at
-        most ``max_scan`` entries; ``position`` = jobs that run before it."""
-        return self.ctx.find(self.key, "list", [jid], self.location, max_scan)
+        """Entries with this jid, searched on the server in the list and the priority set,
+        at most ``max_scan`` entries each; ``position`` = jobs that run before it."""
+        return find_in_queue(self.ctx, self.name, [jid], max_scan)
 
     def delete(
         self, targets: Iterable[JobRecord | str], max_scan: int | None = DEFAULT_MAX_SCAN
@@ -195,7 +199,7 @@ class Queue:
         for target in targets:
             (jids if isinstance(target, str) else records).append(target)  # type: ignore[arg-type]
         if jids:
-            found = self.ctx.find(self.key, "list", jids, self.location, max_scan)
+            found = find_in_queue(self.ctx, self.name, jids, max_scan)
             result.scanned, result.complete = found.scanned, found.complete
             records.extend(found.records)
             seen = {r.jid for r in found.records}
@@ -203,6 +207,15 @@ class Queue:
         pipe = self.ctx.redis.pipeline(transaction=False)
         for record in records:
             routing = record.routing
+            if record.score is not None:  # in the priority set
+                prio = self.ctx.keys.prio(self.name)
+                if routing is not None and routing.locking:  # as below, by ZREM
+                    self.ctx.commands.finish(
+                        prio, self.name, record.raw, routing, client=pipe, in_set=True
+                    )
+                else:
+                    pipe.zrem(prio, record.raw)
+                continue
             if routing is not None and routing.locking:
                 # Deleting the job that holds an ordering key releases the key (its next
                 # job goes out) and its unique lock.
@@ -223,7 +236,7 @@ class Queue:
         the job that runs next (a snapshot of each window is read, then ``LREM``)."""
         matched: list[JobRecord] = []
         scanned = 0
-        for record in self.ctx.iter_list(self.key, self.location, 0, max_scan, False):
+        for record in run_order(self.ctx, self.name, 0, max_scan, False):
             scanned += 1
             if job_filter.matches(record):
                 matched.append(record)
@@ -236,7 +249,8 @@ class Queue:
 
     def clear(self) -> int:
         """Delete the queue: ``UNLINK`` it and ``SREM`` it from ``queues`` in one MULTI
-        (Sidekiq's ``Queue#clear``). Returns the jobs deleted (in ``queue:<q>``).
+        (Sidekiq's ``Queue#clear``). Returns the jobs deleted (in ``queue:<q>`` and its
+        priority set).
 
         The queue's ordering-key gate goes too: the key holders and the jobs
         waiting in the key lists are deleted, so no key stays blocked by a deleted job. A
@@ -250,16 +264,19 @@ class Queue:
         lists += redis.scan_iter(match=keys.cap_list_pattern(self.name), count=1000)
         pipe = redis.pipeline(transaction=True)
         pipe.llen(self.key)
-        pipe.unlink(self.key, keys.key_holders(self.name), keys.key_leases(self.name),
+        pipe.zcard(keys.prio(self.name))
+        pipe.unlink(self.key, keys.prio(self.name), keys.key_holders(self.name),
+                    keys.key_leases(self.name),
                     keys.cap_ring(self.name), keys.cap_limits(self.name), *lists)
         pipe.srem(keys.queues, self.name)
-        return int(pipe.execute()[0])
+        replies = pipe.execute()
+        return int(replies[0]) + int(replies[1])
 
     def class_counts(self, max_scan: int | None = DEFAULT_MAX_SCAN) -> ClassCounts:
         """Jobs per class among the first ``max_scan`` entries from the one that runs next."""
         counts: Counter[str] = Counter()
         scanned = 0
-        for record in self.ctx.iter_list(self.key, self.location, 0, max_scan, False):
+        for record in run_order(self.ctx, self.name, 0, max_scan, False):
             counts[record.job_class] += 1
             scanned += 1
         return ClassCounts(self.location, dict(counts), scanned, max(self.size(), scanned))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from rfetch.jobs.options import priority_of
 from rfetch.jobs.payload import Routing, epoch_seconds
 from rfetch.worker.retry import decompress_backtrace
 
@@ -169,6 +170,11 @@ class JobRecord:
         return _str_or_none(self._get("queue"))
 
     @property
+    def priority(self) -> int:
+        """The job's priority (``priority``; -100..100, higher runs first), 0 when none."""
+        return priority_of(self._get("priority"))
+
+    @property
     def created_at(self) -> float | None:
         """When the job was built, float epoch seconds (Sidekiq 8 ms read too)."""
         return epoch_seconds(self._get("created_at"))
@@ -233,6 +239,7 @@ class JobRecord:
             "args": self.args,
             "display_args": self.display_args,
             "queue": self.queue,
+            "priority": self.priority,
             "location": self.location,
             "position": self.position,
             "score": self.score,

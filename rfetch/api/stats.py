@@ -98,13 +98,15 @@ def read_stats(ctx: Context, now: float | None = None) -> Stats:
     queues = sorted(to_text(q) for q in queue_names)
     identities = sorted(to_text(p) for p in process_names)
     pipe = ctx.redis.pipeline(transaction=False)
-    for queue in queues:
+    for queue in queues:  # a queue's size: its list and its priority set
         pipe.llen(keys.queue(queue))
+        pipe.zcard(keys.prio(queue))
     for identity in identities:
         pipe.hmget(keys.process(identity), "beat", "busy")
     replies = pipe.execute()
-    sizes = {q: int(n) for q, n in zip(queues, replies[: len(queues)], strict=True)}
-    beats = [b for b in replies[len(queues) :] if b[0] is not None]
+    n = 2 * len(queues)
+    sizes = {q: int(replies[2 * i]) + int(replies[2 * i + 1]) for i, q in enumerate(queues)}
+    beats = [b for b in replies[n:] if b[0] is not None]
     return Stats(
         processed=_count(counters[0]),
         failed=_count(counters[1]),

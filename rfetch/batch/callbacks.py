@@ -71,12 +71,13 @@ def callback_fields(client: Client, event: Event, spec: CallbackSpec) -> dict[st
         check_args(trailing)
         cls.check_args([{}, *trailing])
     payload = client.build(cls.job_name(), [], {**cls.default_options(), **push_options}, None)
-    for name in ("ordering_key", "tenant", "unique_key", "coalesce", "after", "store_result"):
+    for name in ("ordering_key", "tenant", "unique_key", "coalesce", "after", "store_result",
+                 "priority"):
         if name in payload:
             raise ConfigError(
                 f"batch callback {cls.job_name()} has {name}: a callback is pushed as a plain "
-                "job, with no ordering key, tenant, unique lock, coalescing, dependency or "
-                "recorded result"
+                "job, with no ordering key, tenant, unique lock, coalescing, dependency, "
+                "recorded result or priority"
             )
     payload.pop("args", None)
     payload.pop("enqueued_at", None)

@@ -26,6 +26,9 @@ from .options import REDIS_URL_HELP
 @click.option("--retry", type=int, default=None,
               help="Retries. [default: the job class's retry; 25 with --external]")
 @click.option("--in", "delay", type=float, default=None, help="Run after this many seconds.")
+@click.option("--priority", type=int, default=None,
+              help="Priority inside the queue, -100..100: higher runs first. "
+              "[default: the job class's priority; 0]")
 @click.option("--redis-url", envvar="REDIS_URL", default=None, help=REDIS_URL_HELP)
 @click.option("--namespace", envvar="RFETCH_NAMESPACE", default=None)
 @click.option("--external", is_flag=True,
@@ -37,6 +40,7 @@ def enqueue(
     queue: str | None,
     retry: int | None,
     delay: float | None,
+    priority: int | None,
     redis_url: str | None,
     namespace: str | None,
     external: bool,
@@ -69,6 +73,8 @@ def enqueue(
         options["queue"] = queue
     if retry is not None:
         options["retry"] = retry
+    if priority is not None:
+        options["priority"] = priority
     try:
         config = Config.from_env(redis_url=redis_url, namespace=namespace)
         client = Client(config)

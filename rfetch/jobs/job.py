@@ -56,7 +56,9 @@ class Job(Steps):
     (or ``set(concurrency_key="tenant:42", concurrency_limit=3)``) lets at most that many
     jobs of the key be fetched and running at once across every worker, the others waiting
     in Redis unfetched; ``expires_in`` (seconds; Sidekiq Pro's expiring jobs) drops a job
-    not started that long after its run time.
+    not started that long after its run time. ``priority`` (a whole number from -100 to
+    100, default 0; per push ``set(priority=...)``) orders a queue's ready jobs: higher runs
+    first, push order within a priority (docs/ordering.md, "Priorities").
 
     ``perform`` may be ``async def``: the class is then an async job (``is_async``), awaited
     on the worker's event loop.
@@ -95,6 +97,7 @@ class Job(Steps):
     concurrency_key: ClassVar[str | None] = None
     concurrency_limit: ClassVar[int | None] = None
     expires_in: ClassVar[float | None] = None
+    priority: ClassVar[int | None] = None
     cron: ClassVar[str | None] = None
     cron_tz: ClassVar[str | None] = None
 
@@ -157,14 +160,18 @@ class Job(Steps):
 
         Raises:
             ConfigError: ``key_on_failure`` other than ``"block"`` or ``"skip"``; a
-                ``timeout`` that is not a positive number of seconds; a ``perform`` that
+                ``timeout`` that is not a positive number of seconds; a ``priority``
+                that is not a whole number from -100 to 100; a ``perform`` that
                 is a generator; an async ``ordering_key`` or ``tenant`` (they run at push
                 time, in the caller's thread).
         """
         super().__init_subclass__(**kwargs)
-        if cls.timeout is not None:
+        defined = {
+            n: getattr(cls, n) for n in ("timeout", "priority") if getattr(cls, n) is not None
+        }
+        if defined:
             try:
-                check_options({"timeout": cls.timeout})
+                check_options(defined)
             except ConfigError as exc:
                 raise ConfigError(f"{cls.__qualname__}.{exc}") from None
         if cls.key_on_failure not in ("block", "skip"):
@@ -288,7 +295,7 @@ class Job(Steps):
         for option in (
             "dead", "backtrace", "retry_queue", "tags", "unique_for", "coalesce", "timeout",
             "store_result",
-            "concurrency_key", "concurrency_limit", "expires_in",
+            "concurrency_key", "concurrency_limit", "expires_in", "priority",
         ):
             value = getattr(cls, option)
             if value is not None:

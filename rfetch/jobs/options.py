@@ -57,6 +57,7 @@ class JobOptions(TypedDict, total=False):
     concurrency_key: str
     concurrency_limit: int
     expires_in: float
+    priority: int
 
 
 class SetOptions(JobOptions, total=False):
@@ -70,7 +71,7 @@ JOB_OPTIONS = frozenset(
         "queue", "retry", "dead", "backtrace", "retry_queue", "tags", "jid",
         "key", "unique_for", "unique_key", "tenant", "coalesce", "score", "timeout",
         "store_result", "after", "after_outcome", "on_dependency_death",
-        "concurrency_key", "concurrency_limit", "expires_in",
+        "concurrency_key", "concurrency_limit", "expires_in", "priority",
     }
 )
 """Options that travel in the payload (Sidekiq's names, and rfetch's ``key`` (ordering key,
@@ -100,6 +101,7 @@ def check_options(options: Mapping[str, Any]) -> None:
     _check_ordering_options(options)
     check_workflow_options(options)
     _check_flow_options(options)
+    check_priority(options)
     timeout = options.get("timeout")
     if timeout is not None and (
         not isinstance(timeout, (int, float))
@@ -191,6 +193,55 @@ def _check_flow_options(options: Mapping[str, Any]) -> None:
         or not 0 < expires_in < float("inf")
     ):
         raise ConfigError(f"expires_in must be a positive number of seconds, got {expires_in!r}")
+
+
+MIN_PRIORITY = -100
+"""The lowest priority a job may have (Django's ``TASK_MIN_PRIORITY``)."""
+
+MAX_PRIORITY = 100
+"""The highest priority a job may have (Django's ``TASK_MAX_PRIORITY``)."""
+
+_NOT_WITH_PRIORITY = {
+    "tenant": "tenant jobs wait in their tenant's list, served round robin, not by priority",
+    "concurrency_key": "capped jobs wait in their concurrency key's list, not by priority",
+    "after": "a job waiting on another is released to its queue's list, without its priority",
+}
+
+
+def priority_of(value: Any) -> int:
+    """A stored payload's priority as rfetch reads it (``lib/priority.lua`` the same): a
+    whole number from :data:`MIN_PRIORITY` to :data:`MAX_PRIORITY` (``5.0`` too: Lua's
+    cjson reads numbers as doubles), anything else 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return 0
+    return int(value) if MIN_PRIORITY <= value <= MAX_PRIORITY and value == int(value) else 0
+
+
+def check_priority(options: Mapping[str, Any]) -> None:
+    """``priority``: a whole number from :data:`MIN_PRIORITY` to :data:`MAX_PRIORITY`
+    (higher runs first; 0, the default, is a plain job of the queue's list), and not with
+    an option whose job waits elsewhere than its queue (docs/ordering.md, "Priorities").
+
+    Raises:
+        ConfigError: a bool, a non-integer, a value out of range, or a combination that
+            would lose the priority.
+    """
+    priority = options.get("priority")
+    if priority is None:
+        return
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise ConfigError(
+            f"priority must be a whole number from {MIN_PRIORITY} to {MAX_PRIORITY} "
+            f"(higher runs first), got {priority!r} ({type(priority).__name__})"
+        )
+    if not MIN_PRIORITY <= priority <= MAX_PRIORITY:
+        raise ConfigError(
+            f"priority must be from {MIN_PRIORITY} to {MAX_PRIORITY} (higher runs first), "
+            f"got {priority}"
+        )
+    for other, why in _NOT_WITH_PRIORITY.items():
+        if priority != 0 and options.get(other) is not None:
+            raise ConfigError(f"priority cannot be combined with {other}=: {why}")
 
 
 def unique_digest(class_name: str, queue: str, args: Sequence[Any], unique_key: str | None) -> str:

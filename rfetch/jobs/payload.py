@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rfetch.errors import ArgsNotSerializable, InvalidJob, PayloadTooLarge
+from rfetch.jobs.options import priority_of
 
 _fast_loads: Callable[[bytes | str], Any]
 _fast_dumps: Callable[[Any], bytes] | None
@@ -24,19 +25,16 @@ except ImportError:  # pragma: no cover - depends on the installation
 Payload = dict[str, Any]
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
-"""Built once: ``json.dumps`` with non-default options builds a new encoder per call.
-Stateless and thread-safe."""
+"""Built once (``json.dumps`` with options builds one per call); stateless, thread-safe."""
 
 MAX_NESTING = 512
-"""Levels of arrays and objects a payload may nest, the payload object itself being level 1.
-rfetch's own limit, so that whether a payload is valid does not depend on the parser: orjson
-stops at 1,024 levels, Python's ``json`` at the interpreter's recursion limit on 3.10-3.12
-(about 1,000) and much deeper on 3.13. A push of arguments nested deeper is refused
-(ArgsNotSerializable); a stored payload nested deeper is invalid (InvalidJob: the dead set)."""
+"""Levels of arrays and objects a payload may nest (the payload object is level 1): rfetch's
+own limit, so validity does not depend on the parser (orjson stops at 1,024 levels, Python's
+``json`` near the recursion limit). A push nesting deeper is refused (ArgsNotSerializable); a
+stored payload nesting deeper is invalid (InvalidJob: the dead set)."""
 
 MS_THRESHOLD = 100_000_000_000.0
-"""Epoch values above this are milliseconds (Sidekiq 8); below, seconds (Sidekiq 6/7).
-1e11 s is the year 5138, 1e11 ms is 1973."""
+"""Epoch values above this are ms (Sidekiq 8), below s (6/7): 1e11 s is 5138, 1e11 ms 1973."""
 _PLAIN = frozenset({str, int, bool, type(None)})  # always valid JSON (a float may be NaN)
 
 
@@ -213,15 +211,15 @@ def describe(raw: bytes | str) -> str:
 
 
 GATE_MARKERS = (b'"ordering_key"', b'"unique_key"', b'"tenant"', b'"concurrency_key"')
-"""Text without which a payload has no routing field (``lib/gate.lua``'s ``gate_fields``
-looks for the first three before it decodes anything; the fourth is a fetch cap's key)."""
+"""Text without which a payload has no routing field but a priority (``lib/gate.lua``'s
+``gate_fields`` looks for the first three; the fourth is a fetch cap's key)."""
 
 
 def may_be_gated(raw: bytes | str) -> bool:
-    """Whether ``raw`` may carry an ordering key, a unique lock, a tenant or a fetch cap's
-    concurrency key (:data:`GATE_MARKERS`): a plain text search, so payloads without them
-    cost no JSON parse."""
-    # Spelled out, not any(...) over the markers: once per job of a bulk push (profiled).
+    """Whether ``raw`` may carry an ordering key, a unique lock, a tenant or a fetch cap's key
+    (:data:`GATE_MARKERS`): a plain text search, so payloads without them cost no parse."""
+    # Spelled out rather than any(...) over the markers: this runs once per job of a bulk
+    # push, where the generator cost more than the searches.
     if isinstance(raw, bytes):
         return (
             b'"ordering_key"' in raw or b'"unique_key"' in raw or b'"tenant"' in raw
@@ -233,16 +231,18 @@ def may_be_gated(raw: bytes | str) -> bool:
     )
 
 
+def may_have_priority(raw: bytes | str) -> bool:
+    """Whether ``raw`` may carry a ``priority`` (a plain text search, as :func:`may_be_gated`)."""
+    return (b'"priority"' in raw) if isinstance(raw, bytes) else ('"priority"' in raw)
+
+
 BATCH_MARKER = b'"bid"'
 """Text without which a payload is not in a batch (``bid``, as Sidekiq Pro writes it)."""
 
 
 def may_be_batched(raw: bytes | str) -> bool:
-    """Whether ``raw`` may be a batched job's payload (a plain text search, as
-    :func:`may_be_gated`)."""
-    if isinstance(raw, bytes):
-        return BATCH_MARKER in raw
-    return '"bid"' in raw
+    """Whether ``raw`` may be a batched job's payload (a text search, as may_be_gated)."""
+    return (BATCH_MARKER in raw) if isinstance(raw, bytes) else ('"bid"' in raw)
 
 
 def _text_field(payload: Mapping[str, Any], name: str) -> str | None:
@@ -265,9 +265,8 @@ class Routing:
         tenant: the tenant of a fair queue (deficit round robin across tenants).
         coalesce: ``"last"`` (only the newest waiting job of the key runs), ``True`` (any
             other true value: the waiting jobs of the key run as one batch), else None.
-        score: the job's place in a coalesced batch: ``score`` if a number, else
-            ``created_at`` (which a retry does not change), else ``enqueued_at`` (both
-            float epoch seconds, Sidekiq 8's milliseconds read too), else 0.
+        score: the job's place in a coalesced batch: ``score`` if a number, else ``created_at``
+            (kept by a retry), else ``enqueued_at`` (epoch s, or Sidekiq 8's ms), else 0.
         unique_until: end of the unique lock's window, float epoch seconds, or None.
         bid: the batch the job belongs to (Sidekiq Pro batches), or None.
         store_result: seconds to keep the job's recorded outcome (``store_result``), or
@@ -275,6 +274,7 @@ class Routing:
         concurrency_key: the fetch cap's key (at most ``concurrency_limit`` jobs of the key
             are fetched and unfinished at once), or None.
         concurrency_limit: the cap's limit (a positive int), or None.
+        priority: -100..100, higher runs first; 0 (default) a job of the queue's list.
     """
 
     jid: str = ""
@@ -290,23 +290,24 @@ class Routing:
     bid: str | None = None
     concurrency_key: str | None = None
     concurrency_limit: int | None = None
+    priority: int = 0
 
     @property
     def capped(self) -> bool:
-        """Whether the job is under a fetch cap (``lib/cap.lua``): a concurrency key with a
-        positive limit."""
+        """Whether the job is under a fetch cap (``lib/cap.lua``): a key with a limit > 0."""
         return self.concurrency_key is not None and self.concurrency_limit is not None
 
     @property
     def gated(self) -> bool:
         """Whether the job goes through the gate of ``lib/gate.lua`` (or ``lib/cap.lua``)
         when it is pushed, pushed back or moved: it has an ordering key, a unique lock, a
-        tenant or a fetch cap."""
+        tenant, a fetch cap or a priority (``lib/priority.lua``)."""
         return (
             self.ordering_key is not None
             or self.unique is not None
             or self.tenant is not None
             or self.capped
+            or self.priority != 0
         )
 
     @property
@@ -347,14 +348,16 @@ class Routing:
             bid=_text_field(payload, "bid"),
             concurrency_key=_text_field(payload, "concurrency_key"),
             concurrency_limit=_limit_field(payload.get("concurrency_limit")),
+            priority=priority_of(payload.get("priority")),
         )
 
     @classmethod
-    def parse(cls, raw: bytes | str) -> Routing | None:
-        """The routing fields of a stored payload, or None when it has none of the gate's
-        fields (:func:`may_be_gated`), no batch (:func:`may_be_batched`) and no recorded
-        outcome, or is not a JSON object: such a job is plain."""
-        if not may_be_gated(raw) and not may_be_batched(raw) and not _may_be_recorded(raw):
+    def parse(cls, raw: bytes | str, fetched: bool = False) -> Routing | None:
+        """The routing fields of a stored payload; None for a plain job (no gate field, batch,
+        recorded outcome or priority) or not a JSON object. ``fetched``: a priority alone
+        is not looked for (a fetch's cost; ``rfetch.store.job_record.put_back_record``)."""
+        if (not may_be_gated(raw) and not may_be_batched(raw) and not _may_be_recorded(raw)
+                and (fetched or not may_have_priority(raw))):
             return None
         try:
             payload = parse(raw)
@@ -370,9 +373,7 @@ RECORD_MARKER = b'"store_result"'
 
 
 def _may_be_recorded(raw: bytes | str) -> bool:
-    if isinstance(raw, bytes):
-        return RECORD_MARKER in raw
-    return RECORD_MARKER.decode() in raw
+    return (RECORD_MARKER in raw) if isinstance(raw, bytes) else ('"store_result"' in raw)
 
 
 def _positive_int(value: Any) -> int | None:
@@ -382,8 +383,7 @@ def _positive_int(value: Any) -> int | None:
 
 
 def _limit_field(value: Any) -> int | None:
-    """A fetch cap's limit: a positive whole number (as ``lib/cap.lua`` reads it), else
-    None."""
+    """A fetch cap's limit: a positive whole number (as ``lib/cap.lua`` reads it), or None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         return None
     return int(value) if value >= 1 and value == int(value) else None

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rfetch.errors import ConfigError
-from rfetch.jobs.options import unique_digest
+from rfetch.jobs.options import check_priority, unique_digest
 from rfetch.jobs.payload import Payload
 from rfetch.jobs.workflow_options import WORKFLOW_FIELDS
 
@@ -17,7 +17,7 @@ def add_option_fields(
 ) -> None:
     """Add the fields of ``options`` (already checked) to ``payload`` (its ``class``,
     ``queue`` and ``args`` set): retry and workflow options, tags, the ordering key and
-    coalescing, score, tenant, fetch cap, expiry and unique lock.
+    coalescing, score, tenant, fetch cap, expiry, priority and unique lock.
 
     Args:
         at: the run time (float epoch seconds), or None to run now.
@@ -25,7 +25,8 @@ def add_option_fields(
             the later of ``now`` and ``at``.
 
     Raises:
-        ConfigError: ``coalesce`` without an ordering key.
+        ConfigError: ``coalesce`` without an ordering key; a priority with a tenant, a
+            fetch cap or a dependency (the class's hooks and attributes included).
     """
     for name in ("dead", "backtrace", "retry_queue", "timeout", *WORKFLOW_FIELDS):
         if options.get(name) is not None:
@@ -48,6 +49,9 @@ def add_option_fields(
     if options.get("concurrency_key") is not None:
         payload["concurrency_key"] = options["concurrency_key"]
         payload["concurrency_limit"] = options["concurrency_limit"]
+    if options.get("priority"):  # 0, the default, is a plain job: no field
+        check_priority(options)
+        payload["priority"] = options["priority"]
     if options.get("expires_in") is not None:
         # Sidekiq Pro's expiring jobs: counted from the run time, so a scheduled job
         # has its whole window once due.

@@ -42,9 +42,12 @@ FAILOVER_MARGIN = 4
 """The default catch-up window is at least this many leader TTLs, so the ticks that fall
 due while a SIGKILLed leader's lease runs out are always caught up."""
 
-UNSUPPORTED_OPTIONS = frozenset({"key", "tenant", "unique_for", "unique_key", "coalesce", "jid"})
+UNSUPPORTED_OPTIONS = frozenset(
+    {"key", "tenant", "unique_for", "unique_key", "coalesce", "jid", "priority"}
+)
 """Job options a periodic push refuses: the tick guard already makes each tick unique, the
-pushes do not pass the ordering-key gate, and a jid must differ per tick."""
+pushes do not pass the ordering-key gate (nor go to a priority set: a class's priority is
+left out of its periodic pushes), and a jid must differ per tick."""
 
 
 @dataclass(frozen=True)
@@ -214,7 +217,7 @@ def _job_options(
     if unsupported:
         raise ConfigError(
             f"option(s) {sorted(unsupported)} cannot be used by a periodic job (each tick "
-            "is pushed once already, without the ordering-key gate)"
+            "is pushed once already, to its queue's list, without the ordering-key gate)"
         )
     options = {k: v for k, v in defaults.items() if k not in UNSUPPORTED_OPTIONS}
     options.update(given)

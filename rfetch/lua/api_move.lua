@@ -23,7 +23,8 @@
 --          or invalid entry. Mode "queue" dispatches the job through the gate (the blocked
 --          holder goes out; another keyed job waits its turn; a tenant job joins its
 --          tenant's list; a capped job goes to its key's waiting list: a capped job in a
---          sorted set holds no slot). Modes "dead" and "delete" end the job
+--          sorted set holds no slot; a job with a priority to its queue's priority set,
+--          lib/priority.lua). Modes "dead" and "delete" end the job
 --          (lib/outcome.lua: "died" and "deleted"): its key and unique lock released, so a
 --          key blocked by a failed job is unblocked by killing or deleting it; a kill is
 --          the job's death in its batch, in this same call.
@@ -46,6 +47,7 @@ if not rec.jid then rec.key, rec.klist = nil, nil end  -- the gate needs the jid
 local climit = tonumber(rec.limit or '')
 if not (climit and climit >= 1) then rec.C = nil end
 local G, ending = rec.G, ({dead = 'died', delete = 'deleted'})[mode]
+local p = prio_of(rec.prio)
 local w = wants_new()
 want(w, KEYS[1], 'zset')
 if ending then job_end_wants(w, rec, ending) end
@@ -53,9 +55,9 @@ if mode == 'queue' then
   if rec.C then
     cap_enter_wants(w, rec.C, rec.ck)
   elseif rec.key then
-    gate_dispatch_wants(w, G, rec.klist, rec.tenant)
-  elseif rec.tenant then
-    gate_out_wants(w, G, rec.tenant)
+    gate_dispatch_wants(w, G, rec.klist, rec.tenant, p)
+  elseif rec.tenant or p then
+    gate_out_wants(w, G, rec.tenant, p)
   else
     want(w, KEYS[2], 'list')
     want(w, KEYS[3], 'set')
@@ -75,9 +77,11 @@ if mode == 'queue' then
     cap_enter(rec.C, rec.ck, math.floor(climit), ARGV[3], false)
     redis.call('SADD', KEYS[3], ARGV[4])
   elseif rec.key then
-    gate_dispatch(G, rec.key, rec.klist, rec.jid, ARGV[3], rec.tenant)
+    gate_dispatch(G, rec.key, rec.klist, rec.jid, ARGV[3], rec.tenant, p)
   elseif rec.tenant then
     fair_send(G, rec.tenant, ARGV[3])
+  elseif p then
+    gate_out(G, ARGV[3], nil, false, p)
   else
     redis.call('LPUSH', KEYS[2], ARGV[3])
     redis.call('SADD', KEYS[3], ARGV[4])

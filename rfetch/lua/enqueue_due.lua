@@ -24,8 +24,9 @@
 -- key's waiting list (lib/cap.lua).
 -- A job with an ordering key meets the key gate (lib/gate.lua) instead of a plain LPUSH:
 -- the retry of a key's holder goes out again, any other keyed job waits its turn; a tenant
--- job joins its tenant's list. No job ends here (an entry that is not a job goes to the
--- dead set as it is: it has no record).
+-- job joins its tenant's list; a job with a "priority" (lib/priority.lua) its queue's
+-- priority set (derived keys "rfetch:prio:<q>", "rfetch:prio-queues"). No job ends here (an
+-- entry that is not a job goes to the dead set as it is: it has no record).
 -- Before a job is removed from the set, every key its move may write is checked
 -- (lib/guard.lua): a job with a key of another type on its way stays in the set (it is
 -- looked at again at the next poll) and the jobs behind it go on; at most 10 x ARGV[1] such
@@ -92,14 +93,14 @@ local function move(job)
   want(w, KEYS[1], 'zset')
   if ok and type(decoded) == 'table' and type(decoded['queue']) == 'string' then
     local rec = record_of_job(P, decoded)
-    local G, C, t = rec.G, rec.C, rec.tenant
+    local G, C, t, p = rec.G, rec.C, rec.tenant, prio_of(rec.prio)
     local keyed = not C and rec.key and rec.jid
     if C then
       cap_enter_wants(w, C, rec.ck)
     elseif keyed then
-      gate_dispatch_wants(w, G, rec.klist, t)
+      gate_dispatch_wants(w, G, rec.klist, t, p)
     else
-      gate_out_wants(w, G, t)
+      gate_out_wants(w, G, t, p)
     end
     want(w, KEYS[2], 'set')
     local bad = misfit(w)
@@ -120,9 +121,11 @@ local function move(job)
       cap_enter(C, rec.ck, math.floor(tonumber(rec.limit)), out, false)
       redis.call('SADD', KEYS[2], rec.q)
     elseif keyed then
-      gate_dispatch(G, rec.key, rec.klist, rec.jid, out, t)
+      gate_dispatch(G, rec.key, rec.klist, rec.jid, out, t, p)
     elseif t then
       fair_send(G, t, out)
+    elseif p then
+      gate_out(G, out, nil, false, p)
     else
       redis.call('LPUSH', G.queue, out)
       redis.call('SADD', KEYS[2], rec.q)

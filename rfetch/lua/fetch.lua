@@ -10,6 +10,8 @@
 -- ARGV[5 .. 4+F]: the pair index (1-based) of each fair pair.
 -- Then C, the number of capped pairs fetched from (queues with fetch caps), and their C
 --          pair indices: their ready ring of concurrency keys is fetched from too.
+-- Then Q, the number of priority pairs fetched from (queues that have had priority jobs),
+--          and their Q pair indices: their priority set is fetched from too.
 -- Then A, the number of plain acknowledgements, and A records of two values:
 --          pair index, exact payload to LREM from that pair's private list.
 -- Then R, the number of acknowledgements that end more than a plain job (an ordering key,
@@ -22,6 +24,7 @@
 --          "rfetch:fair-weights:<q>".
 -- Then, for each capped pair (in ARGV's order), the six cap keys of its queue (lib/cap.lua's
 --          C).
+-- Then, for each priority pair (in ARGV's order), its priority set "rfetch:prio:<q>".
 -- Last, when R > 0: the namespace prefix P, from which the records' keys are derived
 --          (lib/keys.lua).
 -- Derived keys: a tenant's list "<ring key>|<tenant>", the tenant being read from the ring
@@ -50,6 +53,9 @@
 -- oldest job; its credits for this turn start at its weight (default 1) and drop by one; a
 -- tenant whose list is empty leaves the ring, one out of credits goes to the tail. Invariant
 -- kept by every script: a tenant is in the ring iff its list is non-empty.
+-- A priority queue's plain step takes its highest-priority job (lib/priority.lua's
+-- prio_take: lowest score, ZRANGEBYSCORE LIMIT 1, ZREM, LPUSH to the private list) while one
+-- of priority > 0 waits, then the list's oldest, then, the list empty, those of priority < 0.
 -- A public queue key that holds another type than a list is skipped (an error would abort
 -- the whole script and starve every other queue) and reported with its type. Any other
 -- error of the move (OOM at maxmemory, READONLY) ends the fetch: an error reply when no
@@ -72,6 +78,12 @@ for c = 1, cap_count_n do
   capped[tonumber(ARGV[a + c])] = cap_keys(2 * n_pairs + 3 * fair_count + 6 * (c - 1) + 1, '')
 end
 a = a + cap_count_n + 1
+local prio_count = tonumber(ARGV[a])
+local prio = {}
+for z = 1, prio_count do
+  prio[tonumber(ARGV[a + z])] = KEYS[2 * n_pairs + 3 * fair_count + 6 * cap_count_n + z]
+end
+a = a + prio_count + 1
 for r = 1, tonumber(ARGV[a]) do
   local at = a + 2 * r - 1
   redis.call('LREM', KEYS[2 * tonumber(ARGV[at])], 1, ARGV[at + 1])
@@ -140,6 +152,7 @@ for p = 1, pairs_to_fetch do
   looked_at = p
   local base = fair[p]
   local C = capped[p]
+  local Z = prio[p]
   local plain_done = false
   while moved < limit do
     local took = false
@@ -159,7 +172,11 @@ for p = 1, pairs_to_fetch do
       if moved >= limit then break end
     end
     if not plain_done then
-      local job = redis.pcall('LMOVE', KEYS[2 * p - 1], KEYS[2 * p], 'RIGHT', 'LEFT')
+      local job = Z and prio_take(Z, KEYS[2 * p], true)
+      if not job then
+        job = redis.pcall('LMOVE', KEYS[2 * p - 1], KEYS[2 * p], 'RIGHT', 'LEFT')
+      end
+      if not job and Z then job = prio_take(Z, KEYS[2 * p], false) end
       if type(job) == 'table' and job['err'] and not string.find(job['err'], 'WRONGTYPE') then
         -- Another reply error (OOM at maxmemory, READONLY): not this queue's fault. With
         -- nothing moved yet it is the caller's error; else the moved jobs are returned.

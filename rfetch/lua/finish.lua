@@ -5,7 +5,8 @@
 -- rfetch.store.commands.Commands.finish only.
 --
 -- KEYS[1]: the list holding the job: a private list "queue:sq|<identity>|<q>" (ack), or the
---          public queue "queue:<q>" (admin delete).
+--          public queue "queue:<q>" (admin delete); with ARGV[5] "zset", the queue's
+--          priority set "rfetch:prio:<q>" (admin delete of a job of it: ZREM).
 -- KEYS[2]: the namespace prefix P ("" or "<ns>:"), from which the record's keys are derived
 --          (lib/keys.lua).
 -- ARGV[1]: the raw payload (exact bytes, what LREM matches).
@@ -14,6 +15,7 @@
 --          ("discarded", "expired", "cancelled"), or "deleted" (an admin delete: nothing
 --          counted in a batch).
 -- ARGV[4]: the failure's JSON {"error_class", "error_message"} for a batch death ("" none).
+-- ARGV[5]: "zset" when KEYS[1] is a priority set (lib/priority.lua); absent for a list.
 -- Derived keys: the record's (lib/record.lua), a tenant's list, a concurrency key's waiting
 --          list, the batch's other keys, its parents' and a callback's queue.
 --
@@ -26,12 +28,15 @@
 local rec = record_of(KEYS[2], ARGV[2])
 local _, unknown = outcome_effects(ARGV[3])
 if unknown then return redis.error_reply(unknown) end
+local in_set = ARGV[5] == 'zset'
 local w = wants_new()
-want(w, KEYS[1], 'list')
+want(w, KEYS[1], in_set and 'zset' or 'list')
 job_end_wants(w, rec, ARGV[3])
 local bad = misfit(w)
 if bad then return redis.error_reply(bad) end
-if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
+if in_set then
+  if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
+elseif redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end
 job_end(rec, ARGV[3], ARGV[1], {failure = ARGV[4]})

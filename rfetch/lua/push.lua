@@ -16,19 +16,21 @@
 --          scheduled job;
 --          "g", block, payload, run time ("" for now), the job's record (lib/record.lua:
 --          jid, key, unique and win (the lock's window in milliseconds), tenant (the job
---          goes to its tenant's list, a fair queue), ck and limit): a job through the gate
+--          goes to its tenant's list, a fair queue), ck and limit, prio (the job goes to
+--          the queue's priority set, lib/priority.lua)): a job through the gate
 --          (a capped job to run now waits in its key's list until fetched by the cap ring);
 --          "m", block, the queue's max_queue_size, the number of jobs of this call to run
 --          now in that queue: a backpressure check (see below).
 -- Derived keys: the records' (lib/record.lua: a key's waiting list "rfetch:key:<q>:<k>", a
 --          unique lock "rfetch:unique:<digest>", the cap keys of <q>); a tenant's list
 --          "<ring key>|<tenant>" (lib/gate.lua); a concurrency key's waiting list
---          "<cap ring key>|<key>" (lib/cap.lua).
+--          "<cap ring key>|<key>" (lib/cap.lua); the priority set "rfetch:prio:<q>", the
+--          hash "rfetch:prio-queues" and the wake list of <q> (lib/priority.lua).
 --
--- Backpressure (max_queue_size): when a queue's public list holds so many jobs that this
--- call's jobs to run now would take it past its max, the whole call writes nothing and is an
--- error reply starting "QUEUEFULL" (rfetch.QueueFull); a scheduled job is not counted (it is
--- not in the queue).
+-- Backpressure (max_queue_size): when a queue's public list and priority set hold so many jobs that
+-- this call's jobs to run now would take it past its max, the whole call writes nothing and is an
+-- error reply starting "QUEUEFULL" (rfetch.QueueFull); a scheduled job is not counted (it is not in
+-- the queue).
 --
 -- All or none: every key that may be written, every run time and every window is checked
 -- before the first write (lib/guard.lua), so a key of another type or a bad number changes

@@ -17,7 +17,8 @@
 -- ARGV[5]: the job's record (lib/record.lua: jid, key, tenant, ck, ...; "" for a plain
 --          job): a keyed job goes back by the gate's push-back rule, a tenant job to the
 --          head of its tenant's list, a capped one gives its slot back (this is when a
---          SIGKILLed holder's slot comes back) and goes to the head of its key's list.
+--          SIGKILLed holder's slot comes back) and goes to the head of its key's list, a
+--          job with a priority (prio) to its queue's priority set, first of its priority.
 -- Derived keys: "queue:<q>", "queues" and the gate's keys of <q> (lib/gate.lua), the
 --          record's (lib/record.lua), a tenant's list, a concurrency key's waiting list.
 --

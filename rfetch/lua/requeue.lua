@@ -19,7 +19,8 @@
 -- bulk_requeue). A job with an ordering key goes back by the gate's push-back rule
 -- (gate_push_back: the holder to the head of the queue, a job not holding its key to the
 -- head of the key's list), so order per key is kept; a tenant job to the head of its
--- tenant's list. Before a job is taken out of the private list, every key its push-back may
+-- tenant's list; a job with a priority (its record's prio) to its queue's priority set,
+-- first of its priority (lib/priority.lua). Before a job is taken out of the private list, every key its push-back may
 -- write is checked (lib/guard.lua): a job with a key of another type on its way stays in the
 -- private list, and the others go on.
 -- Returns {pushed, {position, message, ...}}: the number of jobs pushed back, and for each

@@ -10,6 +10,7 @@ from typing import Any
 from redis import Redis
 
 from rfetch.config import Config
+from rfetch.errors import ConfigError
 from rfetch.jobs.middleware import run_client_chain
 from rfetch.jobs.payload import Payload, dumps
 from rfetch.jobs.schedule import Schedule
@@ -63,6 +64,11 @@ class PeriodicJobBuilder:
             PayloadTooLarge: the payload is over ``max_payload_bytes``.
         """
         built = self.client.build(job_name, list(args), options, None)
+        if built.get("priority"):
+            raise ConfigError(
+                f"periodic job {name} ({job_name}) has a priority: a periodic job is pushed "
+                "to its queue's list (priority 0); leave priority out of its class or options"
+            )
         built["periodic"] = name
         built["tick"] = tick
         payload: Payload | None = built

@@ -30,7 +30,7 @@ from rfetch.config import Config
 from rfetch.errors import BufferFull
 from rfetch.formatting import safe_url
 from rfetch.guard import ThreadGuard
-from rfetch.jobs.payload import Routing, may_be_gated
+from rfetch.jobs.payload import Routing, may_be_gated, may_have_priority
 from rfetch.push.buffer import BufferedJob, MemoryBuffer, PushBuffer, SpoolBuffer
 from rfetch.push.replicas import NotReplicated, Replicated, ReplicaWait
 from rfetch.store.async_commands import AsyncCommands
@@ -289,12 +289,14 @@ class Delivery:
 
 def outgoing(jobs: Sequence[BufferedJob]) -> list[Outgoing]:
     """``jobs`` as ``push.lua`` takes them, for the sync and the asyncio write alike: each
-    with its routing when it goes through the gate (ordering key, unique lock or tenant)
+    with its routing when it goes through the gate (ordering key, unique lock, tenant or
+    priority)
     and its unique lock's window in milliseconds."""
     out = []
     now = time.time()
     for job in jobs:
-        routing = Routing.parse(job.text) if may_be_gated(job.text) else None
+        text = job.text
+        routing = Routing.parse(text) if may_be_gated(text) or may_have_priority(text) else None
         if routing is None or not routing.gated:
             out.append(Outgoing(job.queue, job.text, job.at))
             continue

@@ -1,5 +1,6 @@
 """``fetch.lua``'s KEYS and ARGV (:meth:`rfetch.store.commands.Commands.fetch`): the queue
-pairs, the fair queues' rings, the fetch caps' key blocks, and the acknowledgements: plain
+pairs, the fair queues' rings, the fetch caps' key blocks, the priority sets, and the
+acknowledgements: plain
 ones (a bare LREM) and those with a record (:mod:`rfetch.store.job_record`: an ordering
 key, a unique lock, a cap's slot, a batch...), in the order of the script's header. Built
 once per fetch call, not per job moved.
@@ -41,6 +42,7 @@ def fetch_call(
     fair: Sequence[str],
     acks: Sequence[Fetched],
     capped: Sequence[str] = (),
+    prio: Sequence[str] = (),
 ) -> tuple[list[str], list[Arg]]:
     """``fetch.lua``'s KEYS and ARGV; the arguments are those of
     :meth:`rfetch.store.commands.Commands.fetch`.
@@ -58,6 +60,8 @@ def fetch_call(
         keys += [k.fair_ring(name), k.fair_credits(name), k.fair_weights(name)]
     for name in capped:
         keys += cap_keys(k, name)
+    prio = list(dict.fromkeys(prio))
+    keys += [k.prio(name) for name in prio]
     plain, recorded = _acks(index, acks)
     if recorded:
         keys.append(k.prefix)
@@ -65,6 +69,8 @@ def fetch_call(
     args += [index[name] for name in fair]
     args.append(len(capped))
     args += [index[name] for name in capped]
+    args.append(len(prio))
+    args += [index[name] for name in prio]
     args.append(len(plain) // 2)
     args += plain
     args.append(len(recorded) // 3)

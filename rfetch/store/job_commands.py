@@ -12,7 +12,7 @@ from redis.client import Pipeline
 from rfetch.jobs.payload import Routing
 from rfetch.store.command_base import Client, CommandBase, Outcome, queue_script, text
 from rfetch.store.fetch_args import fetch_call
-from rfetch.store.job_record import job_record, needs_record
+from rfetch.store.job_record import job_record, needs_record, put_back_record
 from rfetch.store.outcomes import JobOutcome
 from rfetch.store.replies import Fetched, FetchReply, RequeueReply
 
@@ -31,6 +31,7 @@ class JobCommands(CommandBase):
         fair: Sequence[str],
         acks: Sequence[Fetched],
         capped: Sequence[str] = (),
+        prio: Sequence[str] = (),
     ) -> FetchReply:
         """``fetch.lua``: acknowledge ``acks``, then move up to ``limit`` jobs from the
         first ``fetch_count`` queues of ``names`` into their private lists.
@@ -45,13 +46,16 @@ class JobCommands(CommandBase):
                 key, a unique lock or a fetch cap's slot also releases them.
             capped: names among the first ``fetch_count`` that have had capped jobs: their
                 ready ring of concurrency keys is fetched from too (fetch caps).
+            prio: names among the first ``fetch_count`` that have had priority jobs: their
+                priority set is fetched from too, highest priority first
+                (``lua/lib/priority.lua``).
 
         Raises:
             KeyError: an acknowledgement's queue is not named.
             redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
         """
         keys, args = fetch_call(
-            self.keys, names, public, private, fetch_count, limit, fair, acks, capped
+            self.keys, names, public, private, fetch_count, limit, fair, acks, capped, prio
         )
         looked_at, moved, broken = self.scripts.fetch(keys=keys, args=args, client=self.redis)
         return FetchReply(
@@ -69,6 +73,7 @@ class JobCommands(CommandBase):
         client: Client | None = None,
         outcome: JobOutcome = JobOutcome.DELETED,
         failure: str = "",
+        in_set: bool = False,
     ) -> bool:
         """``finish.lua``: LREM one job from ``list_key`` (a private list, or the public
         queue for an admin delete) and, if removed, end it as ``outcome`` says
@@ -82,11 +87,14 @@ class JobCommands(CommandBase):
                 ``EXPIRED``, ``CANCELLED``), or ``DELETED`` (an admin delete: no batch
                 event).
             failure: for a death: the failure's JSON ``{"error_class", "error_message"}``.
+            in_set: ``list_key`` is the queue's priority set (an admin delete: ZREM).
 
         Returns:
             Whether the job was removed (always True on a pipeline).
         """
         args: list[bytes | str] = [raw, job_record(queue, routing), outcome.value, failure]
+        if in_set:
+            args.append("zset")
         keys = [list_key, self.keys.prefix]
         return bool(self.scripts.finish(keys=keys, args=args, client=client or self.redis))
 
@@ -166,7 +174,7 @@ class JobCommands(CommandBase):
         keys = [private_key, self.keys.prefix]
         args: list[bytes | str | int] = [queue, len(jobs)]
         for raw, routing in jobs:
-            args += [raw, job_record(queue, routing) if routing is not None else ""]
+            args += [raw, put_back_record(queue, raw, routing)]
         pushed, left = self.scripts.requeue(keys=keys, args=args, client=self.redis)
         return RequeueReply(
             int(pushed),

@@ -10,8 +10,8 @@ Fields (absent when the job has none): ``q`` the queue, ``jid``, ``key`` the ord
 recorded outcome (``store_result``), ``class`` the class name (with ``ttl`` only: the
 record keeps it), ``win`` the unique lock's
 window in milliseconds (a push only), ``after`` the jid or bid a job waits on
-(``depend.lua``, ``cancel_waiting.lua``). ``push.lua`` takes the same record for a job
-through the gate.
+(``depend.lua``, ``cancel_waiting.lua``), ``prio`` the priority (not 0;
+``lib/priority.lua``). ``push.lua`` takes the same record for a job through the gate.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import json
 from rfetch.jobs.payload import Routing
 
 RECORD_FIELDS = (
-    "q", "jid", "key", "unique", "tenant", "ck", "limit", "bid", "ttl", "class", "win", "after"
+    "q", "jid", "key", "unique", "tenant", "ck", "limit", "bid", "ttl", "class", "win", "after",
+    "prio",
 )
 """The record's fields, in ``lib/record.lua``'s ``RECORD_FIELDS`` order."""
 
@@ -51,10 +52,21 @@ def job_record(
         ("class", routing.job_class if routing.store_result else None),  # for its record
         ("win", window_ms if routing.unique is not None else None),
         ("after", after),
+        ("prio", routing.priority),
     ):
         if value:
             rec[name] = value
     return _encode(rec)
+
+
+def put_back_record(queue: str, raw: bytes, routing: Routing | None) -> str:
+    """The record of a fetched job of ``queue`` put back (``requeue.lua``, ``recover.lua``;
+    "" for a plain job): ``routing`` as read at fetch skips a priority alone
+    (``Routing.parse(raw, fetched=True)``), so a job read as plain is looked at for one here,
+    off the fetch path."""
+    if routing is None:
+        routing = Routing.parse(raw)
+    return job_record(queue, routing) if routing is not None else ""
 
 
 def needs_record(routing: Routing | None) -> bool:

@@ -67,8 +67,7 @@ class Keys:
         return self._k(f"{identity}:workers")
 
     def started(self, identity: str) -> str:
-        """Start marks of one process: slot (a thread, or an event-loop slot) -> payload of
-        the job it started last (:mod:`rfetch.worker.started`); read by orphan recovery."""
+        """Start marks: slot (thread or loop slot) -> payload it started last (orphan recovery)."""
         return self._k(f"{identity}:started")
 
     def signals(self, identity: str) -> str:
@@ -82,9 +81,8 @@ class Keys:
 
     @property
     def cancels(self) -> str:
-        """Sorted set: jid -> expiry of its cancel mark (epoch s): the jids with a cancel
-        mark, which a worker loads when it subscribes to :attr:`cancel_channel`, so that it
-        consults Redis about a job's mark only for those jids."""
+        """Sorted set: jid -> expiry of its cancel mark (epoch s), loaded by a worker when it
+        subscribes to :attr:`cancel_channel`: it asks Redis about those jids only."""
         return self._k("rfetch:cancels")
 
     @property
@@ -124,10 +122,8 @@ class Keys:
 
     @property
     def ack_mark_channel(self) -> str:
-        """Pub/sub channel of the ``PUBLISH`` a worker sends after its acknowledgements when
-        ``Config.min_replicas_acks`` is on: nobody listens; the message only moves the
-        waiting connection's replication offset past the acknowledgements, so that its
-        ``WAIT`` covers them (:mod:`rfetch.worker.ack_replicas`)."""
+        """Channel of the ``PUBLISH`` after acknowledgements with ``min_replicas_acks``: no
+        listener; it moves the offset its ``WAIT`` covers (:mod:`rfetch.worker.ack_replicas`)."""
         return self._k("rfetch:ack-mark")
 
     @property
@@ -165,10 +161,8 @@ class Keys:
 
     @property
     def prefix(self) -> str:
-        """The namespace prefix (``""`` or ``"<ns>:"``). ``enqueue_due.lua`` takes it in
-        KEYS and computes from it the keys of the queues named by the jobs it moves (the
-        formats below, derived in ``rfetch/lua/lib/keys.lua``); with a ``{tag}``
-        namespace they share its Redis Cluster hash slot."""
+        """The namespace prefix (``""`` or ``"<ns>:"``): scripts derive keys from it
+        (``rfetch/lua/lib/keys.lua``); with a ``{tag}`` namespace, in its hash slot."""
         return f"{self.namespace}:" if self.namespace else ""
 
     def key_holders(self, queue: str) -> str:
@@ -250,6 +244,17 @@ class Keys:
     def cap_queues(self) -> str:
         """Set of the queues that have had capped jobs (workers fetch their ready ring)."""
         return self._k("rfetch:cap-queues")
+
+    def prio(self, queue: str) -> str:
+        """Sorted set of ``queue``'s jobs with a priority other than 0 (``lib/priority.lua``):
+        payload -> score, lowest (highest priority, then oldest) fetched first."""
+        return self._k(f"rfetch:prio:{queue}")
+
+    @property
+    def prio_queues(self) -> str:
+        """Hash: queue name -> its priority jobs' push sequence (HINCRBY): the queues that
+        have had priority jobs (workers fetch their :meth:`prio` set)."""
+        return self._k("rfetch:prio-queues")
 
     @property
     def expired(self) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rfetch.jobs.payload import Routing
 from rfetch.store.command_base import CommandBase, text
-from rfetch.store.job_record import job_record
+from rfetch.store.job_record import job_record, put_back_record
 
 
 class RecoveryCommands(CommandBase):
@@ -44,7 +44,7 @@ class RecoveryCommands(CommandBase):
             queue,
             poison_max if counted else 0,
             window,
-            job_record(queue, routing) if routing is not None else "",
+            put_back_record(queue, raw, routing),
         ]
         return text(self.scripts.recover(keys=keys, args=args, client=self.redis))
 

@@ -59,21 +59,26 @@ class ReliableFetch(PrivateLists):
         self.capped: frozenset[str] = frozenset()
         """This process's queues that have had capped jobs: their ready ring of concurrency
         keys is fetched from too (fetch caps)."""
+        self.prio: frozenset[str] = frozenset()
+        """This process's queues that have had priority jobs (``rfetch:prio-queues``): their
+        priority set is fetched from too (``lua/lib/priority.lua``)."""
         self._fair_checked = float("-inf")
 
     def unit(self, queue: str, raw: bytes, private_key: str | None = None) -> UnitOfWork:
         """The unit of work of a job in ``private_key`` (default: this process's private
         list of ``queue``), its routing fields read from ``raw``."""
         return UnitOfWork(
-            queue, raw, private_key or self.private_key(queue), Routing.parse(raw), self
+            queue, raw, private_key or self.private_key(queue),
+            Routing.parse(raw, fetched=True), self
         )
 
     def refresh_fair(self, force: bool = False, every: float = FAIR_REFRESH) -> frozenset[str]:
         """Which of this process's queues are fair (in ``rfetch:fair-queues``), looked up
         at most every ``every`` seconds (one SMISMEMBER; ``FAIR_REFRESH`` while fetching,
         ``FAIR_REFRESH_IDLE`` while idle), so a queue's first tenant job is fetched fairly
-        within that time. The same look (one more SMISMEMBER in the same round trip) sets
-        :attr:`capped` from ``rfetch:cap-queues``.
+        within that time. The same look (one more SMISMEMBER and one HMGET in the same
+        round trip) sets :attr:`capped` from ``rfetch:cap-queues`` and :attr:`prio` from
+        ``rfetch:prio-queues``.
 
         Raises:
             redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
@@ -86,9 +91,11 @@ class ReliableFetch(PrivateLists):
         pipe = self.redis.pipeline(transaction=False)
         pipe.smismember(self.keys.fair_queues, names)
         pipe.smismember(self.keys.cap_queues, names)
-        flags, caps = pipe.execute()
+        pipe.hmget(self.keys.prio_queues, names)
+        flags, caps, prio = pipe.execute()
         self.fair = frozenset(n for n, f in zip(names, flags, strict=True) if f)
         self.capped = frozenset(n for n, f in zip(names, caps, strict=True) if f)
+        self.prio = frozenset(n for n, f in zip(names, prio, strict=True) if f is not None)
         return self.fair
 
     def retrieve_work(
@@ -134,6 +141,7 @@ class ReliableFetch(PrivateLists):
             [name for name in names[:fetch_count] if name in fair],
             sent,
             [name for name in names[:fetch_count] if name in self.capped],
+            [name for name in names[:fetch_count] if name in self.prio],
         )
         units = [self.unit(names[i], raw, own[names[i]]) for i, raw in reply.jobs]
         self._note_broken(
@@ -178,9 +186,10 @@ class ReliableFetch(PrivateLists):
             time.sleep(self.config.block_timeout)
             return []
         first = names[0]
-        if first in self.refresh_fair(every=FAIR_REFRESH_IDLE) or first in self.capped:
-            # Tenant jobs are not in the public queue: wait for a tenant to join the ring,
-            # then fetch (which also looks at the public queue) once either way.
+        fair = self.refresh_fair(every=FAIR_REFRESH_IDLE)
+        if first in fair or first in self.capped or first in self.prio:
+            # Tenant, capped and priority jobs are not in the public queue: wait for a wake
+            # token, then fetch (which also looks at the public queue) once either way.
             self.redis.blpop([self.keys.fair_wake(first)], self.config.block_timeout)
             return self.retrieve_work(1, exclude)
         raw = self.redis.blmove(
@@ -204,6 +213,7 @@ class ReliableFetch(PrivateLists):
         keys = [self._public[q] for q in self._public if q not in skip]
         keys += [self.keys.fair_ring(q) for q in self._public if q not in skip]
         keys += [self.keys.cap_ring(q) for q in self._public if q not in skip]
+        keys += [self.keys.prio(q) for q in self._public if q not in skip]
         return bool(keys) and int(self.redis.exists(*keys)) > 0
 
     def take_followers(self, unit: UnitOfWork, limit: int) -> list[UnitOfWork]:

@@ -15,8 +15,8 @@ def async_next(fetch: ReliableFetch, loop: AsyncPool | None, paused: Collection[
     """Whether the next job of one of the process's queues is of an async class.
 
     One ``LINDEX <queue> -1`` per queue (the end the fetch takes from), in one round trip.
-    A fair or capped queue answers True: its jobs may wait in a tenant's or a cap's ring,
-    where only a fetch tells.
+    A fair, capped or priority queue answers True: its jobs may wait in a tenant's or a
+    cap's ring or its priority set, where only a fetch tells.
 
     Args:
         fetch: the process's reliable fetch (its queues, broken queues, fair and capped
@@ -31,7 +31,7 @@ def async_next(fetch: ReliableFetch, loop: AsyncPool | None, paused: Collection[
         return False
     skip = set(paused) | set(fetch.broken)
     names = [spec.name for spec in fetch.config.queues if spec.name not in skip]
-    if any(name in fetch.fair or name in fetch.capped for name in names):
+    if any(name in fetch.fair or name in fetch.capped or name in fetch.prio for name in names):
         return True
     pipe = fetch.redis.pipeline(transaction=False)
     for name in names:

@@ -86,12 +86,17 @@ class DjangoTaskEnqueueTests(TransactionTestCase):
         self.assertEqual(found.status, tasks_api().TaskResultStatus.READY)
         self.assertEqual(found.args, [7])
 
-    def test_priority_is_refused_as_django_says_a_backend_without_it_must(self) -> None:
-        self.assertFalse(self.tasks.welcome.get_backend().supports_priority)
-        exceptions = tasks_exceptions()
-        invalid = getattr(exceptions, "InvalidTask", None) or exceptions.InvalidTaskError
-        with self.assertRaises(invalid):
-            self.tasks.welcome.using(priority=10)
+    def test_a_tasks_priority_is_its_jobs_priority_inside_the_queue(self) -> None:
+        self.assertTrue(self.tasks.welcome.get_backend().supports_priority)
+        plain = self.tasks.welcome.enqueue(1)
+        urgent = self.tasks.welcome.using(priority=10).enqueue(2)
+        later = self.tasks.welcome.using(priority=-10).enqueue(3)
+        self.assertEqual(queued_jids(self.redis), [plain.id])  # priority 0: the list
+        waiting = [json.loads(raw) for raw in self.redis.zrange("rfetch:prio:django", 0, -1)]
+        self.assertEqual([(j["jid"], j["priority"]) for j in waiting],
+                         [(urgent.id, 10), (later.id, -10)])
+        found = self.tasks.welcome.get_result(urgent.id)  # explain finds it in the set
+        self.assertEqual(found.status, tasks_api().TaskResultStatus.READY)
 
 
 class DjangoTaskWorkerTests(TransactionTestCase):

@@ -16,7 +16,7 @@ from rfetch.jobs.payload import Routing
 from rfetch.store.job_record import RECORD_FIELDS, job_record
 from rfetch.store.keys import Keys
 
-LIBS = ("keys", "guard", "gate", "cap", "record")
+LIBS = ("keys", "guard", "priority", "gate", "cap", "record")
 """The libraries record.lua needs, in include order (their "-- #include" lines are Lua
 comments, so plain concatenation loads them)."""
 
@@ -48,6 +48,12 @@ PAYLOADS: list[dict[str, Any]] = [
     {**BASE, "store_result": 0, "bid": ""},
     {**BASE, "jid": ""},
     {"queue": "é", "class": "Work", "jid": "j2", "store_result": 5, "ordering_key": "k:2"},
+    {**BASE, "priority": -7},
+    {**BASE, "priority": 5.0, "ordering_key": "k"},
+    {**BASE, "priority": 0},
+    {**BASE, "priority": 101},
+    {**BASE, "priority": True},
+    {**BASE, "priority": "3"},
 ]
 
 

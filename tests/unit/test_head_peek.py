@@ -35,7 +35,8 @@ def _fetch(lists: dict[str, list[bytes]], asked: list[str], **state: Any) -> Rel
     redis = SimpleNamespace(pipeline=lambda transaction: Pipe(lists, asked))
     fetch = SimpleNamespace(
         config=config, keys=Keys(), redis=redis, broken={}, fair=frozenset(),
-        capped=frozenset(), unit=lambda queue, raw: SimpleNamespace(queue=queue, raw=raw),
+        capped=frozenset(), prio=frozenset(),
+        unit=lambda queue, raw: SimpleNamespace(queue=queue, raw=raw),
     )
     vars(fetch).update(state)
     return cast(ReliableFetch, fetch)
@@ -60,4 +61,5 @@ def test_a_fair_or_capped_queue_is_fetched_from_to_see() -> None:
     asked: list[str] = []
     assert async_next(_fetch({}, asked, fair=frozenset({"a"})), LOOP, ())
     assert async_next(_fetch({}, asked, capped=frozenset({"b"})), LOOP, ())
+    assert async_next(_fetch({}, asked, prio=frozenset({"b"})), LOOP, ())  # priority set
     assert asked == []

@@ -60,7 +60,7 @@ local function job_end_wants(w, rec, outcome, info)
     if rec.C then
       cap_push_back_wants(w, rec.C, rec.ck)
     else
-      gate_push_back_wants(w, G, rec.key, rec.klist, rec.jid, rec.tenant)
+      gate_push_back_wants(w, G, rec.key, rec.klist, rec.jid, rec.tenant, prio_of(rec.prio))
     end
     want(w, G.queues, 'set')
     return
@@ -81,12 +81,18 @@ local function job_end_wants(w, rec, outcome, info)
   end
 end
 
--- A push-back (the job to the head of its stage): capped, keyed or tenant, or plain.
+-- A push-back (the job to the head of its stage): capped, keyed or tenant, of the priority
+-- set (first of its priority), or plain.
 local function job_push_back(rec, raw)
   local G = rec.G
+  local p = prio_of(rec.prio)
   if rec.C then
     cap_push_back(rec.C, rec.ck, raw)
-  elseif not gate_push_back(G, raw, rec.key, rec.klist, rec.jid, rec.tenant) then
+  elseif gate_push_back(G, raw, rec.key, rec.klist, rec.jid, rec.tenant, p) then
+    return
+  elseif p then
+    gate_out(G, raw, nil, true, p)
+  else
     redis.call('RPUSH', G.queue, raw)
     redis.call('SADD', G.queues, G.q)
   end

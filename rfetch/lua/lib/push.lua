@@ -33,7 +33,7 @@ local function push_jobs(K, A, extra)
       j.text, j.at = ARGV[at + 2], opt(ARGV[at + 3])
       local rec = record_of(P, ARGV[at + 4], j.G.q)
       j.jid, j.k, j.klist, j.t = rec.jid or '', rec.key, rec.klist, rec.tenant
-      j.lock, j.window = rec.lock, rec.win or ''
+      j.lock, j.window, j.p = rec.lock, rec.win or '', prio_of(rec.prio)
       if rec.C and not j.at then  -- a scheduled capped job meets its cap when due
         j.C, j.ck, j.limit = rec.C, rec.ck, tonumber(rec.limit or '')
       end
@@ -45,7 +45,7 @@ local function push_jobs(K, A, extra)
   local w = extra or wants_new()
   for _, j in ipairs(records) do
     if j.kind == 'm' then
-      local size = redis.call('LLEN', j.G.queue)
+      local size = redis.call('LLEN', j.G.queue) + prio_size(j.G)
       if size + j.incoming > j.max then
         return redis.error_reply('QUEUEFULL queue ' .. j.G.q .. ' holds ' .. size ..
           ' jobs; ' .. j.incoming .. ' more would pass its max_queue_size of ' .. j.max ..
@@ -77,9 +77,9 @@ local function push_jobs(K, A, extra)
     elseif j.kind == 'p' then
       gate_out_wants(w, j.G, nil)
     elseif j.k then
-      gate_dispatch_wants(w, j.G, j.klist, j.t)
+      gate_dispatch_wants(w, j.G, j.klist, j.t, j.p)
     else
-      gate_out_wants(w, j.G, j.t)
+      gate_out_wants(w, j.G, j.t, j.p)
     end
   end
   local bad = misfit(w)
@@ -104,9 +104,9 @@ local function push_jobs(K, A, extra)
         cap_enter(j.C, j.ck, j.limit, j.text, false)
         redis.call('SADD', j.G.queues, j.G.q)
       elseif j.k then
-        gate_dispatch(j.G, j.k, j.klist, j.jid, j.text, j.t)
+        gate_dispatch(j.G, j.k, j.klist, j.jid, j.text, j.t, j.p)
       else
-        gate_out(j.G, j.text, j.t)
+        gate_out(j.G, j.text, j.t, false, j.p)
       end
     end
   end

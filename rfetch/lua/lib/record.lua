@@ -20,6 +20,7 @@
 --   class   its class name (the recorded outcome's "class")
 --   win     its unique lock's window in milliseconds (push.lua only)
 --   after   the jid or bid it waits on (depend.lua, cancel_waiting.lua only)
+--   prio    its priority, when not 0 (lib/priority.lua: read with prio_of)
 -- record_of also derives, from the namespace prefix P (lib/keys.lua), the keys the fields
 -- name: G (the gate of <q>, derived when first read), klist (the key's waiting list), lock
 -- (the unique lock), C (the cap keys of <q>), bhash (the batch hash "b-<bid>"). A record
@@ -27,7 +28,7 @@
 -- record for a payload a script reads from Redis itself (a due job, a waiting job).
 
 local RECORD_FIELDS = {'q', 'jid', 'key', 'unique', 'tenant', 'ck', 'limit', 'bid', 'ttl', 'class',
-  'win', 'after'}
+  'win', 'after', 'prio'}
 local RECORD_FIELD = {}
 for _, f in ipairs(RECORD_FIELDS) do RECORD_FIELD[f] = true end
 
@@ -87,5 +88,7 @@ local function record_of_job(P, job)
   if type(ttl) == 'number' and ttl > 0 then
     rec.ttl, rec.class = tostring(ttl), record_text(job['class'])
   end
+  local p = prio_of_payload(job['priority'])
+  if p then rec.prio = tostring(p) end
   return record_keys(rec, P, type(job['queue']) == 'string' and job['queue'] or nil)
 end

@@ -99,10 +99,9 @@ class RfetchBackend(BaseTaskBackend):
     ``TaskResult`` is read from rfetch's recorded outcome (``store_result``).
 
     Supports ``run_after`` (the scheduled set), async task functions (run by
-    ``async_to_sync`` in a worker thread) and ``get_result`` from any process. Not
-    ``priority``: rfetch orders jobs within a queue by arrival only (Django's validation
-    then refuses a task with a priority other than 0); give urgent tasks their own queue
-    and the worker weighted queues (``-q urgent,3 -q default``).
+    ``async_to_sync`` in a worker thread), ``get_result`` from any process, and
+    ``priority`` (Django's -100..100, higher first): the job's priority inside its queue
+    (docs/ordering.md, "Priorities"; 0 is a plain job of the queue's list).
 
     An enqueue inside ``transaction.atomic()`` is pushed when the transaction commits and
     never if it rolls back (``settings.RFETCH["on_commit"]``, default True; the
@@ -119,7 +118,7 @@ class RfetchBackend(BaseTaskBackend):
     supports_defer = True
     supports_async_task = True
     supports_get_result = True
-    supports_priority = False
+    supports_priority = True
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
@@ -156,6 +155,7 @@ class RfetchBackend(BaseTaskBackend):
         setter = RunTask.set(
             queue=task.queue_name, store_result=self.settings.result_ttl,
             retry=self.settings.retry, tags=[task.module_path], client=client,
+            priority=int(task.priority),
         )
         call = (task.module_path, list(args), dict(kwargs))
         if task.run_after is not None:
