@@ -79,6 +79,7 @@ for j = 1, n do
   elseif after == '' or status == 'succeeded'
       or (complete and (status == 'dead' or status == 'cancelled')) then
     redis.call('LPUSH', KEYS[b + 2], text)
+    redis.call('PUBLISH', KEYS[b + 2], '')  -- wakes idle workers of q (rfetch.worker.wake)
     redis.call('SADD', W.queues, q)
     out[j] = 'queued'
   elseif status == 'dead' or status == 'cancelled' then

@@ -124,6 +124,7 @@ local function move(job)
       fair_send(G, t, out)
     else
       redis.call('LPUSH', G.queue, out)
+      redis.call('PUBLISH', G.queue, '')  -- wakes idle workers of q (rfetch.worker.wake)
       redis.call('SADD', KEYS[2], q)
     end
   else

@@ -89,6 +89,7 @@ local function job_push_back(rec, raw)
   elseif not gate_push_back(G, raw, rec.key, rec.klist, rec.jid, rec.tenant) then
     redis.call('RPUSH', G.queue, raw)
     redis.call('SADD', G.queues, G.q)
+    redis.call('PUBLISH', G.queue, '')  -- wakes idle workers of q (rfetch.worker.wake)
   end
 end
 
