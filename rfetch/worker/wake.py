@@ -207,9 +207,9 @@ class Waker:
         pubsub.subscribe(*self.channels)
         while not stop.is_set():
             message = pubsub.get_message(timeout=1.0)
+            if not self._idle():
+                return  # busy for a while: pushes to its queues no longer fan out here
             if message is None:
-                if not self._idle():
-                    return  # busy for a while: pushes to its queues no longer fan out here
                 continue
             kind = message["type"]
             if kind == "message":

@@ -219,6 +219,11 @@ def test_a_wake_up_heard_before_the_blocking_command_reaches_redis_ends_it(
     assert unblocks[0] is False and unblocks[-1] is True, unblocks
 
 
+def pubsub_clients(r: redis.Redis) -> set[int]:
+    """Ids of the subscribed connections."""
+    return {int(c["id"]) for c in r.client_list(_type="pubsub")}
+
+
 def test_the_listener_subscribes_again_after_its_connection_drops(
     redis_server: RedisServer, r: redis.Redis
 ) -> None:
@@ -231,10 +236,10 @@ def test_the_listener_subscribes_again_after_its_connection_drops(
         got, took = blmove(waker, client)  # the first block asks for the subscription,
         assert got is None and took < WOKEN  # whose making wakes it (pushes before it)
         wait_for(lambda: waker.subscribed, 30, "the subscription")
-        assert r.client_kill_filter(_type="pubsub") >= 1
-        assert r.pubsub_numsub("queue:c") == [(b"queue:c", 0)]
-        wait_for(lambda: r.pubsub_numsub("queue:c") == [(b"queue:c", 1)] and waker.subscribed,
-                 30, "the subscription made again")
+        killed = pubsub_clients(r)
+        assert killed and r.client_kill_filter(_type="pubsub") == len(killed)
+        wait_for(lambda: pubsub_clients(r) - killed and waker.subscribed, 30,
+                 "the subscription made again on a new connection")
         waker.look()
         timer = threading.Timer(0.5, lambda: r.publish("queue:c", ""))
         timer.start()
@@ -242,6 +247,40 @@ def test_the_listener_subscribes_again_after_its_connection_drops(
         timer.join(30)
         assert got is None and took < WOKEN  # ended by the message, not the timeout
         assert listener.is_alive()
+    finally:
+        stop.set()
+        listener.join(30)
+
+
+def test_the_listener_unsubscribes_while_the_worker_is_busy_and_again_when_it_idles(
+    redis_server: RedisServer, r: redis.Redis
+) -> None:
+    waker, client = waker_of(redis_server)
+    waker.linger = 1.0  # seconds without a blocking fetch: busy
+    stop = threading.Event()
+    listener = threading.Thread(target=waker.run, args=(stop,), daemon=True)
+    listener.start()
+    try:
+        waker.look()
+        got, took = blmove(waker, client)  # asks for the subscription; its making ends it
+        assert got is None and took < WOKEN
+        wait_for(lambda: waker.subscribed, 30, "the subscription")
+
+        def pushes() -> None:
+            for _ in range(60):
+                r.publish("queue:c", "")
+                time.sleep(0.05)
+
+        busy = threading.Thread(target=pushes)
+        busy.start()  # pushes keep coming while the worker does not block
+        wait_for(lambda: r.pubsub_numsub("queue:c") == [(b"queue:c", 0)], 30,
+                 "the unsubscription while busy")
+        assert not waker.subscribed
+        busy.join(30)
+        waker.look()
+        got, took = blmove(waker, client)  # idle again: subscribes, and is woken by that
+        assert got is None and took < WOKEN
+        wait_for(lambda: waker.subscribed, 30, "the subscription made again")
     finally:
         stop.set()
         listener.join(30)
