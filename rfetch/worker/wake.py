@@ -7,9 +7,10 @@ script that puts a job into a public queue also ``PUBLISH``es on a channel named
 queue's key (``queue:<q>``), which costs Redis a dictionary lookup when nobody listens.
 While the worker idles, a :class:`Waker` thread listens on its queues' channels; a
 message for another queue than the one blocked on ends the blocking command by
-``CLIENT UNBLOCK <id>`` of its connection (as a timeout: an empty reply), and the fetcher
-then runs its one atomic fetch in queue order (strict or weighted), as after any empty
-blocking fetch.
+``CLIENT UNBLOCK <id>`` of its connection (as a timeout: an empty reply), and the thread
+that ran it at once runs one atomic fetch (``fetch.lua``) in queue order (strict or
+weighted) and starts the job it gets. Every idle worker of that queue is woken: one gets
+the job, each other runs one empty fetch (Sidekiq's ``BRPOP`` wakes one client).
 
 The race (a message heard while the fetcher looks, before the blocking command reaches
 Redis) is closed by a count of wake-ups: the fetcher notes it before it looks
