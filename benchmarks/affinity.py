@@ -4,8 +4,8 @@
         [--only 1-adaptive,1-none,1-auto,auto-adaptive,auto-none[,auto-auto,1-none-cpus]]
 
 Candidate settings of ``rfetch worker -c C``, each draining each workload against its own
-fresh redis-server, all in one sitting (the same drain as ``benchmarks.compare``: steady
-jobs/s between 10 % and 90 % done, median of ``--runs``):
+fresh redis-server, all in one sitting (the drain of ``benchmarks.harness``, as
+``benchmarks.compare``; steady jobs/s between 10 % and 90 % done, median of ``--runs``):
 
 * ``1-adaptive``: ``--processes 1 --cpu-affinity adaptive``, the default: one process,
   pinned to one CPU at start and spread over every CPU while that gets it more CPU

@@ -184,6 +184,10 @@ def without(counts: dict[str, int], **known: int) -> dict[str, int]:
     return out
 
 
+MARKS = (0.05, 0.1, 0.5, 0.9, 0.95, 1.0)
+"""Fractions of a drain's target whose passing times :func:`watch_drain` records."""
+
+
 @dataclass
 class Progress:
     """What :func:`watch_drain` saw: times (monotonic) at which fractions of the target
@@ -198,14 +202,17 @@ class Progress:
     complete: bool = False
     error: str = ""
 
-    def steady(self, target: int) -> tuple[float, bool]:
-        """Jobs/s between 10 % and 90 % of ``target``, and whether that is exact; when the
-        drain was cut by its time limit, the rate from the 10 % mark (or from the start)
-        to the cut, flagged inexact."""
-        if 0.1 in self.marks and 0.9 in self.marks and self.marks[0.9] > self.marks[0.1]:
-            return target * 0.8 / (self.marks[0.9] - self.marks[0.1]), True
-        if 0.1 in self.marks and self.ended > self.marks[0.1]:
-            return (self.done - target * 0.1) / (self.ended - self.marks[0.1]), False
+    def steady(self, target: int, window: tuple[float, float] = (0.1, 0.9)
+               ) -> tuple[float, bool]:
+        """Jobs/s between the ``window`` fractions of ``target`` (10 % and 90 % unless told;
+        :data:`MARKS` lists the fractions watched), and whether that is exact; when the drain
+        was cut by its time limit, the rate from the low mark (or from the start) to the cut,
+        flagged inexact."""
+        low, high = window
+        if low in self.marks and high in self.marks and self.marks[high] > self.marks[low]:
+            return target * (high - low) / (self.marks[high] - self.marks[low]), True
+        if low in self.marks and self.ended > self.marks[low]:
+            return (self.done - target * low) / (self.ended - self.marks[low]), False
         if self.ended > self.started:
             return self.done / (self.ended - self.started), False
         return 0.0, False
@@ -225,7 +232,7 @@ def watch_drain(server: PrivateRedis, proc: subprocess.Popen[bytes], target: int
         progress.gets += 1
         now = time.monotonic()
         progress.done, progress.ended = done, now
-        for mark in (0.1, 0.5, 0.9, 1.0):
+        for mark in MARKS:
             if mark not in progress.marks and done >= target * mark:
                 progress.marks[mark] = now
         if done != last_done:

@@ -3,6 +3,12 @@
 # frameworks rfetch is compared with, pinned to the versions of the table, plus
 # rfetch itself (editable) and py-spy. None of these are rfetch dependencies.
 #
+# rfetch is installed with its speedups extra (hiredis, orjson) so that one virtualenv
+# holds both installs: benchmarks.compare runs its `rfetch` key, and every Python peer
+# whose own plain install lacks them (all but arq, which requires redis[hiredis]), with
+# hiredis and orjson hidden (benchmarks/peers/nospeedups, first on PYTHONPATH): what
+# `pip install rfetch` gives. Its `rfetch-sp` key sees them: `pip install "rfetch[speedups]"`.
+#
 #   benchmarks/setup_peers.sh            # creates benchmarks/.venv-peers
 #   PEERS_VENV=/some/dir benchmarks/setup_peers.sh
 #

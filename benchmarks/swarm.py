@@ -3,8 +3,9 @@
     python -m benchmarks.swarm [--cpu-jobs 4000] [--noop-jobs 20000] [-c 10] [--runs 1]
 
 Two workloads, each drained by ``rfetch worker -c C --processes P`` for P = 1 and 2, each run
-against its own fresh redis-server (the same harness as ``benchmarks.compare``: steady
-jobs/s between 10 % and 90 % done, peak RSS of the whole process tree):
+against its own fresh redis-server (the harness of ``benchmarks.compare``,
+``benchmarks.harness``; steady jobs/s between 10 % and 90 % done, peak RSS of the whole
+process tree):
 
 * ``cpu``: jobs of about 5 ms of pure Python each (``bench_jobs.Cpu``, measured by the
   thread's CPU clock): one process is bound by its GIL, two can use two CPUs.

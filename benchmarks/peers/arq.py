@@ -18,9 +18,14 @@ class ArqPeer(Peer):
     package = "arq"
     module = "benchmarks.peers.arq"
     multi_queue = False
+    plain_install = False  # arq requires redis[hiredis]: its plain install has hiredis
+    per_job_lines = "2 INFO lines (start, done)"
 
     def worker_argv(self, rt: Runtime, concurrency: int, queues: Sequence[str]) -> list[str]:
         return [rt.script("arq"), "benchmarks.peers.arq_jobs.WorkerSettings"]
+
+    def logging_args(self, quiet: bool) -> list[str]:
+        return ["--custom-log-dict", "benchmarks.peers.arq_jobs.QUIET_LOG"] if quiet else []
 
 
 PEERS = [ArqPeer()]

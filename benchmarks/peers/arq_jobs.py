@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from arq.connections import RedisSettings
+from arq.logs import default_log_config
 
 from benchmarks.peers.base import DONE, STARTED, queues_from_env
 
@@ -33,6 +34,12 @@ async def wait100(ctx: dict[str, Any], n: int) -> None:
 
 async def stamp(ctx: dict[str, Any], n: int) -> None:
     await ctx["redis"].rpush(STARTED, repr(time.time()))
+
+
+# ``arq --custom-log-dict benchmarks.peers.arq_jobs.QUIET_LOG``: arq's own logging setup with
+# the ``arq`` logger at WARNING, so its per-job INFO lines are off (the quiet setting).
+QUIET_LOG = default_log_config(verbose=False)
+QUIET_LOG["loggers"]["arq"]["level"] = "WARNING"
 
 
 class WorkerSettings:

@@ -32,12 +32,16 @@ from typing import Any
 
 DONE = "bench:done"
 STARTED = "bench:started"
-KINDS = ("noop", "sleep", "stamp", "cpu", "io", "hash", "wait100", "wait100-thread")
+KINDS = ("noop", "sleep", "stamp", "cpu", "io", "hash", "wait100", "wait100-thread",
+         "wait100-only")
 """``cpu`` (5 ms of pure Python, ``benchmarks/swarm.py``), ``io`` and ``hash``
-(``benchmarks/affinity.py``) and ``wait100`` / ``wait100-thread``
+(``benchmarks/affinity.py``) and ``wait100`` / ``wait100-thread`` / ``wait100-only``
 (``benchmarks/async_sleep.py``) exist for rfetch (``wait100`` for arq too)."""
 RESULT_PREFIX = "BENCH-RESULT "
 REPO = Path(__file__).resolve().parents[2]
+NO_SPEEDUPS = Path(__file__).resolve().parent / "nospeedups"
+"""Put first on PYTHONPATH, it hides hiredis (redis-py's C parser) and orjson: a framework
+then runs as its plain ``pip install`` gets it, whatever else the peers' virtualenv holds."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,10 @@ class Peer:
     multi_queue = True  # can one worker process listen to 20 queues?
     fixed_concurrency: int | None = None  # e.g. RQ: one job at a time per worker
     default = True  # run when --only is not given
+    # hiredis and orjson hidden (NO_SPEEDUPS): True unless the framework's own plain install
+    # brings them (arq requires redis[hiredis]) or the peer is a speedups variant.
+    plain_install = True
+    per_job_lines = ""  # what the worker logs per job at its default level ("" = nothing)
 
     def version(self, rt: Runtime) -> str | None:
         """The installed version, or None when the framework is missing."""
@@ -96,9 +104,18 @@ class Peer:
     def worker_argv(self, rt: Runtime, concurrency: int, queues: Sequence[str]) -> list[str]:
         raise NotImplementedError
 
+    def logging_args(self, quiet: bool) -> list[str]:
+        """Worker arguments for its logging: ``quiet`` turns its per-job lines off (the
+        framework's other lines stay), else the framework's default. Job modules that set
+        their logging at import (Sidekiq's) read ``BENCH_QUIET=1`` from the environment."""
+        return []
+
     def worker_env(self, rt: Runtime, url: str, concurrency: int,
                    queues: Sequence[str]) -> dict[str, str]:
-        return rt.env(url, concurrency, queues)
+        env = rt.env(url, concurrency, queues)
+        if self.plain_install:
+            env["PYTHONPATH"] = f"{NO_SPEEDUPS}:{env['PYTHONPATH']}"
+        return env
 
     def client_argv(self, rt: Runtime, args: Sequence[str]) -> list[str]:
         return [rt.python, "-m", self.module, *args]
@@ -127,12 +144,13 @@ def emit(result: dict[str, Any]) -> None:
 
 
 def measure_latency(client: BenchClient, count: int, warmup: int, queue: str,
-                    timeout: float) -> list[float]:
+                    timeout: float, gaps: tuple[float, float] = (0.1, 0.6)) -> list[float]:
     """Push one ``stamp`` job at a time into an idle worker; for each, the job's start time
     (recorded by the job) minus the client's time just before the push, in seconds.
 
-    Between pushes the client sleeps a random 5-20 ms so that the worker is idle (blocked
-    or between polls) when the next job arrives, at a random phase of any poll loop.
+    Before each push the client sleeps a random gap between ``gaps`` (min, max) seconds so
+    that the worker is idle (blocked, or between polls, or settled into its idle state)
+    when the next job arrives, at a random phase of any poll loop.
 
     Raises:
         TimeoutError: a job did not start within ``timeout`` seconds.
@@ -142,7 +160,7 @@ def measure_latency(client: BenchClient, count: int, warmup: int, queue: str,
     r = redis.Redis.from_url(client.url)
     latencies = []
     for i in range(warmup + count):
-        time.sleep(random.uniform(0.005, 0.020))
+        time.sleep(random.uniform(*gaps))
         pushed = time.time()
         client.push("stamp", i, queue)
         got = r.blpop([STARTED], timeout=timeout)
@@ -158,7 +176,7 @@ def client_main(factory: Callable[[str], BenchClient]) -> None:
     """Command line of an adapter's client side::
 
         fill KIND N [--queue Q]          enqueue N jobs with the bulk API; prints seconds
-        latency COUNT [--warmup W] [--queue Q] [--timeout S]
+        latency COUNT [--warmup W] [--queue Q] [--timeout S] [--gap-min S] [--gap-max S]
                                           prints the enqueue -> start latencies (seconds)
     """
     parser = argparse.ArgumentParser()
@@ -172,6 +190,8 @@ def client_main(factory: Callable[[str], BenchClient]) -> None:
     lat.add_argument("--warmup", type=int, default=10)
     lat.add_argument("--queue", default="default")
     lat.add_argument("--timeout", type=float, default=30.0)
+    lat.add_argument("--gap-min", type=float, default=0.1)
+    lat.add_argument("--gap-max", type=float, default=0.6)
     args = parser.parse_args()
     client = factory(os.environ["REDIS_URL"])
     try:
@@ -181,7 +201,7 @@ def client_main(factory: Callable[[str], BenchClient]) -> None:
             emit({"seconds": time.perf_counter() - started})
         else:
             emit({"latencies": measure_latency(client, args.count, args.warmup, args.queue,
-                                               args.timeout)})
+                                               args.timeout, (args.gap_min, args.gap_max))})
     finally:
         client.close()
     sys.stdout.flush()

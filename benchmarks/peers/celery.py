@@ -17,6 +17,9 @@ class CeleryPeer(Peer):
     fetch = "BRPOP + unacked hash"
     package = "celery"
     module = "benchmarks.peers.celery"
+    # "received" / "succeeded" are INFO lines, below the worker's default -l WARNING (given
+    # explicitly below): no per-job lines in either setting.
+    per_job_lines = ""
 
     def worker_argv(self, rt: Runtime, concurrency: int, queues: Sequence[str]) -> list[str]:
         return [rt.script("celery"), "-A", "benchmarks.peers.celery_jobs", "worker",

@@ -17,6 +17,8 @@ class DramatiqPeer(Peer):
     fetch = "Lua + in-flight set"
     package = "dramatiq"
     module = "benchmarks.peers.dramatiq"
+    # Its per-message lines are DEBUG, below the CLI's default INFO: quiet changes nothing.
+    per_job_lines = ""
 
     def worker_argv(self, rt: Runtime, concurrency: int, queues: Sequence[str]) -> list[str]:
         return [rt.script("dramatiq"), "benchmarks.peers.dramatiq_jobs", "-p", "1",

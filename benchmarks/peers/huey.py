@@ -17,10 +17,14 @@ class HueyPeer(Peer):
     package = "huey"
     module = "benchmarks.peers.huey"
     multi_queue = False
+    per_job_lines = "2 INFO lines (Executing, executed in)"
 
     def worker_argv(self, rt: Runtime, concurrency: int, queues: Sequence[str]) -> list[str]:
         return [rt.script("huey_consumer"), "benchmarks.peers.huey_jobs.huey",
-                "-w", str(concurrency), "-k", "thread", "-q"]
+                "-w", str(concurrency), "-k", "thread"]
+
+    def logging_args(self, quiet: bool) -> list[str]:
+        return ["-q"] if quiet else []  # huey_consumer -q: logging at WARNING
 
 
 PEERS = [HueyPeer()]

@@ -1,28 +1,30 @@
 """rfetch: ``rfetch worker -c C`` (reliable fetch), ``perform_bulk`` for bulk enqueue.
 
-The ``rfetch-plain`` variant runs the same worker with hiredis (redis-py's C parser) and
-orjson hidden, to show what the optional ``speedups`` extra buys. The
-``rfetch-pinned`` variant runs it with ``--cpu-affinity auto`` (every thread on one CPU; the
-default leaves placement to the kernel, as the other frameworks run), to show what the
-one-CPU affinity buys.
+Two installs: ``rfetch`` is what ``pip install rfetch`` gives (no extras: hiredis and orjson
+hidden from the worker and the client, ``base.NO_SPEEDUPS``), ``rfetch-sp`` what
+``pip install "rfetch[speedups]"`` gives (hiredis, redis-py's C parser, and orjson). The
+``rfetch-pinned`` and ``rfetch-none`` variants run the default install with
+``--cpu-affinity auto`` (every thread on one CPU) and ``--cpu-affinity none`` (the kernel's
+placement, as the other frameworks run), to show what the default ``adaptive`` affinity buys.
+:class:`RfetchPeer` itself (the speedups install) is what the rfetch-only tools
+(``rfetch_drain``, ``affinity``, ``swarm``, ...) run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from benchmarks.peers.base import BenchClient, Peer, Runtime, client_main
 
-NO_SPEEDUPS = Path(__file__).resolve().parent / "nospeedups"
-
 
 class RfetchPeer(Peer):
-    key = "rfetch"
-    label = "rfetch"
+    key = "rfetch-sp"
+    label = 'rfetch[speedups] (pip install "rfetch[speedups]": hiredis + orjson)'
     fetch = "reliable (Lua batch + BLMOVE)"
     package = "rfetch"
     module = "benchmarks.peers.rfetch"
+    plain_install = False
+    per_job_lines = "2 INFO lines (start, done)"
 
     def worker_argv(self, rt: Runtime, concurrency: int, queues: Sequence[str]) -> list[str]:
         argv = [rt.python, "-m", "rfetch.cli", "worker", "-r", "benchmarks.bench_jobs",
@@ -31,23 +33,19 @@ class RfetchPeer(Peer):
             argv += ["-q", queue]
         return argv
 
-
-class RfetchPlainPeer(RfetchPeer):
-    key = "rfetch-plain"
-    label = "rfetch without speedups"
-    default = False
-
-    def worker_env(self, rt: Runtime, url: str, concurrency: int,
-                   queues: Sequence[str]) -> dict[str, str]:
-        env = super().worker_env(rt, url, concurrency, queues)
-        env["PYTHONPATH"] = f"{NO_SPEEDUPS}:{env['PYTHONPATH']}"
-        return env
-
-    def client_argv(self, rt: Runtime, args: Sequence[str]) -> list[str]:
-        return ["env", f"PYTHONPATH={NO_SPEEDUPS}:{rt.repo}", *super().client_argv(rt, args)]
+    def logging_args(self, quiet: bool) -> list[str]:
+        # rfetch has no log-level option: this job module sets the rfetch.job logger
+        # (the per-job lines) to WARNING at import.
+        return ["-r", "benchmarks.peers.rfetch_quiet"] if quiet else []
 
 
-class RfetchAffinityPeer(RfetchPeer):
+class RfetchDefaultPeer(RfetchPeer):
+    key = "rfetch"
+    label = "rfetch (pip install rfetch: no hiredis, no orjson)"
+    plain_install = True
+
+
+class RfetchAffinityPeer(RfetchDefaultPeer):
     """rfetch with ``--cpu-affinity`` set to :attr:`affinity` (not run unless named)."""
 
     affinity = ""
@@ -69,20 +67,21 @@ class RfetchKernelPeer(RfetchAffinityPeer):
     affinity = "none"
 
 
-PEERS = [RfetchPeer(), RfetchPlainPeer(), RfetchPinnedPeer(), RfetchKernelPeer()]
+PEERS = [RfetchDefaultPeer(), RfetchPeer(), RfetchPinnedPeer(), RfetchKernelPeer()]
 
 
 class RfetchClient(BenchClient):
     def __init__(self, url: str) -> None:
         super().__init__(url)
         import rfetch
-        from benchmarks import bench_jobs
+        from benchmarks import async_jobs, bench_jobs
 
         rfetch.configure(redis_url=url)
         self.jobs: dict[str, type[rfetch.Job]] = {
             "noop": bench_jobs.Noop, "sleep": bench_jobs.SleepIO, "stamp": bench_jobs.Stamp,
             "cpu": bench_jobs.Cpu, "io": bench_jobs.SocketIO, "hash": bench_jobs.HashBuffer,
             "wait100": bench_jobs.AsyncWait, "wait100-thread": bench_jobs.ThreadWait,
+            "wait100-only": async_jobs.OnlyAsyncWait,
         }
 
     def bulk(self, kind: str, n: int, queue: str) -> None:

@@ -19,13 +19,17 @@ class RQSimplePeer(Peer):
     module = "benchmarks.peers.rq"
     fixed_concurrency = 1
     worker_class = "rq.worker.SimpleWorker"
+    per_job_lines = "4 INFO lines (dequeued, completed, Job OK, result kept)"
 
     def worker_argv(self, rt: Runtime, concurrency: int, queues: Sequence[str]) -> list[str]:
-        return [rt.script("rq"), "worker", "-w", self.worker_class, "--quiet", *queues]
+        return [rt.script("rq"), "worker", "-w", self.worker_class, *queues]
+
+    def logging_args(self, quiet: bool) -> list[str]:
+        return ["--quiet"] if quiet else []  # rq worker --quiet: logging at WARNING
 
     def worker_env(self, rt: Runtime, url: str, concurrency: int,
                    queues: Sequence[str]) -> dict[str, str]:
-        env = rt.env(url, concurrency, queues)
+        env = super().worker_env(rt, url, concurrency, queues)
         env["RQ_REDIS_URL"] = url  # rq worker --url
         return env
 

@@ -18,6 +18,7 @@ class SidekiqPeer(Peer):
     key = "sidekiq"
     label = "Sidekiq (Ruby)"
     fetch = "BRPOP, not reliable"
+    per_job_lines = "2 INFO lines (start, done); quiet: Sidekiq.logger at WARN (sidekiq_jobs.rb)"
 
     def version(self, rt: Runtime) -> str | None:
         if not (shutil.which("ruby") and shutil.which("sidekiq")):

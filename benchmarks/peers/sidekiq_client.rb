@@ -2,6 +2,7 @@
 #
 #   ruby sidekiq_client.rb fill KIND N [--queue Q]       push_bulk; prints seconds
 #   ruby sidekiq_client.rb latency COUNT [--warmup W] [--queue Q] [--timeout S]
+#                                        [--gap-min S] [--gap-max S]
 #
 # Prints one line "BENCH-RESULT {json}".
 require "json"
@@ -13,7 +14,8 @@ Redis.silence_deprecations = true
 CLASSES = {"noop" => "Noop", "sleep" => "SleepIO", "stamp" => "Stamp"}.freeze
 
 positional = []
-options = {"queue" => "default", "warmup" => "10", "timeout" => "30"}
+options = {"queue" => "default", "warmup" => "10", "timeout" => "30",
+           "gap-min" => "0.1", "gap-max" => "0.6"}
 args = ARGV.dup
 until args.empty?
   arg = args.shift
@@ -40,9 +42,10 @@ when "fill"
 when "latency"
   count, warmup = Integer(positional[1]), Integer(options["warmup"])
   timeout = Float(options["timeout"])
+  gap_min, gap_max = Float(options["gap-min"]), Float(options["gap-max"])
   latencies = []
   (warmup + count).times do |i|
-    sleep(0.005 + rand * 0.015)
+    sleep(gap_min + rand * (gap_max - gap_min))
     pushed = Time.now.to_f
     Sidekiq::Client.push("class" => "Stamp", "queue" => queue, "args" => [i])
     got = Sidekiq.redis { |c| c.blpop("bench:started", timeout: timeout.ceil) }

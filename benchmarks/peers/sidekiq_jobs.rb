@@ -6,6 +6,10 @@ require "sidekiq"
 # redis-rb 4.8 warns on every SADD that Sidekiq 6.4 sends; the warning is noise here.
 Redis.silence_deprecations = true
 
+# Quiet setting of benchmarks.compare (--logging quiet): Sidekiq's per-job "start" and
+# "done" INFO lines off, its other lines (WARN and above) kept. Default: Sidekiq's INFO.
+Sidekiq.logger.level = Logger::WARN if ENV["BENCH_QUIET"] == "1"
+
 # INCRBY bench:done 1 (as redis-py sends for incr).
 class Noop
   include Sidekiq::Worker

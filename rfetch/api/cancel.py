@@ -36,7 +36,8 @@ from .workflows import batch_waiting_entry, waiting_job
 CancelState = Literal["deleted", "cancelling", "marked", "dead", "not_found"]
 """What a cancel did: ``deleted`` (it was waiting, and is gone or in the dead set),
 ``cancelling`` (a worker holds it: running, it is cancelled there within about a second;
-fetched and not started, it will not start), ``marked`` (waiting behind its ordering key
+fetched and not started, it will not start; or that worker already buried it as
+``rfetch.JobCancelled`` while the cancel looked for it), ``marked`` (waiting behind its ordering key
 or for a fetch cap's slot, or moved while being looked for: it will not run, and is
 recorded as cancelled when a worker would start it), ``dead`` (already in the dead set,
 or its recorded outcome is a death or a cancel: nothing to do), ``not_found`` (finished,
@@ -193,6 +194,20 @@ def _cancel_waiting(ctx: Context, jid: str, dead: bool, reason: str) -> tuple[st
     return "deleted", f"waiting on job {waiting.after}: {where}{behind}"
 
 
+def _ended_by_this_cancel(location: Location, now: float) -> bool:
+    """Whether a dead-set entry is this cancel's own effect: a worker read the mark
+    (written at ``now``, epoch seconds) while the lookup ran, and buried the job as
+    ``rfetch.JobCancelled`` before the lookup reached the dead set. Such a cancel took
+    effect, and says so, instead of "already in the dead set"."""
+    record = location.job
+    return (
+        record is not None
+        and record.error_class == CANCELLED_CLASS
+        and location.at is not None
+        and location.at >= now
+    )
+
+
 def _cancel_at(
     ctx: Context, location: Location, dead: bool, reason: str, now: float
 ) -> tuple[str, str]:
@@ -209,6 +224,11 @@ def _cancel_at(
         what = "cancelled" if location.state == "recorded_cancelled" else "dead"
         return "dead", f"already ended ({what}, recorded): nothing to cancel"
     if location.state == "dead":
+        if _ended_by_this_cancel(location, now):
+            return "cancelling", (
+                "cancelled by the worker that held it, as it was about to start: "
+                "moved to the dead set"
+            )
         return "dead", ""
     if location.state == "finished":
         return "not_found", ""

@@ -1,49 +1,71 @@
 -- cancel_waiting.lua: cancel a job that waits on another one (after=): take it out of its
--- dependency's dependents hash and drop it (counted) or bury it (the dead set, error class
--- rfetch.JobCancelled), write its record if it has store_result, and settle the jobs
--- waiting on it as its death does. Atomic with complete.lua's release: a job released
+-- dependency's dependents hash and end it through lib/outcome.lua's job_end: outcome
+-- "cancelled" (dropped, counted) or "died" (buried in the dead set, error class
+-- rfetch.JobCancelled), its record written if it has store_result, and the jobs waiting on
+-- it settled as its death settles them. Atomic with complete.lua's release: a job released
 -- first is in its queue and is not found here. Called by
 -- rfetch.store.workflow_commands.WorkflowCommands.cancel_waiting only.
 --
--- KEYS[1]: the namespace prefix P ("" or "<ns>:"), for lib/workflow.lua's derived keys.
+-- KEYS[1]: the namespace prefix P ("" or "<ns>:"), from which the record's keys and those
+--          of lib/workflow.lua are derived (lib/keys.lua).
 -- KEYS[2]: the index of waiting jobs "rfetch:waiting".
 -- KEYS[3]: the dead set "dead".
 -- KEYS[4]: the "queues" set.
 -- KEYS[5]: the counter "rfetch:deps-cancelled".
 -- KEYS[6]: the counter "rfetch:results-stored".
--- KEYS[7]: the dependents hash of its dependency "rfetch:dependents:<after>".
--- KEYS[8], KEYS[9]: its record "rfetch:result:<jid>" and wake list
---          "rfetch:result-wake:<jid>".
--- ARGV[1]: jid. ARGV[2]: "1" to bury it in the dead set, "" to drop it. ARGV[3]: reason.
--- Derived keys: those of lib/workflow.lua.
+-- ARGV[1]: the job's record (lib/record.lua: jid, after: the jid it waits on).
+-- ARGV[2]: the outcome: "cancelled" (dropped), or "died" (buried in the dead set).
+-- ARGV[3]: the reason.
+-- Derived keys: the dependents hash of its dependency "rfetch:dependents:<after>"; its
+--          record "rfetch:result:<jid>" and wake list "rfetch:result-wake:<jid>", and those
+--          of lib/workflow.lua and lib/outcome.lua. The rest of the ending record (ttl and
+--          class: store_result) is read from the waiting payload (record_of_job).
+-- Every key the end may write is checked first (lib/guard.lua): one of another type
+-- changes nothing and is an error reply.
 -- Returns {1 if cancelled (0: not waiting there), jobs settled behind it}.
--- #include guard
--- #include workflow
+-- #include outcome
 local W = {P = KEYS[1], waiting = KEYS[2], dead = KEYS[3], queues = KEYS[4],
            cancelled = KEYS[5], stored = KEYS[6]}
-local w = wants_new()
-for i, kind in ipairs({'string', 'hash', 'zset', 'set', 'string', 'string', 'hash'}) do
-  if i > 1 then want(w, KEYS[i], kind) end
+local outcome = ARGV[2]
+if outcome ~= 'cancelled' and outcome ~= 'died' then
+  return redis.error_reply('ERR cancel_waiting: unknown outcome ' .. outcome ..
+    ': nothing was changed')
 end
+local asked = record_of(W.P, ARGV[1])
+if not asked.jid or not asked.after then
+  return redis.error_reply('ERR cancel_waiting: the record has no jid or after')
+end
+local jid, dependents = asked.jid, key_of(W.P, 'dependents', asked.after)
+local w = wants_new()
+for i, kind in ipairs({'hash', 'zset', 'set', 'string', 'string'}) do
+  want(w, KEYS[i + 1], kind)
+end
+want(w, dependents, 'hash')
 local bad = misfit(w)
 if bad then return redis.error_reply(bad) end
-local text = redis.call('HGET', KEYS[7], ARGV[1])
+local text = redis.call('HGET', dependents, jid)
 if not text then return {0, 0} end
-redis.call('HDEL', KEYS[7], ARGV[1])
-redis.call('HDEL', W.waiting, ARGV[1])
+local ok, job = pcall(cjson.decode, text)
+local rec = record_of_job(W.P, ok and type(job) == 'table' and job or {})
+rec.jid = jid
+w = wants_new()
+job_end_wants(w, rec, outcome, {result = true})
+bad = misfit(w)
+if bad then return redis.error_reply(bad) end
+redis.call('HDEL', dependents, jid)
+redis.call('HDEL', W.waiting, jid)
 local now = wf_now()
 local reason = 'cancelled while waiting' .. (ARGV[3] ~= '' and (': ' .. ARGV[3]) or '')
-local status = 'cancelled'
-if ARGV[2] == '1' then
+local status = OUTCOME_EFFECTS[outcome].result
+if outcome == 'died' then
   redis.call('ZADD', W.dead, now, wf_buried(text, 'rfetch.JobCancelled', reason, now))
-  status = 'dead'
 else
   redis.call('INCR', W.cancelled)
 end
-local ttl = tonumber(wf_field(text, 'store_result'))
-if ttl then
-  wf_record(W, ARGV[1], ttl, {'status', status, 'error_class', 'rfetch.JobCancelled',
-    'error_message', reason, 'finished_at', string.format('%.6f', now),
-    'class', tostring(wf_field(text, 'class'))})
+local fields = nil
+if rec.ttl then
+  fields = {'status', status, 'error_class', 'rfetch.JobCancelled', 'error_message', reason,
+    'finished_at', string.format('%.6f', now), 'class', rec.class or ''}
 end
-return {1, wf_release(W, ARGV[1], status, 'was ' .. reason, now)}
+return {1, job_end(rec, outcome, text, {result = fields, why = 'was ' .. reason, now = now,
+  release = true})}

@@ -6,33 +6,44 @@
 -- KEYS[2]: the "queues" set.
 -- KEYS[3]: the dead set, for entries that are not JSON objects with a "queue" string.
 -- KEYS[4]: the namespace prefix P ("" or "<ns>:"), from which the keys of the queues named
---          by the jobs are derived (lib/gate.lua's gate_keys_of: "<P>queue:<q>", the key
---          gate and fair-tenant keys of <q>, "<P>rfetch:key:<q>:<k>"): the queue of a job
---          is known only once the script reads it, as in Sidekiq's own scheduler script.
---          With a "{tag}" namespace they share its Redis Cluster hash slot.
+--          by the jobs are derived (lib/keys.lua, through each job's record): the queue of
+--          a job is known only once the script reads it, as in Sidekiq's own scheduler
+--          script. With a "{tag}" namespace they share its Redis Cluster hash slot.
 -- ARGV[1]: the most jobs to move in this call (Sidekiq moves one per call; we move 100).
+-- No per-job argument: the jobs are read from KEYS[1], and each one's record
+-- (lib/record.lua's record_of_job: q, jid, key, tenant, ck, limit, ...) is made from its
+-- payload, so a per-job option is read where every script reads it.
+-- Derived keys: "<P>queue:<q>", the key gate and fair-tenant keys of <q> (lib/gate.lua),
+--          "<P>rfetch:key:<q>:<k>", a tenant's list, the cap keys of <q> (lib/cap.lua).
 --
 -- "Due" is decided by Redis's clock (TIME), so a worker whose clock is skewed neither delays
 -- nor advances jobs. Each moved payload gets a fresh top-level "enqueued_at" (float epoch
 -- seconds) by editing the JSON text in place, so every other byte, including large integers
 -- and float arguments, is kept exactly as the producer wrote it.
 -- A capped job (a "concurrency_key" string and a "concurrency_limit" number) joins its
--- key's waiting list (lib/cap.lua: cap_keys_of derives the cap keys the same way).
+-- key's waiting list (lib/cap.lua).
 -- A job with an ordering key meets the key gate (lib/gate.lua) instead of a plain LPUSH:
 -- the retry of a key's holder goes out again, any other keyed job waits its turn; a tenant
--- job joins its tenant's list.
+-- job joins its tenant's list. No job ends here (an entry that is not a job goes to the
+-- dead set as it is: it has no record).
 -- Before a job is removed from the set, every key its move may write is checked
 -- (lib/guard.lua): a job with a key of another type on its way stays in the set (it is
 -- looked at again at the next poll) and the jobs behind it go on; at most 10 x ARGV[1] such
 -- jobs are passed over per call.
 -- Returns {moved, {message, ...}}: the number of jobs moved, and a WRONGTYPE message for
 -- each job left in the set.
--- #include guard
--- #include gate
--- #include cap
+--
+-- The first due jobs are read before the libraries are defined: a poll with nothing due
+-- (most polls) returns before their prelude runs, so it costs no more than TIME and one
+-- ZRANGEBYSCORE.
 
 local t = redis.call('TIME')
 local now = t[1] .. '.' .. string.format('%06d', tonumber(t[2]))
+local limit = tonumber(ARGV[1])
+local jobs = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
+if #jobs == 0 then return {0, {}} end
+-- #include guard
+-- #include record
 
 -- Span (start, end) of the value of a top-level key of the JSON object text s, or nil.
 local function top_level_value(s, name)
@@ -71,7 +82,6 @@ local function top_level_value(s, name)
 end
 
 local P = KEYS[4]
-local limit = tonumber(ARGV[1])
 local moved, offset = 0, 0
 local left = {}
 
@@ -81,22 +91,13 @@ local function move(job)
   local w = wants_new()
   want(w, KEYS[1], 'zset')
   if ok and type(decoded) == 'table' and type(decoded['queue']) == 'string' then
-    local k, t, q = decoded['ordering_key'], decoded['tenant'], decoded['queue']
-    if type(t) ~= 'string' or t == '' then t = nil end
-    local G = gate_keys_of(P, q)
-    local keyed = type(k) == 'string' and k ~= '' and type(decoded['jid']) == 'string'
-    local ck, climit = decoded['concurrency_key'], tonumber(decoded['concurrency_limit'])
-    local C = nil
-    if type(ck) == 'string' and ck ~= '' and climit and climit >= 1 then
-      C = cap_keys_of(P, q)
-      keyed = false
-    end
-    local klist = nil
+    local rec = record_of_job(P, decoded)
+    local G, C, t = rec.G, rec.C, rec.tenant
+    local keyed = not C and rec.key and rec.jid
     if C then
-      cap_enter_wants(w, C, ck)
+      cap_enter_wants(w, C, rec.ck)
     elseif keyed then
-      klist = key_of(P, 'key_list', q, k)
-      gate_dispatch_wants(w, G, klist, t)
+      gate_dispatch_wants(w, G, rec.klist, t)
     else
       gate_out_wants(w, G, t)
     end
@@ -116,16 +117,16 @@ local function move(job)
       out = string.sub(job, 1, brace) .. '"enqueued_at":' .. now .. ',' .. string.sub(job, brace + 1)
     end
     if C then
-      cap_enter(C, ck, math.floor(climit), out, false)
-      redis.call('SADD', KEYS[2], q)
+      cap_enter(C, rec.ck, math.floor(tonumber(rec.limit)), out, false)
+      redis.call('SADD', KEYS[2], rec.q)
     elseif keyed then
-      gate_dispatch(G, k, klist, decoded['jid'], out, t)
+      gate_dispatch(G, rec.key, rec.klist, rec.jid, out, t)
     elseif t then
       fair_send(G, t, out)
     else
       redis.call('LPUSH', G.queue, out)
       redis.call('PUBLISH', G.queue, '')  -- wakes idle workers of q (rfetch.worker.wake)
-      redis.call('SADD', KEYS[2], q)
+      redis.call('SADD', KEYS[2], rec.q)
     end
   else
     want(w, KEYS[3], 'zset')
@@ -140,9 +141,7 @@ local function move(job)
   return true
 end
 
-while moved < limit and #left < 10 * limit do
-  local jobs = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', offset, limit - moved)
-  if #jobs == 0 then break end
+while true do
   for _, job in ipairs(jobs) do
     if move(job) then
       moved = moved + 1
@@ -150,5 +149,8 @@ while moved < limit and #left < 10 * limit do
       offset = offset + 1
     end
   end
+  if moved >= limit or #left >= 10 * limit then break end
+  jobs = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', offset, limit - moved)
+  if #jobs == 0 then break end
 end
 return {moved, left}

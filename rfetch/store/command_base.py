@@ -19,7 +19,6 @@ from redis.commands.core import Script
 from redis.typing import EncodableT
 
 from rfetch.store.keys import Keys
-from rfetch.store.push_args import gate_keys
 from rfetch.store.scripts import Scripts
 
 Client = Redis | Pipeline
@@ -64,9 +63,3 @@ class CommandBase:
         self.keys = keys
         self.scripts = Scripts.load(redis)
 
-    def gate_keys(
-        self, queue: str, ordering_key: str | None = None, unique: str | None = None
-    ) -> list[str]:
-        """The seven keys of ``queue``'s gate, in ``lib/gate.lua``'s G order, then the
-        waiting list of ``ordering_key`` and the lock of ``unique`` when given."""
-        return gate_keys(self.keys, queue, ordering_key, unique)

@@ -179,11 +179,9 @@ class JobCommands(CommandBase):
         """``coalesce.lua``: move up to ``limit`` waiting jobs of ``ordering_key`` into the
         private list of its running holder ``jid``; their raw payloads, oldest first (none
         if ``jid`` no longer holds the key)."""
-        keys = [private_key, self.keys.key_holders(queue), self.keys.key_list(queue, ordering_key)]
+        holder = job_record(queue, Routing(jid=jid, ordering_key=ordering_key))
         taken: list[bytes] = self.scripts.coalesce(
-            keys=keys,
-            args=[ordering_key, jid, limit],
-            client=self.redis,
+            keys=[private_key, self.keys.prefix], args=[holder, limit], client=self.redis
         )
         return taken
 

@@ -9,8 +9,9 @@ Fields (absent when the job has none): ``q`` the queue, ``jid``, ``key`` the ord
 ``limit`` its limit (a capped job only), ``bid`` the batch, ``ttl`` seconds to keep the
 recorded outcome (``store_result``), ``class`` the class name (with ``ttl`` only: the
 record keeps it), ``win`` the unique lock's
-window in milliseconds (a push only). ``push.lua`` takes the same record for a job through
-the gate.
+window in milliseconds (a push only), ``after`` the jid or bid a job waits on
+(``depend.lua``, ``cancel_waiting.lua``). ``push.lua`` takes the same record for a job
+through the gate.
 """
 
 from __future__ import annotations
@@ -20,17 +21,20 @@ import json
 from rfetch.jobs.payload import Routing
 
 RECORD_FIELDS = (
-    "q", "jid", "key", "unique", "tenant", "ck", "limit", "bid", "ttl", "class", "win"
+    "q", "jid", "key", "unique", "tenant", "ck", "limit", "bid", "ttl", "class", "win", "after"
 )
 """The record's fields, in ``lib/record.lua``'s ``RECORD_FIELDS`` order."""
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-def job_record(queue: str, routing: Routing | None, window_ms: int | None = None) -> str:
+def job_record(
+    queue: str, routing: Routing | None, window_ms: int | None = None, after: str | None = None
+) -> str:
     """The record of a job of ``queue`` (str: the queue of the list holding it) with the
     routing fields ``routing`` (None: a job with no fields beyond its queue); ``window_ms``:
-    its unique lock's window in milliseconds, for a push (``push.lua``)."""
+    its unique lock's window in milliseconds, for a push (``push.lua``); ``after``: the jid
+    or bid it waits on (``depend.lua``, ``cancel_waiting.lua``)."""
     rec: dict[str, str | int] = {"q": queue}
     if routing is None:
         return _encode(rec)
@@ -46,6 +50,7 @@ def job_record(queue: str, routing: Routing | None, window_ms: int | None = None
         ("ttl", routing.store_result),
         ("class", routing.job_class if routing.store_result else None),  # for its record
         ("win", window_ms if routing.unique is not None else None),
+        ("after", after),
     ):
         if value:
             rec[name] = value

@@ -52,11 +52,9 @@ class RecoveryCommands(CommandBase):
         """``rescue.lua``: release ``ordering_key`` of ``queue`` if ``jid`` still holds it
         and its lease expired more than ``grace`` seconds ago by Redis's clock; a stale
         lease (``jid`` no longer holds the key) is only removed. True if released."""
-        keys = self.gate_keys(queue, ordering_key)
+        holder = job_record(queue, Routing(jid=jid, ordering_key=ordering_key))
         return bool(
-            self.scripts.rescue(
-                keys=keys, args=[queue, ordering_key, jid, grace], client=self.redis
-            )
+            self.scripts.rescue(keys=[self.keys.prefix], args=[holder, grace], client=self.redis)
         )
 
     def unlock(self, lock_key: str, token: bytes | str) -> bool:

@@ -51,17 +51,25 @@ class Ending:
 
 @dataclass(frozen=True)
 class Dependent:
-    """One job for :meth:`WorkflowCommands.depend`: its jid, queue, payload (JSON text) and
-    the jid it waits on (None: pushed to its queue now)."""
+    """One job for :meth:`WorkflowCommands.depend`: its jid, queue, payload (JSON text),
+    the jid or bid it waits on (None: pushed to its queue now) and its routing fields
+    (None: read from the payload)."""
 
     jid: str
     queue: str
     text: str
     after: str | None = None
+    routing: Routing | None = None
+
+    def record(self) -> str:
+        """Its record for ``depend.lua`` (:func:`rfetch.store.job_record.job_record`)."""
+        routing = self.routing or Routing.parse(self.text) or Routing()
+        return job_record(self.queue, replace(routing, jid=self.jid), after=self.after)
 
 
 class WorkflowCommands:
-    """``complete.lua`` and ``depend.lua`` behind one method each.
+    """``complete.lua``, ``depend.lua``, ``cancel_waiting.lua`` and ``abandon.lua`` behind
+    one method each.
 
     Args:
         commands: the client's :class:`Commands` (Redis client, keys, scripts).
@@ -144,17 +152,10 @@ class WorkflowCommands:
             redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable (the call
                 wrote every job or none).
         """
-        k = self.keys
-        keys = self._fixed()
         args: list[str | int] = [len(jobs)]
         for job in jobs:
-            dep = job.after or job.jid
-            keys += [k.result(dep), k.dependents(dep), k.queue(job.queue)]
-            keys += [k.result(job.jid), k.result_wake(job.jid)]
-            keys += [k.batch(dep), k.batch_part(dep, "waiting-success")]
-            keys.append(k.batch_part(dep, "waiting-complete"))
-            args += [job.jid, job.after or "", job.text, job.queue]
-        reply = self.commands.scripts.depend(keys=keys, args=args, client=self.redis)
+            args += [job.text, job.record()]
+        reply = self.commands.scripts.depend(keys=self._fixed(), args=args, client=self.redis)
         return [r.decode() if isinstance(r, bytes) else str(r) for r in reply]
 
     def cancel_waiting(
@@ -166,10 +167,10 @@ class WorkflowCommands:
         Returns:
             (whether it was waiting there, how many jobs behind it were settled).
         """
-        k = self.keys
-        keys = [*self._fixed(), k.dependents(after), k.result(jid), k.result_wake(jid)]
+        outcome = JobOutcome.DIED if dead else JobOutcome.CANCELLED
+        record = job_record("", Routing(jid=jid), after=after)
         done, settled = self.commands.scripts.cancel_waiting(
-            keys=keys, args=[jid, "1" if dead else "", reason], client=self.redis
+            keys=self._fixed(), args=[record, outcome.value, reason], client=self.redis
         )
         return bool(int(done)), int(settled)
 

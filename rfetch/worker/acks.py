@@ -42,15 +42,23 @@ class DeferredAcks:
 
     def __call__(self, unit: UnitOfWork) -> None:
         """Acknowledge a finished job: with the next fetch, or now."""
+        if self.defer(unit):
+            return  # the fetcher sends it within ACK_MAX_DELAY; no wake-up per job
+        unit.acknowledge()
+        if self._after is not None:
+            self._after()
+
+    def defer(self, unit: UnitOfWork) -> bool:
+        """Leave ``unit``'s acknowledgement to the fetcher's next call if it defers them
+        now; False when it does not (the caller acknowledges it, through this object, where
+        a round trip may wait: the event loop sends it from its executor)."""
         with self._lock:
             if self._deferring:
                 if not self._pending:
                     self._since = time.monotonic()
                 self._pending.append(unit)
-                return  # the fetcher sends it within ACK_MAX_DELAY; no wake-up per job
-        unit.acknowledge()
-        if self._after is not None:
-            self._after()
+                return True
+        return False
 
     def deferring(self, on: bool) -> list[UnitOfWork]:
         """Defer from now on (``on``, ignored once closed), or stop deferring and return

@@ -16,7 +16,19 @@ is neither acknowledged nor retried.
 The loop's default executor (``run_in_executor(None, ...)``) has up to
 ``async_concurrency`` threads, created as needed: it runs what would block the loop (a
 failure's retry, the Redis work of a coalesced key, a sync server middleware around an
-async job).
+async job, an acknowledgement that cannot ride on the next fetch).
+
+With hundreds of jobs at once, the loop's own work per job is what bounds the throughput,
+so what can be done once for every job that starts or ends in one pass of the loop is:
+the jobs that ended in a pass are settled together in one callback (their slots freed in
+the manager under one lock and one wake-up of the fetcher, the waiting jobs started in
+their place), and the jobs started together are marked started with one ``HSET`` of many
+fields (:meth:`StartMarks.mark_many`), sent before any of them runs. A finished job's
+acknowledgement rides on the fetcher's next call while the fetcher defers them
+(:class:`DeferredAcks`); when it does not (it blocks on empty queues, or the process is
+quiet), the pass's acknowledgements go to the executor as one batch, so the loop never waits
+for a round trip, and :meth:`AsyncPool.cancel` waits for those batches before the manager
+pushes back what is left in the private lists.
 """
 
 from __future__ import annotations
@@ -27,9 +39,11 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
+from typing import Protocol
 
 from rfetch.errors import InvalidJob
 from rfetch.jobs.payload import loads
+from rfetch.worker.acks import DeferredAcks
 from rfetch.worker.context import WorkerContext
 from rfetch.worker.processor import Handled, Processor
 from rfetch.worker.registry import Registry
@@ -43,6 +57,23 @@ CALL_TIMEOUT = 5.0
 sync code delays it)."""
 
 
+class LoopHost(Protocol):
+    """What the pool shares with the manager that feeds it."""
+
+    marks: StartMarks
+    """Where a job's start is written before it starts (poison-pill counting), under the
+    name of its slot (``a<n>``, n < ``async_concurrency``)."""
+    acks: DeferredAcks
+    """The deferred acknowledgements the fetcher sends with its next call."""
+
+    def async_done(self, ended: list[tuple[UnitOfWork, Handled]]) -> None:
+        """Called in the loop thread with the jobs whose execution ended in one pass of the
+        loop (finished, failed, cancelled) and how each was left (:data:`Handled`: after
+        rfetch itself failed around it the manager sweeps its private lists), so the
+        manager frees their slots."""
+        ...
+
+
 class AsyncPool:
     """The event-loop thread of a worker process and the async jobs it runs.
 
@@ -51,34 +82,30 @@ class AsyncPool:
             state shared with the heartbeat), error reporter (internal errors).
         processor: runs one job (:meth:`Processor.aprocess`).
         registry: which job classes are async (routing, :meth:`accepts`).
-        on_done: called in the loop thread with each job whose execution ended (finished,
-            failed, cancelled) and how it was left (:data:`Handled`: after rfetch itself
-            failed around it the manager sweeps its private lists), so the manager frees
-            its slot.
-        marks: where a job's start is written before it starts (poison-pill counting),
-            under the name of its slot (``a<n>``, n < ``async_concurrency``).
+        host: the manager (start marks, deferred acknowledgements, ended jobs).
     """
 
     def __init__(
-        self,
-        context: WorkerContext,
-        processor: Processor,
-        registry: Registry,
-        on_done: Callable[[UnitOfWork, Handled], None],
-        marks: StartMarks,
+        self, context: WorkerContext, processor: Processor, registry: Registry, host: LoopHost
     ) -> None:
         self.size = context.config.async_concurrency
-        self.marks = marks
+        self.marks = host.marks
+        self.acks = host.acks
         self._free_slots = list(range(self.size - 1, -1, -1))  # touched only in the loop
         self.processor = processor
         self.registry = registry
         self.work = context.work
         self.report = context.report
-        self.on_done = on_done
+        self.on_done = host.async_done
         self._loop = asyncio.new_event_loop()
         self._thread: threading.Thread | None = None
-        self._waiting: deque[UnitOfWork] = deque()  # touched only in the loop thread
-        self._running: dict[asyncio.Task[None], UnitOfWork] = {}  # idem
+        # Touched only in the loop thread:
+        self._waiting: deque[UnitOfWork] = deque()
+        self._running: dict[asyncio.Task[None], UnitOfWork] = {}
+        self._ended: list[tuple[UnitOfWork, Handled]] = []  # settled once per pass
+        self._unacked: list[UnitOfWork] = []  # acknowledged once per pass, in the executor
+        self._acking: set[asyncio.Future[None]] = set()  # those batches, until sent
+        self._settle_due = False
         self._cancelling = False
 
     # -- from other threads ----------------------------------------------------------------
@@ -142,6 +169,9 @@ class AsyncPool:
                 task.cancel()
             if tasks:
                 await asyncio.wait(tasks, timeout=timeout)
+            self._settle()  # what ended meanwhile: acknowledged before the push-back
+            if self._acking:
+                await asyncio.wait(self._acking, timeout=timeout)
             return len(tasks)
 
         try:
@@ -175,13 +205,18 @@ class AsyncPool:
         self._fill()
 
     def _fill(self) -> None:
-        while self._waiting and len(self._running) < self.size and not self._cancelling:
-            unit = self._waiting.popleft()
-            number = self._free_slots.pop()
-            # Written from the loop thread (one HSET) before the task can run perform.
-            self.marks.mark(f"a{number}", unit)
-            task = self._loop.create_task(self._execute(unit, number))
-            self._running[task] = unit
+        """Start waiting jobs on the free slots; their start marks go out in one write,
+        before any of them can run (the tasks run after this callback returns)."""
+        waiting, free, running = self._waiting, self._free_slots, self._running
+        started: list[tuple[str, UnitOfWork]] = []
+        create_task, execute = self._loop.create_task, self._execute
+        while waiting and free and not self._cancelling:
+            unit = waiting.popleft()
+            number = free.pop()
+            started.append((f"a{number}", unit))
+            running[create_task(execute(unit, number))] = unit
+        if started:
+            self.marks.mark_many(started)
 
     async def _execute(self, unit: UnitOfWork, number: int) -> None:
         task = asyncio.current_task()
@@ -190,7 +225,7 @@ class AsyncPool:
         self.work.begin(slot, unit, looped=True)
         handled: Handled = "done"
         try:
-            await self.processor.aprocess(unit, lambda: self._cancelling)
+            await self.processor.aprocess(unit, lambda: self._cancelling, self._ack, slot)
         except asyncio.CancelledError:
             pass  # stays in the private list: pushed back at stop
         except BaseException as exc:  # rfetch failed on the job: keep the loop, bound it
@@ -199,8 +234,47 @@ class AsyncPool:
             self.work.end(slot)
             self._running.pop(task, None)
             self._free_slots.append(number)
-            self.on_done(unit, handled)
+            self._ended.append((unit, handled))
+            self._settle_soon()
+
+    def _ack(self, unit: UnitOfWork) -> None:
+        """A finished job's acknowledgement, in the loop thread: with the fetcher's next
+        call when it defers them, else in this pass's batch (:meth:`_settle`)."""
+        if not self.acks.defer(unit):
+            self._unacked.append(unit)
+            self._settle_soon()
+
+    def _settle_soon(self) -> None:
+        if not self._settle_due:
+            self._settle_due = True
+            self._loop.call_soon(self._settle)
+
+    def _settle(self) -> None:
+        """Once per pass of the loop: send the pass's acknowledgements that could not be
+        deferred (one executor call), free the ended jobs' slots in the manager (one call),
+        and start waiting jobs in their place."""
+        self._settle_due = False
+        unacked, self._unacked = self._unacked, []
+        if unacked:
+            future = self._loop.run_in_executor(None, self._acknowledge, unacked)
+            self._acking.add(future)
+            future.add_done_callback(self._acking.discard)
+        ended, self._ended = self._ended, []
+        if ended:
+            self.on_done(ended)
             self._fill()
+
+    def _acknowledge(self, units: list[UnitOfWork]) -> None:
+        """In the executor: acknowledge ``units`` (each deferred again if the fetcher defers
+        them by now), one at a time as a thread's job is (retried while Redis is
+        unreachable); one whose acknowledgement raises is handed to
+        :meth:`Processor.rfetch_failed`, as a thread's job is."""
+        for unit in units:
+            try:
+                self.acks(unit)
+            except Exception as exc:  # as when a thread's acknowledgement raises
+                handled = self.processor.rfetch_failed(unit, exc)
+                self._loop.call_soon_threadsafe(self.on_done, [(unit, handled)])
 
     async def _rfetch_failed(self, unit: UnitOfWork, exc: BaseException) -> Handled:
         """:meth:`Processor.rfetch_failed` in the loop's executor: the job is pushed back

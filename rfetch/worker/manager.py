@@ -99,7 +99,7 @@ class Manager:
         self.pool = HandOff(config.concurrency)
         registry = processor.registry
         self.aio = (
-            AsyncPool(context, processor, registry, self._async_done, self.marks)
+            AsyncPool(context, processor, registry, self)
             if registry.has_async
             else None
         )
@@ -234,15 +234,17 @@ class Manager:
             self.pool.looped |= ids
         return looped, [unit for unit in units if id(unit) not in ids]
 
-    def _async_done(self, unit: UnitOfWork, handled: Handled) -> None:
-        """An async job ended (called in the loop thread): free its slot; after rfetch
-        failed on it, as for a thread's job (see :meth:`Processor.rfetch_failed`)."""
+    def async_done(self, ended: list[tuple[UnitOfWork, Handled]]) -> None:
+        """Async jobs ended (called in the loop thread, once per pass of the loop): free
+        their slots, with one wake-up of the fetcher; after rfetch failed on one, as for a
+        thread's job (see :meth:`Processor.rfetch_failed`)."""
         with self.pool.cond:
-            self.pool.release(unit)
-            if handled != "done":
-                if handled == "stuck":
-                    self.push_back.stuck[id(unit)] = unit  # not swept back: pushed back at shutdown
-                self.push_back.ask_sweep("taken by an async job rfetch failed on")
+            for unit, handled in ended:
+                self.pool.release(unit)
+                if handled != "done":
+                    if handled == "stuck":  # not swept back: pushed back at shutdown
+                        self.push_back.stuck[id(unit)] = unit
+                    self.push_back.ask_sweep("taken by an async job rfetch failed on")
             self.pool.cond.notify_all()
 
     def _run(self, ident: int, unit: UnitOfWork, started: float | None) -> None:

@@ -29,6 +29,10 @@ class ServerChain(Step):
     def __init__(self, config: Config) -> None:
         self.config = config
 
+    def wraps(self, run: JobRun) -> bool:
+        """Whether there is a chain to run (``config.server_middleware`` is not empty)."""
+        return bool(self.config.server_middleware)
+
     def wrap(self, run: JobRun, instance: Job, perform: Perform) -> None:
         """The chain's sync form, in the job's thread."""
         chain = self.config.server_middleware

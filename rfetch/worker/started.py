@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import select
 import threading
+from collections.abc import Sequence
 
 import redis
 from redis.connection import AbstractConnection, ConnectionPool
@@ -66,16 +67,24 @@ class StartMarks:
         its own Redis writes anyway) and, should the process die running it, its recovery
         is not counted; the error is logged.
         """
+        self.mark_many(((slot, unit),))
+
+    def mark_many(self, started: Sequence[tuple[str, UnitOfWork]]) -> None:
+        """:meth:`mark` for several slots at once (the event loop starts jobs in batches):
+        one ``HSET`` of every field, one ``sendall``. Never raises."""
+        fields: list[str | bytes] = []
+        for slot, unit in started:
+            fields += (slot, unit.raw)
         try:
             if self._conn is None:
-                self.redis.hset(self.key, slot, unit.raw)
+                self.redis.hset(self.key, items=fields)
                 return
             with self._lock:
-                self._send(self._conn, slot, unit.raw)
+                self._send(self._conn, fields)
         except (RedisError, OSError) as exc:
-            log.warning("could not write a start mark (%s): %s", unit.queue, exc)
+            log.warning("could not write %d start mark(s): %s", len(started), exc)
 
-    def _send(self, conn: AbstractConnection, slot: str, raw: bytes) -> None:
+    def _send(self, conn: AbstractConnection, fields: list[str | bytes]) -> None:
         """Hold ``_lock``. A connection Redis closed (idle ``timeout``, a restart) turns
         readable, since Redis never writes to it otherwise: it is then opened again."""
         sock = conn._get_socket() if self._ready else None  # no public way to peek
@@ -91,7 +100,7 @@ class StartMarks:
             self._ready = True
         try:
             conn.send_command(  # type: ignore[no-untyped-call]
-                "HSET", self.key, slot, raw, check_health=False
+                "HSET", self.key, *fields, check_health=False
             )
         except BaseException:
             self._ready = False

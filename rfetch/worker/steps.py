@@ -10,7 +10,8 @@ order (:class:`Steps`), only for the steps that override it:
    ``"cancelled"``), which the step has written itself: nothing else of the job runs.
 2. ``begin``: the instance is made, just before the chain; sets what the job sees (its
    batch, its progress writer, its checkpoint hold, its arguments). No round trip.
-3. ``wrap`` / ``awrap``: around ``perform`` (the user's server middleware).
+3. ``wrap`` / ``awrap``: around ``perform`` (the user's server middleware); ``wraps`` says
+   whether there is anything to wrap (an async job none wraps is awaited without the chain).
 4. ``after``: ``perform`` returned; may raise, which fails the execution.
 5. On an exception: ``claim`` may take the failure over with a named outcome
    (``"rescheduled"``, ``"interrupted"``) that the step has written itself.
@@ -56,6 +57,12 @@ class Step:
 
     def begin(self, run: JobRun, instance: Job) -> None:
         """Set what ``instance`` sees, just before the chain (no round trip)."""
+
+    def wraps(self, run: JobRun) -> bool:
+        """Whether this step's :meth:`wrap` / :meth:`awrap` has anything to do around
+        ``run``'s ``perform`` (no round trip); when no step has, an async job's ``perform``
+        is awaited without the chain."""
+        return True
 
     def wrap(self, run: JobRun, instance: Job, perform: Perform) -> None:
         """Run ``perform`` (the rest of the chain) inside this step."""
@@ -148,6 +155,10 @@ class Steps:
                 wrap[index].wrap(run, instance, lambda: at(index + 1))
 
         at(0)
+
+    def wrapping(self, run: JobRun) -> bool:
+        """Whether a wrapping step has anything to do around ``run`` (:meth:`Step.wraps`)."""
+        return any(step.wraps(run) for step in self.wrap)
 
     async def aperform(self, run: JobRun, instance: Job, perform: AsyncPerform) -> None:
         """:meth:`perform` for an async job."""

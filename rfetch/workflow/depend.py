@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rfetch.errors import ConfigError
-from rfetch.jobs.payload import dumps, new_jid
+from rfetch.jobs.payload import Routing, dumps, new_jid
 from rfetch.push.client import Client
 from rfetch.push.sink import INTERCEPTION
 from rfetch.store.workflow_commands import Dependent, WorkflowCommands
@@ -75,7 +75,8 @@ def push_dependents(
         if "at" in payload:
             raise ConfigError("a job with after= runs when its dependency ends, not at a time")
         text = dumps(payload, client.config.max_payload_bytes)
-        out.append(Dependent(jid, payload["queue"], text, payload.get("after")))
+        after = payload.get("after")
+        out.append(Dependent(jid, payload["queue"], text, after, Routing.of(payload)))
         previous = jid
     states = WorkflowCommands(client.delivery.commands).depend(out)
     return [Pushed(job.jid, state) for job, state in zip(out, states, strict=True)]

@@ -144,3 +144,22 @@ def test_an_async_job_sees_its_time_limit(
     assert failed["jid"] == jid
     assert failed["error_class"].endswith("JobTimeout")
     assert record.jids("done") == []
+
+
+def test_async_jobs_finished_just_before_term_are_acknowledged_not_pushed_back(
+    start_worker: StartWorker, redis_server: RedisServer, record: Record, tmp_path: Path,
+    client: Client, r: redis.Redis,
+) -> None:
+    """The queue runs dry, so the fetcher blocks and the loop's acknowledgements go out from
+    its executor; a TERM sent as the last job records its end finds them sent (the stop
+    waits for them), so no finished job goes back to its queue to run again."""
+    jids = [push(client, "async_jobs.Waits", 0.01) for _ in range(300)]
+    proc = start_worker("-c", "2", "--async-concurrency", "200")
+    wait_for(lambda: len(record.jids("done")) == 300, 60,
+             lambda: f"300 jobs done:\n{proc.log()}")
+    proc.signal(signal.SIGTERM)
+    assert proc.wait(20) == 0
+    assert sorted(record.jids("done")) == sorted(jids)
+    assert r.llen("queue:default") == 0, proc.log()
+    assert not any(r.llen(key) for key in private_lists(r))
+    assert "stopped (0 job(s) pushed back)" in proc.log()

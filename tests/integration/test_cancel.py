@@ -5,6 +5,7 @@ real worker processes (``test_cancel_running`` below)."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,24 @@ def test_dead_and_unknown_jids_say_so_and_leave_no_mark(api: Api, r: redis.Redis
     assert not r.exists(f"cancel:{'d' * 24}", f"cancel:{'f' * 24}")
     with pytest.raises(ValueError, match="jid"):
         api.cancel("")
+
+
+def test_a_job_a_worker_buries_while_the_cancel_looks_says_the_cancel_took(
+    api: Api, r: redis.Redis
+) -> None:
+    """Found by the model-based test: a worker read the mark and buried the job as
+    rfetch.JobCancelled before the lookup reached the dead set. That cancel took effect;
+    an older JobCancelled entry is still "already in the dead set"."""
+    now = time.time()
+    for jid, died in (("e" * 24, now + 60), ("c" * 24, now - 60)):
+        payload = {"class": "Mail", "args": [], "jid": jid, "queue": "mail",
+                   "error_class": "rfetch.JobCancelled", "failed_at": died}
+        r.zadd("dead", {json.dumps(payload): died})
+    buried_now = api.cancel("e" * 24, dead=True)
+    assert buried_now.state == "cancelling" and buried_now.cancelled
+    assert "moved to the dead set" in buried_now.text
+    earlier = api.cancel("c" * 24, dead=True)
+    assert earlier.state == "dead" and not earlier.cancelled
 
 
 def test_cli_cancel(redis_server: RedisServer, client: rfetch.Client, r: redis.Redis) -> None:

@@ -466,3 +466,71 @@ def test_an_expired_store_result_job_records_its_end_and_settles_its_waiters(
     dead = {json.loads(raw)["jid"]: json.loads(raw) for raw in r.zrange("dead", 0, -1)}
     assert dead[waiter]["error_class"] == "rfetch.DependencyFailed"
     assert RUNS == [] and r.hlen("rfetch:waiting") == 0
+
+
+def test_a_job_pushed_after_a_dead_batch_is_buried_or_dropped_at_once(
+    worker: Worker, r: redis.Redis
+) -> None:
+    from rfetch.workflow.depend import push_dependents
+
+    FAILS["x"] = 99
+    batch = rfetch.Batch("died before", client=worker.client)
+    with batch.jobs():
+        Flaky.set(client=worker.client, retry=0).perform_async("x")
+    worker.drain()
+    assert batch.bid is not None
+    pushed = push_dependents(worker.client, [
+        ("Flaky", ["buried"], {"queue": "q", "after": batch.bid}),
+        ("Flaky", ["dropped"], {"queue": "q", "after": batch.bid, "on_dependency_death": "cancel"}),
+        ("Flaky", ["free"], {"queue": "q"}),
+    ])
+    assert [p.state for p in pushed] == ["dead", "cancelled", "queued"]
+    dead = {json.loads(raw)["jid"]: json.loads(raw) for raw in r.zrange("dead", 0, -1)}
+    assert dead[pushed[0].jid]["error_class"] == "rfetch.DependencyFailed"
+    assert pushed[1].jid not in dead and int(r.get("rfetch:deps-cancelled") or 0) == 1
+    assert r.hlen("rfetch:waiting") == 0 and r.llen("queue:q") == 1
+
+
+def test_a_job_whose_dependency_is_dead_at_its_push_records_its_end_and_settles_its_waiters(
+    worker: Worker, r: redis.Redis
+) -> None:
+    FAILS["x"] = 99
+    died = Flaky.set(client=worker.client, store_result=60, retry=0).perform_async("x")
+    worker.work_one()
+    assert died is not None
+    later = "c" * 24  # pushed first, waiting on a jid not pushed yet
+    behind = Flaky.set(client=worker.client, after=later).perform_async("behind")
+    assert behind is not None and r.hexists("rfetch:waiting", behind)
+    pushed = Flaky.set(client=worker.client, jid=later, after=died, store_result=60)
+    assert pushed.perform_async("never") == later
+    with pytest.raises(JobDied, match=f"DependencyFailed: dependency {died} died") as dead_end:
+        rfetch.result(later, 0, worker.client)
+    assert dead_end.value.status == "dead"
+    dead = {json.loads(raw)["jid"]: json.loads(raw) for raw in r.zrange("dead", 0, -1)}
+    assert dead[later]["error_class"] == "rfetch.DependencyFailed"
+    assert dead[behind]["error_class"] == "rfetch.DependencyFailed"
+    assert f"dependency {later} was dead" in dead[behind]["error_message"]
+    assert r.hlen("rfetch:waiting") == 0
+    worker.drain()
+    assert [a for _, a in RUNS] == [["x"]]
+
+
+def test_cancelling_a_waiting_job_into_the_dead_set_records_it_and_settles_the_jobs_behind_it(
+    worker: Worker, r: redis.Redis
+) -> None:
+    chained = rfetch.chain(Flaky.s("A"), Flaky.s("B"), Flaky.s("C"), client=worker.client)
+    _a, b, c = chained.jids
+    answer = Api(worker.config, redis=worker.redis).cancel(b, dead=True, reason="operator")
+    assert answer.state == "deleted" and "moved to the dead set" in answer.text
+    assert "(1 job(s) waiting on it settled too)" in answer.text
+    dead = {json.loads(raw)["jid"]: json.loads(raw) for raw in r.zrange("dead", 0, -1)}
+    assert dead[b]["error_class"] == "rfetch.JobCancelled"
+    assert dead[b]["error_message"] == "cancelled while waiting: operator"
+    assert dead[c]["error_class"] == "rfetch.DependencyFailed"
+    assert f"dependency {b} was cancelled while waiting: operator" in dead[c]["error_message"]
+    with pytest.raises(JobDied, match="JobCancelled") as dead_end:
+        rfetch.result(b, 0, worker.client)
+    assert dead_end.value.status == "dead"
+    assert r.hlen("rfetch:waiting") == 0 and int(r.get("rfetch:deps-cancelled") or 0) == 0
+    worker.drain()
+    assert [a for _, a in RUNS] == [["A"]]

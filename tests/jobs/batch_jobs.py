@@ -15,6 +15,8 @@ import os
 import time
 from typing import Any
 
+from evidence import append_line
+
 import rfetch
 
 
@@ -24,12 +26,7 @@ def record(*words: str) -> None:
     if not directory:
         return
     line = "\t".join((*words, f"{time.time():.6f}")) + "\n"
-    fd = os.open(os.path.join(directory, f"{os.getpid()}.log"),
-                 os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line.encode())
-    finally:
-        os.close(fd)
+    append_line(os.path.join(directory, f"{os.getpid()}.log"), line)
 
 
 class Item(rfetch.Job):

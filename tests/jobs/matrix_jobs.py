@@ -14,6 +14,7 @@ import os
 import time
 from typing import Any
 
+from evidence import first_time, record_deaths
 from testjobs import record
 
 import rfetch
@@ -28,13 +29,7 @@ def gate_open() -> bool:
 def first_attempt(jid: str) -> bool:
     """True the first time it is asked for ``jid`` across every process (a marker file
     beside the record)."""
-    marker = f"{os.environ.get('RFETCH_TEST_RECORD', 'record')}.first-{jid}"
-    try:
-        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        return False
-    os.close(fd)
-    return True
+    return first_time(f"{os.environ.get('RFETCH_TEST_RECORD', 'record')}.first-{jid}")
 
 
 class Subject(rfetch.Job):
@@ -116,8 +111,4 @@ class OnDeath(_Callback):
 
 def configure_worker(config: rfetch.Config) -> None:
     """Record every death a worker sees, with its error class."""
-
-    def died(job: dict[str, Any], exc: BaseException) -> None:
-        record("died", str(job.get("jid")), f"{type(exc).__module__}.{type(exc).__name__}")
-
-    config.death_handlers.append(died)
+    record_deaths(config, record)

@@ -16,6 +16,8 @@ import os
 import time
 from typing import Any
 
+from evidence import append_line, first_time, record_deaths
+
 import rfetch
 
 
@@ -25,23 +27,12 @@ def record(event: str, jid: str, extra: str = "") -> None:
     if not directory:
         return
     line = f"{event}\t{jid}\t{os.getpid()}\t{time.time():.6f}\t{extra}\n"
-    fd = os.open(os.path.join(directory, f"{os.getpid()}.log"),
-                 os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line.encode())
-    finally:
-        os.close(fd)
+    append_line(os.path.join(directory, f"{os.getpid()}.log"), line)
 
 
 def _first_attempt(jid: str) -> bool:
     """True the first time it is asked for ``jid`` across every process (a marker file)."""
-    marker = os.path.join(os.environ.get("RFETCH_MODEL_DIR", "."), f"failed-{jid}")
-    try:
-        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        return False
-    os.close(fd)
-    return True
+    return first_time(os.path.join(os.environ.get("RFETCH_MODEL_DIR", "."), f"failed-{jid}"))
 
 
 FULL = rfetch.Limiter.window(
@@ -117,8 +108,4 @@ class OnDeath(rfetch.Job):
 
 def configure_worker(config: rfetch.Config) -> None:
     """Record every death a worker sees, with its error class."""
-
-    def died(job: dict[str, Any], exc: BaseException) -> None:
-        record("died", str(job.get("jid")), f"{type(exc).__module__}.{type(exc).__name__}")
-
-    config.death_handlers.append(died)
+    record_deaths(config, record)

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 import redis
+from evidence import append_line
 
 import rfetch
 
@@ -20,12 +21,7 @@ def record(event: str, jid: str, extra: str = "") -> None:
     path = os.environ.get("RFETCH_TEST_RECORD")
     if not path:
         return
-    line = f"{event} {jid} {os.getpid()} {time.time():.6f} {extra}\n".encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
+    append_line(path, f"{event} {jid} {os.getpid()} {time.time():.6f} {extra}\n")
 
 
 class Noop(rfetch.Job):

@@ -166,6 +166,10 @@ def _allowed(spec: JobSpec, dependency_succeeded: bool | None) -> set[str]:
         return cancelled
     if state == "cancelling":
         return {*cancelled, nat}
+    if state == "not_found" and not dead:
+        # A worker that read the mark as the lookup ran dropped the job: nothing is left
+        # to tell that cancel from a job that finished (api/cancel.py, "not_found").
+        return {nat, GONE}
     return {nat}
 
 

@@ -28,12 +28,22 @@ class Counted(Job):
         pass
 
 
+class Host:
+    """The manager's side, unused to route."""
+
+    marks = None
+    acks = None
+
+    def async_done(self, ended: object) -> None:
+        pass
+
+
 @pytest.fixture
 def loop() -> Iterator[AsyncPool]:
     """An AsyncPool never started (routing needs no loop thread); its loop closed after."""
     none = cast("Any", None)  # the processor, reporter and marks are not used to route
     registry = Registry([Fetched, Counted])
-    pool = AsyncPool(fake_context(none), none, registry, lambda unit, handled: None, none)
+    pool = AsyncPool(fake_context(none), none, registry, cast("Any", Host()))
     yield pool
     pool._loop.close()
 

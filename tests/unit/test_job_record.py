@@ -36,6 +36,12 @@ def test_a_record_holds_every_field_the_job_has_and_no_other() -> None:
     assert json.loads(job_record("é", None)) == {"q": "é"}
 
 
+def test_a_waiting_job_s_record_names_what_it_waits_on() -> None:
+    text = job_record("q", Routing(jid="j", store_result=60, job_class="C"), after="a" * 24)
+    assert json.loads(text) == {"q": "q", "jid": "j", "ttl": 60, "class": "C", "after": "a" * 24}
+    assert "after" not in json.loads(job_record("q", Routing(jid="j"), after=None))
+
+
 def test_a_concurrency_key_without_a_limit_is_not_a_cap() -> None:
     assert "ck" not in json.loads(job_record("q", Routing(jid="j", concurrency_key="c")))
 

@@ -149,6 +149,53 @@ def test_an_async_job_runs_the_same_hooks_with_the_async_wrap() -> None:
     assert len(acked) == 1
 
 
+class AsyncRecorded(rfetch.Job):
+    queue = "default"
+
+    async def perform(self, *args: Any) -> None:
+        await asyncio.sleep(0)
+        SEEN.append(f"aperform {list(args)}")
+
+
+class Idle(Recording):
+    """A wrapping step with nothing to wrap for now (a server chain left empty)."""
+
+    def wraps(self, run: JobRun) -> bool:
+        SEEN.append(f"{self.name} wraps?")
+        return False
+
+
+def async_unit(*args: Any) -> UnitOfWork:
+    name = Registry([AsyncRecorded]).names()[0]
+    raw = json.dumps({"class": name, "jid": "b" * 24, "args": list(args),
+                      "queue": "default"}).encode()
+    return UnitOfWork("default", raw, "private", Routing.parse(raw), cast("Any", None))
+
+
+def test_an_async_job_no_step_wraps_is_awaited_without_the_chain_and_acked_as_told() -> None:
+    SEEN.clear()
+    acked: list[UnitOfWork] = []
+    told: list[UnitOfWork] = []
+    run = Processor(fake_context(None), Registry([AsyncRecorded]), cast("Any", FakeRetry()),
+                    Steps([Idle("idle")]), acked.append)
+    asyncio.run(run.aprocess(async_unit(3), lambda: False, told.append))
+    assert SEEN == ["idle before", "idle begin", "idle wraps?", "aperform [3]", "idle after",
+                    "idle leaving succeeded"]
+    assert acked == [] and len(told) == 1  # the loop's own acknowledgement, when given
+
+
+def test_an_async_job_one_step_wraps_goes_through_the_whole_chain() -> None:
+    SEEN.clear()
+    acked: list[UnitOfWork] = []
+    run = Processor(fake_context(None), Registry([AsyncRecorded]), cast("Any", FakeRetry()),
+                    Steps([Idle("idle"), Recording("one")]), acked.append)
+    asyncio.run(run.aprocess(async_unit(4), lambda: False))
+    # One step wraps: the whole chain runs, as before the shortcut.
+    assert SEEN[4:10] == ["idle wraps?", "idle ain", "one ain", "aperform [4]", "one aout",
+                          "idle aout"]
+    assert len(acked) == 1
+
+
 def test_the_built_in_list_keeps_the_user_middleware_innermost() -> None:
     steps = server_steps(fake_context(None, config=Config()), cast("Any", FakeRetry()),
                          lambda unit: None, cast("Any", None))

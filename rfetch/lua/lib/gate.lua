@@ -20,7 +20,7 @@
 --   G.fair_queues  "rfetch:fair-queues"         set: queues that have had tenant jobs
 --   G.q            <q> itself (from ARGV)
 -- A key's waiting list "rfetch:key:<q>:<k>" and a unique lock "rfetch:unique:<digest>" are
--- passed in KEYS too (push.lua, api_move.lua, rescue.lua), or derived from a job's record.
+-- passed in KEYS too (push.lua, api_move.lua), or derived from a job's record.
 --
 -- Derived keys (the only key names computed here): a tenant's list is the ring key, "|" and
 -- the tenant (G.ring .. '|' .. t), because the tenant comes from a payload the script reads

@@ -19,13 +19,15 @@
 --   ttl     seconds to keep its recorded outcome (store_result, lib/workflow.lua)
 --   class   its class name (the recorded outcome's "class")
 --   win     its unique lock's window in milliseconds (push.lua only)
+--   after   the jid or bid it waits on (depend.lua, cancel_waiting.lua only)
 -- record_of also derives, from the namespace prefix P (lib/keys.lua), the keys the fields
--- name: G (the gate of <q>, derived when first read), klist (the key's waiting list), lock (the unique lock), C (the
--- cap keys of <q>), bhash (the batch hash "b-<bid>"). A record that is not a JSON object
--- counts as {q = <default queue>}.
+-- name: G (the gate of <q>, derived when first read), klist (the key's waiting list), lock
+-- (the unique lock), C (the cap keys of <q>), bhash (the batch hash "b-<bid>"). A record
+-- that is not a JSON object counts as {q = <default queue>}. record_of_job gives the same
+-- record for a payload a script reads from Redis itself (a due job, a waiting job).
 
 local RECORD_FIELDS = {'q', 'jid', 'key', 'unique', 'tenant', 'ck', 'limit', 'bid', 'ttl', 'class',
-  'win'}
+  'win', 'after'}
 local RECORD_FIELD = {}
 for _, f in ipairs(RECORD_FIELDS) do RECORD_FIELD[f] = true end
 
@@ -37,6 +39,17 @@ local RECORD_LAZY = {__index = function(rec, name)
   rawset(rec, 'G', G)
   return G
 end}
+
+-- The keys rec's fields name, derived under prefix P; rec returned as a record.
+local function record_keys(rec, P, q)
+  rec.q = rec.q or q or ''
+  rec.P = P
+  if rec.key then rec.klist = key_of(P, 'key_list', rec.q, rec.key) end
+  if rec.unique then rec.lock = key_of(P, 'unique', rec.unique) end
+  if rec.ck then rec.C = cap_keys_of(P, rec.q) end
+  if rec.bid then rec.bhash = key_of(P, 'batch', rec.bid) end
+  return setmetatable(rec, RECORD_LAZY)
+end
 
 -- The record of text ("" for a job with no fields beyond its queue q) under prefix P.
 local function record_of(P, text, q)
@@ -50,11 +63,29 @@ local function record_of(P, text, q)
       end
     end
   end
-  rec.q = rec.q or q or ''
-  rec.P = P
-  if rec.key then rec.klist = key_of(P, 'key_list', rec.q, rec.key) end
-  if rec.unique then rec.lock = key_of(P, 'unique', rec.unique) end
-  if rec.ck then rec.C = cap_keys_of(P, rec.q) end
-  if rec.bid then rec.bhash = key_of(P, 'batch', rec.bid) end
-  return setmetatable(rec, RECORD_LAZY)
+  return record_keys(rec, P, q)
+end
+
+-- A payload's text field: a non-empty string, else nil (as Routing.of reads it).
+local function record_text(v)
+  if type(v) == 'string' and v ~= '' then return v end
+  return nil
+end
+
+-- The record of a payload the script reads itself (job: the decoded JSON object; a due job
+-- of enqueue_due.lua, a waiting job of cancel_waiting.lua), with the fields
+-- rfetch/store/job_record.py's job_record(queue, Routing.of(payload)) gives it: a fetch
+-- cap only with a concurrency key and a limit of at least 1, ttl only from a positive
+-- number, the class only with ttl.
+local function record_of_job(P, job)
+  local rec = {jid = record_text(job['jid']), key = record_text(job['ordering_key']),
+    unique = record_text(job['unique_key']), tenant = record_text(job['tenant']),
+    bid = record_text(job['bid'])}
+  local ck, limit = record_text(job['concurrency_key']), tonumber(job['concurrency_limit'])
+  if ck and limit and limit >= 1 then rec.ck, rec.limit = ck, tostring(limit) end
+  local ttl = job['store_result']
+  if type(ttl) == 'number' and ttl > 0 then
+    rec.ttl, rec.class = tostring(ttl), record_text(job['class'])
+  end
+  return record_keys(rec, P, type(job['queue']) == 'string' and job['queue'] or nil)
 end
