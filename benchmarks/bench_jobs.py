@@ -50,6 +50,14 @@ class Stamp(rfetch.Job):
         _redis().rpush("bench:started", repr(time.time()))
 
 
+class Latency(rfetch.Job):
+    """RPUSH bench:lat "<pushed_at> <started_at>" (float epoch seconds): the idle-latency
+    probe (``python -m benchmarks.queue_latency``, the peer benchmark's ``Lat``)."""
+
+    def perform(self, pushed_at: float) -> None:
+        _redis().rpush("bench:lat", f"{pushed_at} {time.time()}")
+
+
 @functools.cache
 def _async_redis() -> aioredis.Redis:
     """One asyncio client per worker process (its one event loop thread uses it), with a

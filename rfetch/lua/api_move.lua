@@ -85,6 +85,7 @@ if mode == 'queue' then
   else
     redis.call('LPUSH', KEYS[2], ARGV[3])
     redis.call('SADD', KEYS[3], ARGV[4])
+    redis.call('PUBLISH', KEYS[2], '')  -- wakes idle workers of q (rfetch.worker.wake)
   end
   return 1
 end

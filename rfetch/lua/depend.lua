@@ -122,6 +122,7 @@ for j = 1, n do
   elseif not after or status == 'succeeded'
       or (complete and (status == 'dead' or status == 'cancelled')) then
     redis.call('LPUSH', d.queue, text)
+    redis.call('PUBLISH', d.queue, '')  -- wakes idle workers of q (rfetch.worker.wake)
     redis.call('SADD', W.queues, q)
     out[j] = 'queued'
   elseif status == 'dead' or status == 'cancelled' then

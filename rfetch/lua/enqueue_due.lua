@@ -128,6 +128,7 @@ local function move(job)
       gate_out(G, out, nil, false, p)
     else
       redis.call('LPUSH', G.queue, out)
+      redis.call('PUBLISH', G.queue, '')  -- wakes idle workers of q (rfetch.worker.wake)
       redis.call('SADD', KEYS[2], rec.q)
     end
   else

@@ -55,6 +55,7 @@ if redis.call('HGET', KEYS[2], 'paused') then
   return 'paused'
 end
 redis.call('LPUSH', KEYS[4], ARGV[7])
+redis.call('PUBLISH', KEYS[4], '')  -- wakes idle workers of the queue (rfetch.worker.wake)
 redis.call('SADD', KEYS[5], ARGV[5])
 redis.call('HSET', KEYS[2], 'last_tick', ARGV[2], 'last_jid', ARGV[6],
   'last_pushed_at', t[1] .. '.' .. string.format('%06d', tonumber(t[2])))

@@ -8,7 +8,9 @@ Fetch order: one Lua call (``fetch.lua``, through :meth:`Commands.fetch`) acknow
 finished jobs and moves up to N new ones, taking the queues in weighted-random or strict
 order; when that finds nothing, one blocking BLMOVE waits on the first queue of the order for
 ``block_timeout`` seconds, so an idle worker costs about one command per second whatever its
-number of queues, and notices shutdown within that time.
+number of queues, and notices shutdown within that time. A worker of several queues is
+woken meanwhile by a job pushed to any other of them (:mod:`rfetch.worker.wake`): the
+blocking command ends and one fetch takes the queues in order.
 """
 
 from __future__ import annotations
@@ -17,13 +19,16 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from rfetch.jobs.payload import Routing
+from rfetch.store.cluster import node_client
 from rfetch.worker.context import WorkerContext
 from rfetch.worker.outcome import settle_recorded
 from rfetch.worker.private_lists import PrivateLists
 from rfetch.worker.queue_order import QueueOrder
 from rfetch.worker.unit import UnitOfWork
+from rfetch.worker.wake import Waker
 
 log = logging.getLogger("rfetch.fetch")
 
@@ -63,6 +68,8 @@ class ReliableFetch(PrivateLists):
         """This process's queues that have had priority jobs (``rfetch:prio-queues``): their
         priority set is fetched from too (``lua/lib/priority.lua``)."""
         self._fair_checked = float("-inf")
+        self.waker = Waker(context) if len(context.config.queues) > 1 else None
+        """Ends the blocking fetch for a job pushed to another queue (None: one queue)."""
 
     def unit(self, queue: str, raw: bytes, private_key: str | None = None) -> UnitOfWork:
         """The unit of work of a job in ``private_key`` (default: this process's private
@@ -119,6 +126,8 @@ class ReliableFetch(PrivateLists):
                 harmless), and a job may have been moved without our seeing it (see
                 :meth:`requeue_unheld`).
         """
+        if self.waker is not None:
+            self.waker.look()
         acks = settle_recorded(acks)  # store_result jobs: complete.lua, one pipeline
         skip = set(exclude)
         names = [q for q in self.order.next() if q not in skip]
@@ -168,8 +177,9 @@ class ReliableFetch(PrivateLists):
 
     def wait_for_work(self, exclude: Iterable[str] = ()) -> list[UnitOfWork]:
         """Block up to ``block_timeout`` seconds on the first queue of the order (BLMOVE);
-        on a fair queue, BLPOP on its wake list then one fetch, so a plain job pushed into
-        a fair queue waits up to ``block_timeout`` seconds when workers idle.
+        on a fair queue, BLPOP on its wake list then one fetch. With several queues a
+        wake-up (:mod:`rfetch.worker.wake`: a job pushed to another queue, or a plain job to
+        a fair one) ends the wait, and one fetch (in queue order) follows at once.
 
         Args:
             exclude: paused queue names.
@@ -190,18 +200,24 @@ class ReliableFetch(PrivateLists):
         if first in fair or first in self.capped or first in self.prio:
             # Tenant, capped and priority jobs are not in the public queue: wait for a wake
             # token, then fetch (which also looks at the public queue) once either way.
-            self.redis.blpop([self.keys.fair_wake(first)], self.config.block_timeout)
+            self._block(None, "BLPOP", self.keys.fair_wake(first), self.config.block_timeout)
             return self.retrieve_work(1, exclude)
-        raw = self.redis.blmove(
-            self._public[first],
-            self._private[first],
-            self.config.block_timeout,  # type: ignore[arg-type]  # redis-py accepts float
-            "RIGHT",
-            "LEFT",
+        raw = self._block(
+            first, "BLMOVE", self._public[first], self._private[first], "RIGHT", "LEFT",
+            self.config.block_timeout,
         )
         if raw is None:
+            if self.waker is not None and self.waker.woken():
+                return self.retrieve_work(1, exclude)  # in this thread: no hand-off
             return []
-        return [self.unit(first, raw, self._private[first])]  # type: ignore[arg-type]
+        return [self.unit(first, raw, self._private[first])]
+
+    def _block(self, queue: str | None, *args: object) -> Any:
+        """A blocking command, which a wake-up can end (:meth:`Waker.blocking_call`)."""
+        if self.waker is None:
+            return self.redis.execute_command(*args)  # type: ignore[no-untyped-call]
+        client = node_client(self.redis, self._public[next(iter(self._public))])
+        return self.waker.blocking_call(client, queue, *args)
 
     def any_waiting(self, exclude: Iterable[str] = ()) -> bool:
         """Whether any queue (but ``exclude``) holds a job, plain or of a tenant: one EXISTS
@@ -209,6 +225,8 @@ class ReliableFetch(PrivateLists):
         Redis), so an idle worker's cost does not grow with its number of queues (Sidekiq
         Pro's fetch polls every queue, Sidekiq #6394). Rings of queues not yet known to be
         fair are included, so a queue's first tenant job is seen too."""
+        if self.waker is not None:
+            self.waker.look()
         skip = set(exclude) | set(self.broken)
         keys = [self._public[q] for q in self._public if q not in skip]
         keys += [self.keys.fair_ring(q) for q in self._public if q not in skip]

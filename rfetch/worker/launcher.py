@@ -214,6 +214,7 @@ class Launcher:
             (self.recovery.run, "recovery"),
             (self.pause_watcher.run, "pause-watcher"),
             (self.timekeeper.run, "timekeeper"),
+            *([(self.fetch.waker.run, "waker")] if self.fetch.waker is not None else []),
         ):
             threading.Thread(
                 target=target, args=(self._stop_threads,), name=f"rfetch-{name}", daemon=True

@@ -137,6 +137,8 @@ class Manager:
     def quiet_down(self) -> None:
         """Stop fetching; push back jobs fetched but not started. Running jobs go on."""
         self.work.go_quiet()
+        if self.fetch.waker is not None:
+            self.fetch.waker.interrupt()  # a blocking fetch under way ends now
         # Outside the lock: the loop thread takes it when a job ends.
         looped = self.aio.take_waiting() if self.aio is not None else []
         with self.pool.cond:

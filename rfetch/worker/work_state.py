@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from rfetch.worker.capacity import Busy
@@ -46,6 +47,7 @@ class WorkState:
         self._looped: set[int] = set()  # ids of _running that are event-loop slots
         self._executions: dict[int, Execution] = {}
         self._quiet = threading.Event()
+        self._at_perform: dict[int, Callable[[], None]] = {}
 
     def begin(self, thread_id: int, unit: UnitOfWork, looped: bool = False) -> None:
         """Note that thread ``thread_id`` starts running ``unit`` now; ``looped``: the id is
@@ -61,12 +63,25 @@ class WorkState:
             self._running.pop(thread_id, None)
             self._executions.pop(thread_id, None)
             self._looped.discard(thread_id)
+            then = self._at_perform.pop(thread_id, None)
+        if then is not None:
+            then()
 
     def watch(self, thread_id: int, execution: Execution) -> None:
         """Note the execution thread ``thread_id`` is performing (once its class is known)."""
         with self._lock:
             if thread_id in self._running:
                 self._executions[thread_id] = execution
+            then = self._at_perform.pop(thread_id, None)
+        if then is not None:
+            then()
+
+    def at_perform(self, thread_id: int, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once, in thread ``thread_id``, when it is about to perform its
+        next job (:meth:`watch`, before the server middleware) or ends it before
+        (:meth:`end`): what the idle worker's blocking fetch defers past a job's start."""
+        with self._lock:
+            self._at_perform[thread_id] = callback
 
     def executions(self) -> dict[int, Execution]:
         """Thread id -> execution, for every thread performing a job."""

@@ -168,6 +168,31 @@ def test_worker_and_client_follow_a_cluster_failover(cluster: ClusterSet, tmp_pa
         assert worker.stop(20) == 0, worker.log()[-3000:]
 
 
+def test_an_idle_worker_of_three_queues_is_woken_on_a_cluster(
+    cluster: ClusterSet, tmp_path: Path
+) -> None:
+    """A job pushed to the third queue starts long before the 60 s BLMOVE on the first
+    ends: the push script's PUBLISH reaches the worker's subscription on the cluster."""
+    client = rfetch.Client(cluster_config(cluster))
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    worker = WorkerProcess(
+        cluster.url, ["-r", "chaos_jobs", "-c", "2", "-q", "a", "-q", "b", "-q", "c"],
+        env={**FAST_ENV, "RFETCH_CLUSTER": "1", "RFETCH_NAMESPACE": NAMESPACE,
+             "RFETCH_CHAOS_DIR": str(evidence), "RFETCH_BLOCK_TIMEOUT": "60",
+             "RFETCH_NETWORK_TIMEOUT": "70"},
+        log_dir=tmp_path,
+    )
+    try:
+        first = client.push("chaos_jobs.Tick", [0], {"queue": "a"})
+        wait_for(lambda: first in done(evidence), 60, lambda: worker.log()[-3000:])
+        time.sleep(1)  # the worker blocks again on a
+        third = client.push("chaos_jobs.Tick", [1], {"queue": "c"})
+        wait_for(lambda: third in done(evidence), 20, lambda: worker.log()[-3000:])
+    finally:
+        assert worker.stop(30) == 0, worker.log()[-3000:]
+
+
 def test_web_ui_pages_on_a_cluster(cluster: ClusterSet) -> None:
     from werkzeug.test import Client as WebClient
 

@@ -94,6 +94,39 @@ def test_push_and_work_through_a_failover(sentinels: SentinelSet, tmp_path: Path
         worker.stop(20)
 
 
+def test_an_idle_worker_of_three_queues_is_woken_after_a_failover(
+    sentinels: SentinelSet, tmp_path: Path
+) -> None:
+    """After the master is killed, the worker's wake-up subscription is made again on the
+    new master: a job pushed to its third queue starts long before its 30 s BLMOVE on the
+    first ends."""
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    admin = master_client(sentinels)
+    admin.flushall()
+    client = rfetch.Client(Config(redis_url=sentinels.url, network_timeout=1.0,
+                                  block_timeout=0.5))
+    worker = WorkerProcess(
+        sentinels.url, ["-r", "chaos_jobs", "-c", "2", "-q", "a", "-q", "b", "-q", "c"],
+        env={**FAST_ENV, "RFETCH_BLOCK_TIMEOUT": "30", "RFETCH_NETWORK_TIMEOUT": "40",
+             "RFETCH_CHAOS_DIR": str(evidence)},
+        log_dir=tmp_path,
+    )
+    try:
+        worker.identity(admin)
+        killed, _ = sentinels.kill_master()
+        first = client.push("chaos_jobs.Tick", [0], {"queue": "a"})
+        client.flush(30)
+        wait_for(lambda: first in done(evidence), 60, "the job on a, after the failover")
+        time.sleep(1)  # the worker blocks again on a
+        third = client.push("chaos_jobs.Tick", [1], {"queue": "c"})
+        wait_for(lambda: third in done(evidence), 20, lambda: worker.log()[-3000:])
+        assert worker.proc.poll() is None
+        sentinels.restart_as_replica(killed)
+    finally:
+        worker.stop(30)
+
+
 def queued_jids(r: redis.Redis) -> set[str]:
     return {json.loads(raw)["jid"] for raw in r.lrange("queue:default", 0, -1)}
 

@@ -82,6 +82,7 @@ end
 
 local function batch_enqueue(P, text, queue)
   redis.call('LPUSH', key_of(P, 'queue', queue), text)
+  redis.call('PUBLISH', key_of(P, 'queue', queue), '')  -- wakes idle workers (rfetch.worker.wake)
   redis.call('SADD', key_of(P, 'queues'), queue)
 end
 

@@ -85,6 +85,7 @@ local function opt(v) if v == nil or v == '' then return nil end return v end
 local function fair_wake(G)
   redis.call('LPUSH', G.wake, '1')
   redis.call('LTRIM', G.wake, 0, 0)
+  redis.call('PUBLISH', G.queue, '')  -- and idle workers of q that listen on another queue
 end
 
 -- A tenant job enters its tenant's list: a new one at the tail (LPUSH, after its other
@@ -115,10 +116,12 @@ local function gate_out(G, payload, t, at_head, p)
   if p then
     prio_enter(gate_prio_keys(G), payload, p, at_head)
     redis.call('SADD', G.queues, G.q)
+    redis.call('PUBLISH', G.queue, '')  -- wakes idle workers of q (rfetch.worker.wake)
     return
   end
   redis.call(at_head and 'RPUSH' or 'LPUSH', G.queue, payload)
   redis.call('SADD', G.queues, G.q)
+  redis.call('PUBLISH', G.queue, '')  -- wakes idle workers of q (rfetch.worker.wake)
 end
 
 -- Send a job of key k (waiting list klist) out if the key is free or the job already holds

@@ -95,6 +95,7 @@ local function job_push_back(rec, raw)
   else
     redis.call('RPUSH', G.queue, raw)
     redis.call('SADD', G.queues, G.q)
+    redis.call('PUBLISH', G.queue, '')  -- wakes idle workers of q (rfetch.worker.wake)
   end
 end
 

@@ -93,6 +93,7 @@ local function push_jobs(K, A, extra)
         redis.call('LPUSH', j.G.queue, unpack(ARGV, from, math.min(from + 999, last)))
       end
       redis.call('SADD', j.G.queues, j.G.q)
+      redis.call('PUBLISH', j.G.queue, '')  -- wakes idle workers of q (rfetch.worker.wake)
       n = n + j.count
     elseif j.kind ~= 'm' then
       n = n + 1

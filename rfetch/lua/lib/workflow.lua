@@ -96,6 +96,7 @@ local function wf_release(W, jid, status, why, now)
         released = released + 1
         if target then
           redis.call('LPUSH', target, text)
+          redis.call('PUBLISH', target, '')  -- wakes idle workers of q (rfetch.worker.wake)
           redis.call('SADD', W.queues, q)
         else
           local reason = 'dependency ' .. top[1] .. ' ' .. top[3]
