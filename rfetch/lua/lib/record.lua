@@ -45,22 +45,18 @@ local record_caps, record_run = {}, nil
 
 -- The record of text ("" for a job with no fields beyond its queue q) under prefix P.
 local function record_of(P, text, q)
-  local rec = nil
-  if text and text ~= '' then
-    local ok, raw = pcall(cjson.decode, text)
-    if ok and type(raw) == 'table' then rec = raw end
-  end
-  rec = rec or {}
+  local rec = {}
   if not RECORD_FIELD then
     RECORD_FIELD = {}
     for _, f in ipairs(RECORD_FIELDS) do RECORD_FIELD[f] = true end
   end
-  for f, v in pairs(rec) do  -- the record's own fields only (RECORD_FIELDS), as text
-    local t = type(v)
-    if not RECORD_FIELD[f] or (t ~= 'string' and t ~= 'number') or v == '' then
-      rec[f] = nil  -- clearing a field while traversing is allowed (Lua's next)
-    elseif t == 'number' then
-      rec[f] = tostring(v)
+  if text and text ~= '' then
+    local ok, raw = pcall(cjson.decode, text)
+    if ok and type(raw) == 'table' then
+      for f, v in pairs(raw) do  -- the record's own fields only (RECORD_FIELDS), as text
+        if type(v) == 'number' then v = tostring(v) end
+        if RECORD_FIELD[f] and type(v) == 'string' and v ~= '' then rec[f] = v end
+      end
     end
   end
   rec.q = rec.q or q or ''
