@@ -82,7 +82,7 @@ def walk(server: PrivateRedis, cls: type[NoOps] | None, items: int) -> tuple[flo
     seconds = time.perf_counter() - started
     calls = diff_counts(before, command_counts(server.client))
     # commandstats also counts the commands a script runs: a round trip is a top-level call.
-    return items / seconds, sum(calls.get(c, 0) for c in ("evalsha", "eval", "hgetall"))
+    return items / seconds, sum(calls.get(c, 0) for c in ("evalsha", "eval", "fcall", "hgetall"))
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})

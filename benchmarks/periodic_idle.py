@@ -58,6 +58,8 @@ def monitor(client: redis.Redis, seconds: float, found: collections.Counter[str]
             found["round trips"] += 1
             if name == "EVALSHA" and len(words) > 1 and words[1] in shas:
                 found[shas[words[1]]] += 1
+            elif name == "FCALL" and len(words) > 1 and words[1].endswith(PERIODIC_SCRIPTS):
+                found[next(s for s in PERIODIC_SCRIPTS if words[1].endswith("_" + s))] += 1
             elif name == "BLPOP" and "rfetch:leader-wake" in event["command"]:
                 found["BLPOP wake"] += 1
 

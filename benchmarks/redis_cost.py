@@ -15,7 +15,8 @@ each phase:
   jobs (= microseconds per job);
 * commands per job, from ``INFO commandstats`` (the harness's own INFO and GET calls left
   out). Redis counts the commands a Lua script runs as well as the ``EVALSHA`` itself, so
-  this is the work Redis does, not the round trips; ``evalsha`` per job is shown apart;
+  this is the work Redis does, not the round trips; script calls (``evalsha`` or ``fcall``)
+  per job are shown apart;
 * the drain's wall time and jobs/s.
 
 From the drain plus a one-at-a-time push (the dearer push), it derives the jobs/s one
@@ -85,7 +86,7 @@ def phase(cpu: float, calls: dict[str, int], jobs: int, prefix: str) -> dict[str
     return {
         f"{prefix}_us": cpu * 1e6 / jobs,
         f"{prefix}_cmds": sum(calls.values()) / jobs,
-        f"{prefix}_evalsha": calls.get("evalsha", 0) / jobs,
+        f"{prefix}_evalsha": (calls.get("evalsha", 0) + calls.get("fcall", 0)) / jobs,
     }
 
 

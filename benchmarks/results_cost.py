@@ -64,7 +64,7 @@ def drain(options: dict[str, int], jobs: int, concurrency: int, log: Path) -> di
         return {
             "jobs_s": jobs / seconds,
             "cmds_per_job": sum(calls.values()) / jobs,
-            "evalsha_per_job": calls.get("evalsha", 0) / jobs,
+            "evalsha_per_job": (calls.get("evalsha", 0) + calls.get("fcall", 0)) / jobs,
             "cpu_ms_per_1000": (after_cpu - before_cpu) * 1e6 / jobs,
         }
     finally:

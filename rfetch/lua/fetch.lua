@@ -91,15 +91,19 @@ end
 a = a + 2 * tonumber(ARGV[a]) + 1
 local P = KEYS[#KEYS]  -- the prefix, when an acknowledgement has a record
 local KEEP_KEYS = {keep_keys = true}
+local cap_fit = {}  -- queue -> whether its cap keys have their types (checked once a call)
 for r = 1, tonumber(ARGV[a]) do
   local at = a + 3 * r - 2
   local p, raw = tonumber(ARGV[at]), ARGV[at + 1]
   local rec = record_of(P, ARGV[at + 2])
   local releasable = true
-  if rec.key or rec.lock or rec.C then  -- keys to release: their types checked first
+  if rec.key or rec.lock or (rec.C and cap_fit[rec.q] == nil) then  -- types checked first
     local w = wants_new()
     job_end_wants(w, rec, 'succeeded')
     releasable = #w.keys == 0 or misfit(w) == nil
+    if rec.C and not (rec.key or rec.lock) then cap_fit[rec.q] = releasable end
+  elseif rec.C then  -- a capped job's only keys are its queue's: as checked before
+    releasable = cap_fit[rec.q]
   end
   if redis.call('LREM', KEYS[2 * p], 1, raw) == 1 then
     job_end(rec, 'succeeded', raw, not releasable and KEEP_KEYS or nil)

@@ -15,9 +15,9 @@ from typing import Literal
 from redis import Redis
 from redis.client import Pipeline
 from redis.cluster import ClusterPipeline
-from redis.commands.core import Script
 from redis.typing import EncodableT
 
+from rfetch.store.functions import LuaScript
 from rfetch.store.keys import Keys
 from rfetch.store.scripts import Scripts
 
@@ -31,7 +31,7 @@ poison)."""
 
 
 def queue_script(
-    script: Script, pipe: Pipeline, *, keys: Sequence[str], args: Sequence[EncodableT]
+    script: LuaScript, pipe: Pipeline, *, keys: Sequence[str], args: Sequence[EncodableT]
 ) -> None:
     """Queue ``script`` on ``pipe`` (a MULTI/EXEC pipeline).
 

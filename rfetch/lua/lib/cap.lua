@@ -151,9 +151,11 @@ end
 -- What each step may write, for lib/guard.lua's check before a script's first write.
 -- The queue-wide keys of C are checked once per script run (cap_typed): a script writes
 -- them only with their own type, so a key found right stays right; one found wrong is
--- left to misfit, which reports it.
-local cap_typed = {}
+-- left to misfit, which reports it. A run is known by its KEYS table (a new one per call):
+-- a Functions library keeps its locals from call to call (rfetch.store.functions).
+local cap_typed, cap_typed_run = {}, nil
 local function cap_want(w, key, kind)
+  if cap_typed_run ~= KEYS then cap_typed, cap_typed_run = {}, KEYS end
   if cap_typed[key] then return end
   local t = redis.call('TYPE', key)['ok']
   if t == 'none' or t == kind then

@@ -29,8 +29,9 @@
 
 local RECORD_FIELDS = {'q', 'jid', 'key', 'unique', 'tenant', 'ck', 'limit', 'bid', 'ttl', 'class',
   'win', 'after', 'prio'}
-local RECORD_FIELD = {}
-for _, f in ipairs(RECORD_FIELDS) do RECORD_FIELD[f] = true end
+-- RECORD_FIELDS as a set, built at the first record (a Functions library runs no call at
+-- its load: rfetch.store.functions).
+local RECORD_FIELD = nil
 
 -- G, the gate keys of the record's queue, derived at the first read of rec.G: most
 -- records (a batched or capped job's acknowledgement) never need them.
@@ -41,13 +42,21 @@ local RECORD_LAZY = {__index = function(rec, name)
   return G
 end}
 
+-- C of each queue, derived once a call (one prefix P a call); a call is known by its KEYS
+-- table, new at each call (a Functions library keeps its locals: rfetch.store.functions).
+local record_caps, record_run = {}, nil
+
 -- The keys rec's fields name, derived under prefix P; rec returned as a record.
 local function record_keys(rec, P, q)
   rec.q = rec.q or q or ''
   rec.P = P
   if rec.key then rec.klist = key_of(P, 'key_list', rec.q, rec.key) end
   if rec.unique then rec.lock = key_of(P, 'unique', rec.unique) end
-  if rec.ck then rec.C = cap_keys_of(P, rec.q) end
+  if rec.ck then
+    if record_run ~= KEYS then record_caps, record_run = {}, KEYS end
+    rec.C = record_caps[rec.q] or cap_keys_of(P, rec.q)
+    record_caps[rec.q] = rec.C
+  end
   if rec.bid then rec.bhash = key_of(P, 'batch', rec.bid) end
   return setmetatable(rec, RECORD_LAZY)
 end
@@ -55,6 +64,10 @@ end
 -- The record of text ("" for a job with no fields beyond its queue q) under prefix P.
 local function record_of(P, text, q)
   local rec = {}
+  if not RECORD_FIELD then
+    RECORD_FIELD = {}
+    for _, f in ipairs(RECORD_FIELDS) do RECORD_FIELD[f] = true end
+  end
   if text and text ~= '' then
     local ok, raw = pcall(cjson.decode, text)
     if ok and type(raw) == 'table' then
