@@ -152,6 +152,7 @@ def test_a_parent_succeeds_after_its_child(
     assert child.success_at is not None and st.success_at is not None
     assert st.success_at >= child.success_at
     assert float(parent_success[-1]) >= child.success_at
+    assert float(child_success[-1]) >= child.success_at
     assert (st.total, st.kids, st.kids_pending) == (1, 1, 0)
 
 
