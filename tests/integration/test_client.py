@@ -449,7 +449,7 @@ def test_set_overrides_options_for_one_push(client: Client, r: redis.Redis) -> N
     assert Welcome.queue == "mail" and Welcome.retry == 5
 
     with pytest.raises(ConfigError, match="unknown job option"):
-        Welcome.set(priority=1)
+        Welcome.set(priorty=1)  # misspelt: priority is an option
 
 
 def test_configure_sets_the_default_client(
