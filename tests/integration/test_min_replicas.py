@@ -32,9 +32,13 @@ def pair() -> Iterator[tuple[RedisServer, RedisServer]]:
     master.cleanup()
 
 
-def client_for(master: RedisServer) -> rfetch.Client:
+def client_for(master: RedisServer, wait: float = 0.3) -> rfetch.Client:
+    """A client whose pushes wait ``wait`` seconds (WAIT's bound) for the replica: the short
+    default where the test freezes the replica, a longer one (still under the 2 s network
+    timeout, so WAIT's connection survives it) where a push must be vouched for even when a
+    loaded machine delays the replica's acknowledgement."""
     return rfetch.Client(Config(redis_url=master.url, network_timeout=2.0, block_timeout=0.5,
-                                min_replicas=1, min_replicas_timeout=0.3))
+                                min_replicas=1, min_replicas_timeout=wait))
 
 
 def queued_args(server: RedisServer) -> list[object]:
@@ -44,7 +48,7 @@ def queued_args(server: RedisServer) -> list[object]:
 
 def test_a_replicated_push_is_done_at_once(pair: tuple[RedisServer, RedisServer]) -> None:
     master, replica = pair
-    client = client_for(master)
+    client = client_for(master, wait=1.5)
     client.push("X", [1])
     client.push_bulk("X", [[2], [3]])
     assert client.pending() == 0
@@ -97,7 +101,7 @@ def test_an_async_push_waits_for_the_replica_too(pair: tuple[RedisServer, RedisS
     buffer, not reported as done, while the replica lacks it; settled by WAIT on the same
     connection without a second copy."""
     master, replica = pair
-    client = client_for(master)
+    client = client_for(master, wait=1.5)
 
     async def push_three() -> None:
         await client.aio.push("X", [1])
