@@ -81,6 +81,24 @@ def test_api_delete_and_clear_reach_the_priority_set(
     assert r.exists("queue:q", "rfetch:prio:q") == 0
 
 
+def test_cancelling_a_waiting_priority_job_takes_it_out_of_the_priority_set(
+    worker: Worker, api: Api, r: redis.Redis
+) -> None:
+    """Cancel meets priority: a queued priority job is deleted from the priority set
+    (dropped, or to the dead set as rfetch.JobCancelled), the others keep their order."""
+    jids = mixed(worker)
+    dropped = api.cancel(jids["high"])
+    assert dropped.state == "deleted" and dropped.cancelled
+    buried = api.cancel(jids["low"], dead=True)
+    assert buried.state == "deleted" and buried.cancelled
+    assert [j.args[0] for j in api.queue("q").page(0, 10).jobs] == [
+        "top", "plain1", "plain2", "low2"]
+    assert r.zcard("rfetch:prio:q") == 2
+    [dead] = [json.loads(raw) for raw in r.zrange("dead", 0, -1)]
+    assert dead["jid"] == jids["low"] and dead["error_class"] == "rfetch.JobCancelled"
+    assert dead["priority"] == -4
+
+
 def test_deleting_a_keyed_priority_job_releases_its_key(
     worker: Worker, api: Api, r: redis.Redis
 ) -> None:
