@@ -66,13 +66,19 @@ def test_cli_and_worker_refuse_a_wrong_setting(sentinels: SentinelSet, tmp_path:
     assert "no sentinel reachable" in worker.log()
 
 
-def test_push_and_work_through_a_failover(sentinels: SentinelSet, tmp_path: Path) -> None:
+def fresh_start(sentinels: SentinelSet, tmp_path: Path) -> tuple[Path, redis.Redis, rfetch.Client]:
+    """An empty evidence directory, the master (flushed) and a client through the sentinels."""
     evidence = tmp_path / "evidence"
     evidence.mkdir()
     admin = master_client(sentinels)
     admin.flushall()
     client = rfetch.Client(Config(redis_url=sentinels.url, network_timeout=1.0,
                                   block_timeout=0.5))
+    return evidence, admin, client
+
+
+def test_push_and_work_through_a_failover(sentinels: SentinelSet, tmp_path: Path) -> None:
+    evidence, admin, client = fresh_start(sentinels, tmp_path)
     worker = WorkerProcess(
         sentinels.url, ["-r", "chaos_jobs", "-c", "2"],
         env={**FAST_ENV, "RFETCH_NETWORK_TIMEOUT": "1", "RFETCH_CHAOS_DIR": str(evidence)},
@@ -100,12 +106,7 @@ def test_an_idle_worker_of_three_queues_is_woken_after_a_failover(
     """After the master is killed, the worker's wake-up subscription is made again on the
     new master: a job pushed to its third queue starts long before its 30 s BLMOVE on the
     first ends."""
-    evidence = tmp_path / "evidence"
-    evidence.mkdir()
-    admin = master_client(sentinels)
-    admin.flushall()
-    client = rfetch.Client(Config(redis_url=sentinels.url, network_timeout=1.0,
-                                  block_timeout=0.5))
+    evidence, admin, client = fresh_start(sentinels, tmp_path)
     worker = WorkerProcess(
         sentinels.url, ["-r", "chaos_jobs", "-c", "2", "-q", "a", "-q", "b", "-q", "c"],
         env={**FAST_ENV, "RFETCH_BLOCK_TIMEOUT": "30", "RFETCH_NETWORK_TIMEOUT": "40",
