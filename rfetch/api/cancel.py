@@ -150,48 +150,28 @@ def _unmark(ctx: Context, jid: str) -> None:
     withdraw_cancels(ctx, [jid])
 
 
-def _cancel_batch_waiter(
-    ctx: Context, jid: str, bid: str, dead: bool, reason: str
-) -> tuple[str, str]:
-    """A job waiting on a batch: out of the batch's waiting list (LREM of its exact entry,
-    with its index entry, in one MULTI), dropped or buried."""
-    found = batch_waiting_entry(ctx, bid, jid)
-    if found is None:
-        return "marked", "released while being cancelled: it will not run"
-    key, raw = found
-    pipe = ctx.redis.pipeline(transaction=True)
-    pipe.lrem(key, 1, raw)  # type: ignore[arg-type]  # redis-py takes bytes too
-    pipe.hdel(ctx.keys.waiting, jid)
-    if dead:
-        record = JobRecord.parse(raw, "dead")
-        payload = {**(record.payload or {}), "error_class": CANCELLED_CLASS,
-                   "error_message": reason or "cancelled while waiting", "failed_at": time.time()}
-        pipe.zadd(ctx.keys.dead, {dump_payload(payload): time.time()})
-    else:
-        pipe.incr(ctx.keys.deps_cancelled)
-    removed = pipe.execute()[0]
-    if not removed:
-        return "marked", "released while being cancelled: it will not run"
-    where = "moved to the dead set" if dead else "dropped"
-    return "deleted", f"waiting on batch {bid}: {where}"
-
-
 def _cancel_waiting(ctx: Context, jid: str, dead: bool, reason: str) -> tuple[str, str]:
-    """A job waiting on another one: out of its dependency's dependents, dropped or buried,
-    and the jobs waiting on it settled as its death does (``cancel_waiting.lua``)."""
+    """A job waiting on another one or on a batch: out of its dependency's dependents (or
+    the batch's waiting list), dropped or buried, its record written and the jobs waiting
+    on it settled as its death does (``cancel_waiting.lua``)."""
     waiting = waiting_job(ctx, jid)
     if waiting is None:  # released meanwhile: the mark reaches it in its queue
         return "marked", "released while being cancelled: it will not run"
+    entry: bytes | str = ""
     if waiting.batch:
-        return _cancel_batch_waiter(ctx, jid, waiting.after, dead, reason)
+        found = batch_waiting_entry(ctx, waiting.after, jid)
+        if found is None:
+            return "marked", "released while being cancelled: it will not run"
+        entry = found[1]
     done, settled = WorkflowCommands(ctx.commands).cancel_waiting(
-        jid, waiting.after, dead, reason
+        jid, waiting.after, dead, reason, entry
     )
     if not done:
         return "marked", "released while being cancelled: it will not run"
     where = "moved to the dead set" if dead else "dropped"
     behind = f" ({settled} job(s) waiting on it settled too)" if settled else ""
-    return "deleted", f"waiting on job {waiting.after}: {where}{behind}"
+    on = "batch" if waiting.batch else "job"
+    return "deleted", f"waiting on {on} {waiting.after}: {where}{behind}"
 
 
 def _ended_by_this_cancel(location: Location, now: float) -> bool:

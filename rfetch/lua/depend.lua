@@ -30,10 +30,9 @@
 -- <after> names a batch when its hash "b-<after>" exists (jids and bids are both 24 random
 -- hex characters and never meet): the job then waits for the batch's success (or complete,
 -- with after_outcome "complete") through lib/batch.lua's batch_wait, which pushes it when
--- the event fires, or buries it (or drops it, on_dependency_death "cancel") when a batch
--- it waits on to succeed dies.
--- A job whose dependency job died or was cancelled, and that asks for success, ends here
--- through lib/outcome.lua's job_end: outcome "died" (to the dead set, error class
+-- the event fires; the call that fires the batch's death ends it (lib/outcome.lua).
+-- A job whose dependency job or batch died or was cancelled, and that asks for success,
+-- ends here through lib/outcome.lua's waiter_give_up: outcome "died" (to the dead set, error class
 -- rfetch.DependencyFailed) or "cancelled" (dropped, counted; on_dependency_death "cancel"),
 -- its record written if it has store_result and the jobs waiting on it settled.
 --
@@ -75,24 +74,12 @@ local bad = misfit(w)
 if bad then return redis.error_reply(bad) end
 local now = wf_now()
 
--- The end of job d whose dependency did not succeed (reason: why): "died" or "cancelled"
--- as its on_dependency_death says. Returns its status ("dead" or "cancelled").
+-- The end of job d whose dependency did not succeed (reason: why): lib/outcome.lua's
+-- waiter_give_up, "died" or "cancelled" as its on_dependency_death says. Returns its
+-- status ("dead" or "cancelled").
 local function dependency_failed(d, reason)
-  local outcome = 'died'
-  if wf_field(d.text, 'on_dependency_death') == 'cancel' then
-    outcome = 'cancelled'
-    redis.pcall('INCR', W.cancelled)
-  else
-    redis.call('ZADD', W.dead, now, wf_buried(d.text, 'rfetch.DependencyFailed', reason, now))
-  end
-  local status = OUTCOME_EFFECTS[outcome].result
-  local fields = nil
-  if d.rec.ttl and d.jid ~= '' then
-    fields = {'status', status, 'error_class', 'rfetch.DependencyFailed', 'error_message',
-      reason, 'finished_at', string.format('%.6f', now), 'class', d.rec.class or ''}
-  end
-  job_end(d.rec, outcome, d.text, {result = fields, now = now, release = true,
-    why = 'was ' .. status .. ' (' .. reason .. ')'})
+  local status = waiter_give_up(P, {text = d.text, jid = d.jid ~= '' and d.jid or nil,
+    reason = reason, now = now})
   return status
 end
 
@@ -110,11 +97,11 @@ for j = 1, n do
   if after then status = redis.call('HGET', d.result, 'status') end
   local complete = wf_field(text, 'after_outcome') == 'complete'
   if after and redis.call('EXISTS', d.bhash) == 1 then
-    local got = batch_wait(P, d.bhash, complete and 'complete' or 'success', text, q, now)
+    local got, why = batch_wait(P, d.bhash, complete and 'complete' or 'success', text, q)
     if got == 'pushed' then
       out[j] = 'queued'
-    elseif got == 'dead' then  -- buried or dropped by lib/batch.lua's batch_bury
-      out[j] = wf_field(text, 'on_dependency_death') == 'cancel' and 'cancelled' or 'dead'
+    elseif got == 'dead' then
+      out[j] = dependency_failed(d, why)
     else
       redis.call('HSET', W.waiting, d.jid, waiting_entry(d, true))
       out[j] = 'waiting'

@@ -159,10 +159,11 @@ class WorkflowCommands:
         return [r.decode() if isinstance(r, bytes) else str(r) for r in reply]
 
     def cancel_waiting(
-        self, jid: str, after: str, dead: bool, reason: str
+        self, jid: str, after: str, dead: bool, reason: str, entry: bytes | str = ""
     ) -> tuple[bool, int]:
         """``cancel_waiting.lua``: drop (or bury, ``dead``) the job ``jid`` waiting on
-        ``after``, and settle the jobs waiting on it.
+        ``after`` (a jid, or a bid with ``entry``: the job's exact entry in the batch's
+        waiting list), and settle the jobs waiting on it.
 
         Returns:
             (whether it was waiting there, how many jobs behind it were settled).
@@ -170,7 +171,7 @@ class WorkflowCommands:
         outcome = JobOutcome.DIED if dead else JobOutcome.CANCELLED
         record = job_record("", Routing(jid=jid), after=after)
         done, settled = self.commands.scripts.cancel_waiting(
-            keys=self._fixed(), args=[record, outcome.value, reason], client=self.redis
+            keys=self._fixed(), args=[record, outcome.value, reason, entry], client=self.redis
         )
         return bool(int(done)), int(settled)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from rfetch.errors import ConfigError
 from rfetch.jobs.payload import Routing, dumps, new_jid
+from rfetch.push.batch_context import collecting
 from rfetch.push.client import Client
 from rfetch.push.sink import INTERCEPTION
 from rfetch.store.workflow_commands import Dependent, WorkflowCommands
@@ -41,6 +42,12 @@ def _checked_client(client: Client) -> Client:
         )
     if len(client.deliveries) > 1:
         raise ConfigError("jobs with after= and chains are not supported with shards")
+    if collecting() is not None:
+        raise ConfigError(
+            "a job with after= (or a chain) cannot join a batch's jobs() block: the batch "
+            "would not count it. Push it after the block, with after=<the batch> to wait for "
+            "the batch"
+        )
     return client
 
 
@@ -53,7 +60,7 @@ def push_dependents(
 
     Raises:
         ConfigError: a bad option; client middleware dropped a job (nothing is written);
-            a client with a sink or shards.
+            a client with a sink or shards; a batch's ``jobs()`` block is open.
         ArgsNotSerializable, PayloadTooLarge: nothing is written.
         redis.exceptions.RedisError: Redis refused or is unreachable (the call wrote every
             job or none; no reliable-push buffer holds these jobs).

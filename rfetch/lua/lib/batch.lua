@@ -3,8 +3,8 @@
 -- lib/batch.lua: a batch's counters and callbacks (Sidekiq Pro batches), changed in the same
 -- call as the job's acknowledgement, retry-set entry or death: lib/outcome.lua's batch
 -- effect, for every ending script. Included with a "-- #include batch" line (by
--- lib/outcome.lua, batch_push.lua, depend.lua, api_move.lua); it includes lib/workflow.lua
--- (batch_bury settles waiting jobs with it).
+-- lib/outcome.lua, batch_push.lua). A job waiting for the success of a batch that dies is
+-- handed back to the caller (doomed), and job_end ends it as any other job.
 --
 -- Keys of a batch (docs/data-model.md), all derived from its hash "b-<bid>":
 --   b-<bid>                  hash: engine ("rfetch"), bid, description, created_at, total, pending,
@@ -132,22 +132,9 @@ local function batch_read(hash)
     complete_at = v[6], success_at = v[7], parent = v[8], success_ttl = tonumber(v[9])}
 end
 
--- A job that waited for the success of a batch that died: to the dead set with
--- error_class rfetch.DependencyFailed, or dropped (counted) when its payload says
--- "on_dependency_death":"cancel" (the workflow options); its record written if it has
--- store_result, and the jobs waiting on it settled in turn (lib/workflow.lua, included
--- before this library).
-local function batch_bury(P, text, why, now)
-  local ok, job = pcall(cjson.decode, text)
-  if ok then batch_unindex(P, job) end
-  local jid = ok and type(job) == 'table' and type(job['jid']) == 'string' and job['jid'] or ''
-  local W = wf_keys(P)
-  local status = wf_fail_waiter(W, jid, text, why, now)
-  if jid ~= '' then wf_release(W, jid, status, 'was ' .. status .. ' (' .. why .. ')', now) end
-end
-
--- Death: fire once per batch, and up its parents; the jobs waiting for success are buried.
-local function batch_death(P, hash, jid, now)
+-- Death: fire once per batch, and up its parents; the jobs waiting for success are taken
+-- out of their list and appended to doomed as {text, reason} (lib/outcome.lua ends them).
+local function batch_death(P, hash, jid, now, doomed)
   while hash do
     if not batch_read(hash) or redis.call('HSETNX', hash, 'death_at', now) == 0 then
       return
@@ -159,7 +146,7 @@ local function batch_death(P, hash, jid, now)
     while true do
       local text = redis.call('RPOP', list)
       if not text then break end
-      batch_bury(P, text, 'batch ' .. bid .. ': job ' .. jid .. ' died', now)
+      doomed[#doomed + 1] = {text = text, reason = 'batch ' .. bid .. ': job ' .. jid .. ' died'}
     end
     local parent = redis.call('HGET', hash, 'parent')
     hash = parent and batch_hash(P, parent) or nil
@@ -203,8 +190,8 @@ end
 -- set or discarded); info: the failure's JSON. A batch that expired (or an unknown bid)
 -- is left alone. A job counted before (it ran again after a recovery) changes nothing: the
 -- replies of SADD (done, died), HSET and HDEL (failinfo) decide. The common case (a job
--- succeeds, nothing fires) costs HMGET, SADD, HINCRBY and HDEL.
-local function batch_event(P, hash, jid, kind, info)
+-- succeeds, nothing fires) costs HMGET, SADD, HINCRBY and HDEL. doomed: batch_death's.
+local function batch_event(P, hash, jid, kind, info, doomed)
   local s = batch_read(hash)
   if not s then return end
   if kind == 'ok' then
@@ -218,7 +205,7 @@ local function batch_event(P, hash, jid, kind, info)
       s.failures = redis.call('HINCRBY', hash, 'failures', 1)
     end
     if kind == 'dead' and redis.call('SADD', hash .. '-died', jid) == 1 then
-      batch_death(P, hash, jid, batch_time())
+      batch_death(P, hash, jid, batch_time(), doomed)
     end
   end
   batch_settle(P, hash, s)
@@ -227,11 +214,11 @@ end
 -- THE DEPENDENCY HOOK: a job (payload text, JSON object with a "queue") that must wait for
 -- event 'success' or 'complete' of the batch at hash (Job.set(after=bid)). If the event has
 -- fired, the job is pushed to its queue now ('pushed'); if it waits for success of a batch
--- that died, it is buried as batch_bury says ('dead'); else it joins the waiting list
--- "b-<bid>-waiting-<event>" ('waiting'), with the batch's TTL, pushed by the call that fires
--- the event (or buried by the one that fires death). 'missing': no such batch (nothing
+-- that died, 'dead' and the reason (nothing written: the caller ends it); else it joins the
+-- waiting list "b-<bid>-waiting-<event>" ('waiting'), with the batch's TTL, pushed by the
+-- call that fires the event (or handed to job_end by the one that fires death). 'missing': no such batch (nothing
 -- written). A script that calls it checks the hash is a hash and the list a list first.
-local function batch_wait(P, hash, event, text, queue, now)
+local function batch_wait(P, hash, event, text, queue)
   local v = redis.call('HMGET', hash, 'bid', event .. '_at', 'death_at')
   if not v[1] then return 'missing' end
   if v[2] then
@@ -239,8 +226,7 @@ local function batch_wait(P, hash, event, text, queue, now)
     return 'pushed'
   end
   if event == 'success' and v[3] then
-    batch_bury(P, text, 'batch ' .. v[1] .. ' died before it succeeded', now)
-    return 'dead'
+    return 'dead', 'batch ' .. v[1] .. ' died before it succeeded'
   end
   local list = hash .. '-waiting-' .. event
   redis.call('LPUSH', list, text)

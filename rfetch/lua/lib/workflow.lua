@@ -1,7 +1,7 @@
 -- #include keys
 -- lib/workflow.lua: recorded outcomes (store_result) and the release of waiting jobs
--- (after=), shared by complete.lua, depend.lua, cancel_waiting.lua and abandon.lua, and by
--- lib/batch.lua (a job waiting on a batch that dies). Included after guard, before batch.
+-- (after=), for lib/outcome.lua's job_end (which ends a waiting job that will never run)
+-- and depend.lua. Included after guard, before batch.
 --
 -- W is the table of a call's fixed keys: W.P the namespace prefix, W.waiting the index
 -- "rfetch:waiting", W.dead the dead set, W.queues the "queues" set, W.cancelled the counter
@@ -11,8 +11,8 @@
 -- "<P>rfetch:result:<jid>", "<P>rfetch:result-wake:<jid>". With a "{tag}" namespace they
 -- share its Redis Cluster hash slot.
 
--- The fixed keys of a call, derived from the prefix (for lib/batch.lua, whose callers do not
--- pass them).
+-- The fixed keys of a call, derived from the prefix (for lib/outcome.lua, whose callers do
+-- not all pass them).
 local function wf_keys(P)
   return {P = P, waiting = key_of(P, 'waiting'), dead = key_of(P, 'dead'),
           queues = key_of(P, 'queues'), cancelled = key_of(P, 'deps_cancelled'),
@@ -52,57 +52,34 @@ local function wf_buried(text, class, reason, now)
     string.format('%.6f', now) .. '}'
 end
 
--- A waiting job whose dependency did not succeed and which asks for success: to the dead
--- set or dropped (on_dependency_death), its own record written. Returns its status.
-local function wf_fail_waiter(W, jid, text, reason, now)
-  local status
-  if wf_field(text, 'on_dependency_death') == 'cancel' then
-    redis.pcall('INCR', W.cancelled)
-    status = 'cancelled'
-  else
-    redis.call('ZADD', W.dead, now, wf_buried(text, 'rfetch.DependencyFailed', reason, now))
-    status = 'dead'
-  end
-  local ttl = tonumber(wf_field(text, 'store_result'))
-  if ttl and jid ~= '' then
-    wf_record(W, jid, ttl, {'status', status, 'error_class', 'rfetch.DependencyFailed',
-      'error_message', reason, 'finished_at', string.format('%.6f', now),
-      'class', tostring(wf_field(text, 'class'))})
-  end
-  return status
-end
-
 -- Release the jobs waiting on jid, which ended with status ("succeeded", "dead" or
--- "cancelled"; why: the text of a death). A job that asks for success of a dependency that
--- did not succeed fails in turn, and the jobs waiting on it are released the same way (a
--- chain's tail). A waiting job whose queue key holds another type stays waiting. now: Redis
--- time (wf_now). Returns the number of jobs released.
-local function wf_release(W, jid, status, why, now)
-  local stack, released = {{jid, status, why}}, 0
-  while #stack > 0 do
-    local top = table.remove(stack)
-    local dkey = key_of(W.P, 'dependents', top[1])
-    local entries = {}
-    if redis.call('TYPE', dkey)['ok'] == 'hash' then entries = redis.call('HGETALL', dkey) end
-    for i = 1, #entries, 2 do
-      local wjid, text = entries[i], entries[i + 1]
-      local q = wf_field(text, 'queue')
-      local runs = top[2] == 'succeeded' or wf_field(text, 'after_outcome') == 'complete'
-      local target = runs and type(q) == 'string' and key_of(W.P, 'queue', q) or nil
-      local ttype = target and redis.call('TYPE', target)['ok'] or 'none'
-      if ttype == 'none' or ttype == 'list' then
-        redis.call('HDEL', dkey, wjid)
-        redis.call('HDEL', W.waiting, wjid)
-        released = released + 1
-        if target then
-          redis.call('LPUSH', target, text)
-          redis.call('PUBLISH', target, '')  -- wakes idle workers of q (rfetch.worker.wake)
-          redis.call('SADD', W.queues, q)
-        else
-          local reason = 'dependency ' .. top[1] .. ' ' .. top[3]
-          local st = wf_fail_waiter(W, wjid, text, reason, now)
-          stack[#stack + 1] = {wjid, st, 'was ' .. st .. ' (' .. reason .. ')'}
-        end
+-- "cancelled"; why: the text of a death, as "was dead (...)"). A waiting job that runs
+-- goes to its queue; one that asks for success of a dependency that did not succeed is
+-- taken out of the dependents hash and appended to doomed as {jid, text, reason}: it will
+-- never run, and lib/outcome.lua's job_end ends it (its death, record and batch, and the
+-- jobs waiting on it in turn: a chain's tail). A waiting job whose queue key holds another
+-- type stays waiting. Returns the number of jobs taken out (released or doomed).
+local function wf_release(W, jid, status, why, doomed)
+  local dkey = key_of(W.P, 'dependents', jid)
+  local entries = {}
+  if redis.call('TYPE', dkey)['ok'] == 'hash' then entries = redis.call('HGETALL', dkey) end
+  local released = 0
+  for i = 1, #entries, 2 do
+    local wjid, text = entries[i], entries[i + 1]
+    local q = wf_field(text, 'queue')
+    local runs = status == 'succeeded' or wf_field(text, 'after_outcome') == 'complete'
+    local target = runs and type(q) == 'string' and key_of(W.P, 'queue', q) or nil
+    local ttype = target and redis.call('TYPE', target)['ok'] or 'none'
+    if ttype == 'none' or ttype == 'list' then
+      redis.call('HDEL', dkey, wjid)
+      redis.call('HDEL', W.waiting, wjid)
+      released = released + 1
+      if target then
+        redis.call('LPUSH', target, text)
+        redis.call('PUBLISH', target, '')  -- wakes idle workers of q (rfetch.worker.wake)
+        redis.call('SADD', W.queues, q)
+      else
+        doomed[#doomed + 1] = {jid = wjid, text = text, reason = 'dependency ' .. jid .. ' ' .. why}
       end
     end
   end
