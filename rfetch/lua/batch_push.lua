@@ -35,7 +35,6 @@
 -- #include gate
 -- #include cap
 -- #include push
--- #include workflow
 -- #include batch
 local hash, index, P, bid, mode = KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2]
 local ttl = tonumber(ARGV[3])

@@ -1,5 +1,4 @@
 -- #include keys
--- #include workflow
 -- lib/batch.lua: a batch's counters and callbacks (Sidekiq Pro batches), changed in the same
 -- call as the job's acknowledgement, retry-set entry or death: lib/outcome.lua's batch
 -- effect, for every ending script. Included with a "-- #include batch" line (by

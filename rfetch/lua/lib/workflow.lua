@@ -1,7 +1,7 @@
 -- #include keys
 -- lib/workflow.lua: recorded outcomes (store_result) and the release of waiting jobs
 -- (after=), for lib/outcome.lua's job_end (which ends a waiting job that will never run)
--- and depend.lua. Included after guard, before batch.
+-- and depend.lua. Included by lib/outcome.lua.
 --
 -- W is the table of a call's fixed keys: W.P the namespace prefix, W.waiting the index
 -- "rfetch:waiting", W.dead the dead set, W.queues the "queues" set, W.cancelled the counter
