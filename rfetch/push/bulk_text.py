@@ -24,6 +24,10 @@ from rfetch.push.buffer import BufferedJob
 from rfetch.push.bulk_build import Builder, bulk_item, bulk_options, bulk_template
 from rfetch.push.sink import INTERCEPTION
 
+SCALARS = frozenset({str, int, bool, type(None)})
+"""Types of an argument always valid in JSON (a float may be NaN): a list of only these
+needs no walk (:func:`rfetch.jobs.payload.check_args`'s own first test, without a call)."""
+
 
 class Splice:
     """One template's text, cut around its ``args`` and ``jid`` fields.
@@ -99,7 +103,7 @@ class Splice:
                 continue
             if len(encoded) + len(jid) > room:
                 self.whole(args, jid, max_bytes)  # raises PayloadTooLarge
-            add(BufferedJob(queue, before + encoded.decode() + between + jid + after, at, plain))
+            add(BufferedJob(queue, f"{before}{encoded.decode()}{between}{jid}{after}", at, plain))
         return out
 
 
@@ -112,7 +116,11 @@ def checked_items(arg_lists: Sequence[Any]) -> list[list[Any]]:
         ConfigError: an item that is not a list of arguments.
         ArgsNotSerializable: an argument is not native JSON.
     """
-    return [bulk_item(args) for args in arg_lists]
+    scalar = SCALARS.__contains__
+    return [
+        args if type(args) is list and all(map(scalar, map(type, args))) else bulk_item(args)
+        for args in arg_lists
+    ]
 
 
 def spliced_bulk(
