@@ -13,7 +13,7 @@ import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -22,13 +22,20 @@ from rfetch.errors import ConfigError
 SPOOL_FILE = "rfetch-spool.sqlite3"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BufferedJob:
-    """A serialised job waiting for Redis: its queue, JSON text and run time (or None)."""
+    """A serialised job waiting for Redis: its queue, JSON text and run time (or None).
+
+    ``plain`` is True only when whoever encoded ``text`` knows it has no routing field (no
+    ordering key, unique lock, tenant, fetch cap or priority: a bulk push of one template,
+    :mod:`rfetch.push.bulk_text`), so the write need not search it for them; False (the
+    default, and whatever a buffer gives back) means "look".
+    """
 
     queue: str
     text: str
     at: float | None
+    plain: bool = field(default=False, compare=False, repr=False)
 
 
 class PushBuffer(Protocol):

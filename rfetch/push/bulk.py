@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rfetch.errors import BulkPushError, ConfigError
-from rfetch.jobs.payload import Payload
 from rfetch.push.buffer import BufferedJob
 
 
@@ -22,22 +21,26 @@ def check_batch_size(batch_size: int | None) -> None:
 
 
 class BulkPush:
-    """The payloads of one bulk push, their serialised jobs and the jids written so far.
+    """The jobs of one bulk push: their positions, jids, serialised forms, and the jids
+    written so far.
 
     Args:
-        indexed: (position in ``args_list``, payload) of every job kept by the client
+        positions: the position in ``args_list`` of every job kept by the client
             middleware, in push order.
-        jobs: the payloads serialised, one per entry of ``indexed``.
+        jids: the jid of each of those jobs.
+        jobs: the jobs serialised, one per entry of ``positions``.
         batch_size: at most that many jobs per atomic write; None: one write.
     """
 
     def __init__(
         self,
-        indexed: Sequence[tuple[int, Payload]],
+        positions: Sequence[int],
+        jids: Sequence[str],
         jobs: Sequence[BufferedJob],
         batch_size: int | None,
     ) -> None:
-        self.indexed = indexed
+        self.positions = positions
+        self.all_jids = jids
         self.jobs = jobs
         self.size = batch_size or max(len(jobs), 1)
         self.jids: list[str] = []
@@ -49,9 +52,12 @@ class BulkPush:
     def wrote(self, start: int, end: int, written: Sequence[bool] | None) -> None:
         """Record the batch ``start:end`` written (``written``: per job, False when its
         unique lock was held; None when buffered, all kept)."""
-        for index, (_, payload) in enumerate(self.indexed[start:end]):
-            if written is None or written[index]:
-                self.jids.append(payload["jid"])
+        if written is None or all(written):
+            self.jids.extend(self.all_jids[start:end])
+            return
+        for index, jid in enumerate(self.all_jids[start:end]):
+            if written[index]:
+                self.jids.append(jid)
 
     def refused(self, start: int, exc: Exception) -> None:
         """The batch at ``start`` was refused with ``exc`` (Redis, or a full buffer).
@@ -63,7 +69,7 @@ class BulkPush:
         """
         if start == 0:
             return
-        handled = self.indexed[start][0]
+        handled = self.positions[start]
         raise BulkPushError(
             f"push_bulk wrote {len(self.jids)} job(s) (args_list[:{handled}]) and then "
             f"Redis refused a batch: {exc}; args_list[{handled}:] was not written",

@@ -28,6 +28,7 @@ from rfetch.push.batch_context import collecting
 from rfetch.push.buffer import BufferedJob, PushBuffer
 from rfetch.push.bulk import BulkPush, check_batch_size
 from rfetch.push.bulk_build import build_bulk
+from rfetch.push.bulk_text import spliced_bulk
 from rfetch.push.routing import deliver_to_shards, delivery_for
 from rfetch.push.shards import shard_config
 from rfetch.push.sink import INTERCEPTION, Send, Sink
@@ -250,8 +251,15 @@ class Client:
             ArgsNotSerializable, PayloadTooLarge, ConfigError: as :meth:`push_bulk`.
         """
         check_batch_size(batch_size)
+        if not self.config.client_middleware and options_for is None:  # rfetch.push.bulk_text
+            args_list = list(args_list)  # read once, for either way below
+            spliced = spliced_bulk(self, class_name, args_list, options, at, self.config)
+            if spliced is not None:
+                return BulkPush(range(len(args_list)), *spliced, batch_size)
         indexed = self.prepare_bulk(class_name, args_list, options, at, options_for)
-        return BulkPush(indexed, self.serialized([p for _, p in indexed]), batch_size)
+        payloads = [p for _, p in indexed]
+        jids = [p["jid"] for p in payloads]
+        return BulkPush([i for i, _ in indexed], jids, self.serialized(payloads), batch_size)
 
     def prepare_bulk(
         self,

@@ -296,6 +296,9 @@ def outgoing(jobs: Sequence[BufferedJob]) -> list[Outgoing]:
     now = time.time()
     for job in jobs:
         text = job.text
+        if job.plain:  # known to have no routing field (rfetch.push.bulk_text)
+            out.append(Outgoing(job.queue, text, job.at))
+            continue
         routing = Routing.parse(text) if may_be_gated(text) or may_have_priority(text) else None
         if routing is None or not routing.gated:
             out.append(Outgoing(job.queue, job.text, job.at))

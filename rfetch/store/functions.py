@@ -27,8 +27,9 @@ It calls ``FCALL`` and falls back to the script's EVALSHA (redis-py's
 A missing library (``Function not found``: a restarted Redis without persistence, a
 ``FUNCTION FLUSH``, a new Sentinel primary that never had it) is loaded with ``FUNCTION
 LOAD REPLACE`` (on every primary of a Redis Cluster) and the call made again, as redis-py
-does for ``NOSCRIPT``. Functions are replicated like data, so a replica promoted by a
-failover usually has the library already.
+does for ``NOSCRIPT``; the first large call on a client asks first (:data:`LARGE_CALL`),
+so a bulk push to a fresh Redis is not sent twice. Functions are replicated like data, so
+a replica promoted by a failover usually has the library already.
 """
 
 from __future__ import annotations
@@ -50,6 +51,11 @@ INCLUDE = re.compile(r"^-- #include (\w+)$", re.MULTILINE)
 
 LIBRARY_PREFIX = "rfetch_"
 """Every rfetch library's name starts so, then 12 hex digits of its text's SHA-1."""
+
+LARGE_CALL = 256
+"""Arguments from which the first call on a client asks first whether the library is loaded
+(``FUNCTION LIST``, one round trip), so that a large call (a bulk push) is not sent twice
+to a server that does not have it yet: a fresh Redis."""
 
 
 def expand(text: str, seen: set[str], read_lib: Callable[[str], str]) -> str:
@@ -104,6 +110,15 @@ class Library:
         self.name = name
         self.source = source
         self.usable = True  # False once the server showed it has no Functions for us
+        self.looked = False  # True once a large call asked whether it is loaded
+
+    def missing(self, client: Redis | RedisCluster) -> bool:
+        """Whether the server says it does not have the library (``FUNCTION LIST``);
+        False when it may not be asked (an ACL, no Functions: the call finds out)."""
+        try:
+            return not client.function_list(library=self.name)
+        except ResponseError:
+            return False
 
     def load(self, client: Redis | RedisCluster) -> None:
         """``FUNCTION LOAD REPLACE`` the library (on every primary of a Redis Cluster).
@@ -156,6 +171,10 @@ class LuaScript:
         target = self.fallback.registered_client if client is None else client
         if isinstance(target, Pipeline | ClusterPipeline) or not self.library.usable:
             return self.fallback(keys=keys, args=args, client=target)
+        if not self.library.looked and len(args) >= LARGE_CALL:
+            self.library.looked = True
+            if self.library.missing(target):
+                return self._load_and_call(target, keys, args)
         try:
             return target.fcall(self.function, len(keys), *keys, *args)
         except OutOfMemoryError:

@@ -25,8 +25,10 @@ from redis.commands.core import Script
 from rfetch.store.functions import Library, LuaScript, expand, library_source
 
 
+@cache
 def _lua_text(name: str) -> str:
-    """The text of ``rfetch/lua/<name>.lua`` as written (its includes not expanded)."""
+    """The text of ``rfetch/lua/<name>.lua`` as written (its includes not expanded), read
+    once per process (each library is included by many scripts)."""
     return resources.files("rfetch").joinpath("lua").joinpath(f"{name}.lua").read_text("utf-8")
 
 
@@ -35,8 +37,10 @@ def _lib_text(name: str) -> str:
     return _lua_text(f"lib/{name}")
 
 
+@cache
 def read_script(name: str) -> str:
-    """Source of ``rfetch/lua/<name>.lua`` with its ``-- #include`` lines expanded.
+    """Source of ``rfetch/lua/<name>.lua`` with its ``-- #include`` lines expanded, built
+    once per process (reading and expanding every script was most of building a client).
 
     Raises:
         FileNotFoundError: no such script or included library.
