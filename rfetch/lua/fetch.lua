@@ -32,9 +32,12 @@
 --          being read from the cap ring (lib/cap.lua); the records' keys (lib/record.lua), a
 --          batch's other keys, its parents' and a callback's queue (lib/batch.lua).
 --
--- Acknowledgements first (LREM count 1 of the exact bytes); one with a record that this
--- LREM removed ends as "succeeded" (lib/outcome.lua), in this same call: its key released
--- (its next job goes out, and may be fetched by this very call), its unique lock dropped,
+-- Acknowledgements first (LREM of the exact bytes, count -1: from the right end, where the
+-- oldest jobs are, which mostly end first; from the left end, each acknowledgement scanned
+-- nearly the whole private list while hundreds of async jobs were held; identical bytes are
+-- one job either way); one with a record that this LREM removed ends as "succeeded"
+-- (lib/outcome.lua), in this same call: its key released (its next job goes out, and may
+-- be fetched by this very call), its unique lock dropped,
 -- its cap slot given back (so the key's next job may be fetched by this very call), its
 -- batch counted. A release one of whose keys has another type (lib/guard.lua) is not done:
 -- the job is acknowledged and counted, and its key stays held until stuck-key rescue
@@ -86,7 +89,7 @@ end
 a = a + prio_count + 1
 for r = 1, tonumber(ARGV[a]) do
   local at = a + 2 * r - 1
-  redis.call('LREM', KEYS[2 * tonumber(ARGV[at])], 1, ARGV[at + 1])
+  redis.call('LREM', KEYS[2 * tonumber(ARGV[at])], -1, ARGV[at + 1])
 end
 a = a + 2 * tonumber(ARGV[a]) + 1
 local P = KEYS[#KEYS]  -- the prefix, when an acknowledgement has a record
@@ -105,7 +108,7 @@ for r = 1, tonumber(ARGV[a]) do
   elseif rec.C then  -- a capped job's only keys are its queue's: as checked before
     releasable = cap_fit[rec.q]
   end
-  if redis.call('LREM', KEYS[2 * p], 1, raw) == 1 then
+  if redis.call('LREM', KEYS[2 * p], -1, raw) == 1 then
     job_end(rec, 'succeeded', raw, not releasable and KEEP_KEYS or nil)
   end
 end

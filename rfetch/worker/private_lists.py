@@ -62,7 +62,8 @@ class PrivateLists:
             return self.commands.finish(
                 unit.private_key, unit.queue, unit.raw, routing, None, outcome, failure or ""
             )
-        return bool(self.redis.lrem(unit.private_key, 1, unit.raw))  # type: ignore[arg-type]
+        # From the right end, where the oldest jobs are (as fetch.lua's acknowledgements).
+        return bool(self.redis.lrem(unit.private_key, -1, unit.raw))  # type: ignore[arg-type]
 
     def holds(self, unit: UnitOfWork) -> bool:
         """Whether ``unit`` is still in its private list (one LPOS of the exact bytes,
