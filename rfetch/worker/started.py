@@ -77,8 +77,9 @@ class StartMarks:
         """Slot -> its name packed in RESP (at most one per thread and loop slot)."""
         self._free = [f"f{i:x}" for i in range(slots)] if self._conn is not None else []
         """Hand-off slots not lent."""
-        self._lent: dict[int, str] = {}
-        """id(unit) -> the hand-off slot its mark is under (:meth:`handed`)."""
+        self._lent: dict[int, tuple[UnitOfWork, str]] = {}
+        """id(unit) -> (unit, the hand-off slot its mark is under) (:meth:`handed`); the unit
+        is kept so that its id is not reused by another job while the entry lives."""
 
     def handed(self, units: Sequence[UnitOfWork]) -> None:
         """``units`` go to threads idle now (each takes one at once): marked started now,
@@ -88,7 +89,7 @@ class StartMarks:
             lent = self._free[len(self._free) - min(len(units), len(self._free)):]
             del self._free[len(self._free) - len(lent):]
             for unit, slot in zip(units, lent, strict=False):
-                self._lent[id(unit)] = slot
+                self._lent[id(unit)] = (unit, slot)
         if lent:
             self.mark_many(list(zip(lent, units, strict=False)))
 
@@ -96,16 +97,16 @@ class StartMarks:
         """``unit`` (started, or found lost) is done with: its hand-off slot, if any, is free
         again (its mark stays until the slot is lent again, as a thread's does)."""
         with self._lock:
-            slot = self._lent.pop(id(unit), None)
-            if slot is not None:
-                self._free.append(slot)
+            entry = self._lent.pop(id(unit), None)
+            if entry is not None:
+                self._free.append(entry[1])
 
     def unstarted(self, units: Sequence[UnitOfWork]) -> None:
         """``units`` leave this process without having started: the marks written when
         they were handed over are deleted, then their slots are free again. Never
         raises."""
         with self._lock:
-            slots = [s for s in (self._lent.pop(id(unit), None) for unit in units) if s]
+            slots = [e[1] for e in (self._lent.pop(id(unit), None) for unit in units) if e]
         self._unmark(slots)
 
     def _unmark(self, slots: Sequence[str]) -> None:
@@ -133,7 +134,8 @@ class StartMarks:
         its own Redis writes anyway) and, should the process die running it, its recovery
         is not counted; the error is logged.
         """
-        if id(unit) not in self._lent:
+        entry = self._lent.get(id(unit))
+        if entry is None or entry[0] is not unit:
             self.mark_many(((slot, unit),))
 
     def mark_many(self, started: Sequence[tuple[str, UnitOfWork]]) -> None:
