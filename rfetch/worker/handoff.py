@@ -70,6 +70,12 @@ class HandOff:
         self.held.pop(id(unit), None)
         self.looped.discard(id(unit))
 
+    def idle(self) -> int:
+        """Threads that take a new job at once: no held job is theirs to run (a thread
+        takes a job only from the held ones; called by the fetcher, while no blocking
+        fetch is under way)."""
+        return self.concurrency - len(self.held) + len(self.looped)
+
     def thread_free(self) -> bool:
         """Whether a thread is idle with no job waiting for it."""
         with self.cond:

@@ -95,18 +95,15 @@ class Manager:
             config.concurrency, config.prefetch_count, config.prefetch_horizon
         )
         self.stall = StallGuard(config, fetch)
-        self.marks = StartMarks(fetch.redis, fetch.keys, fetch.identity)
+        registry = processor.registry  # no fetch slots with async jobs (they end elsewhere)
+        slots = 0 if registry.has_async else config.concurrency
+        self.marks = StartMarks(fetch.redis, fetch.keys, fetch.identity, slots)
         self.pool = HandOff(config.concurrency)
-        registry = processor.registry
-        self.aio = (
-            AsyncPool(context, processor, registry, self)
-            if registry.has_async
-            else None
-        )
+        self.aio = AsyncPool(context, processor, registry, self) if registry.has_async else None
         self.room = FetchRoom(config.concurrency, config.prefetch_count,
                               self.aio.size if self.aio is not None else 0, not registry.has_sync)
         self._low_water = config.concurrency
-        self.push_back = PushBack(fetch, self.pool, report)
+        self.push_back = PushBack(fetch, self.pool, report, self.marks)
         self.blocking = BlockingHandOff(context, self)
         self._threads: list[threading.Thread] = []
         self._fetcher: threading.Thread | None = None
@@ -288,6 +285,7 @@ class Manager:
         with self.pool.cond:
             self.pool.started.pop(ident, None)
             self.pool.held.pop(id(unit), None)
+            self.marks.ended(unit)
             if seconds is not None:
                 self.prefetch.finished(seconds)
             # Wake the fetcher only when it has a reason to fetch: room for a batch, or
@@ -387,6 +385,9 @@ class Manager:
             unit.acknowledge()
 
     def _hand_off(self, units: list[UnitOfWork], sent_at: float) -> None:
+        with self.pool.cond:
+            idle = self.pool.idle()
+        self.marks.handed(units[:idle])  # one write for the jobs idle threads take at once
         with self.pool.cond:
             admitted, rejected = self.pool.admit(units, sent_at, self.work.quiet, self.paused())
             looped, threaded = self.split(admitted)

@@ -16,6 +16,7 @@ from rfetch.store.connection import REDIS_DOWN
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.handoff import HandOff
 from rfetch.worker.reporting import ErrorReporter
+from rfetch.worker.started import StartMarks
 from rfetch.worker.unit import UnitOfWork
 
 log = logging.getLogger("rfetch.manager")
@@ -30,10 +31,15 @@ class PushBack:
         pool: the manager's held jobs and hand-off queue (its ``cond`` is the lock).
         report: the error reporter, for a push-back that failed for another reason than
             Redis being unreachable.
+        marks: the process's start marks (a job its fetch marked is unmarked when pushed
+            back unstarted).
     """
 
-    def __init__(self, fetch: ReliableFetch, pool: HandOff, report: ErrorReporter) -> None:
+    def __init__(
+        self, fetch: ReliableFetch, pool: HandOff, report: ErrorReporter, marks: StartMarks
+    ) -> None:
         self.fetch = fetch
+        self.marks = marks
         self.pool = pool
         self.report = report
         self.stuck: dict[int, UnitOfWork] = {}
@@ -74,7 +80,10 @@ class PushBack:
         Redis answers. Without the sweep, the Sentinel chaos test lost the jobs given back
         from behind threads stuck on their acknowledgements just after the master's
         SIGKILL. Never raises: on the fetcher thread (a give-back) an error must not end it.
+        The start marks their fetch wrote (jobs handed to threads idle then) are deleted
+        first: they never started.
         """
+        self.marks.unstarted(units)
         try:
             pushed = self.fetch.requeue(units)
             log.info("pushed back %d job(s) not started (%s)", pushed, why)

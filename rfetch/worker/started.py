@@ -10,6 +10,14 @@ one HSET, overwriting the slot's previous job, so the hash has at most ``concurr
 async_concurrency`` fields and needs no clean-up per job. The mark is written before
 ``perform`` is called: a job that kills its process at once has been marked.
 
+The jobs of a fetch that go to threads idle at that moment (no held job is theirs to run,
+so each takes one at once) are marked by the fetcher before it hands them over, in one
+``HSET`` for the batch, each under a *hand-off slot* lent to it (``f0`` ..
+``f<concurrency - 1>``), instead of one ``HSET`` by each thread: still before
+``perform``. A slot is lent until its job ends; one whose job leaves unstarted (pushed back
+on quiet or a pause) has its mark deleted (``HDEL``) before the slot is lent again. So the
+hash has at most ``2 * concurrency + async_concurrency`` fields.
+
 Recovery (:meth:`rfetch.worker.orphan_recovery.OrphanRecovery.reap`) reads the hash once per
 dead process: a job whose payload is in it is counted, one whose payload is not is pushed
 back without counting.
@@ -47,9 +55,11 @@ class StartMarks:
         client: the worker's Redis client (its connection pool's settings are reused).
         keys: key names.
         identity: the process identity ``host:pid:hex``.
+        slots: hand-off slots (:meth:`handed`): the threads' count, or 0 (none with a
+            Redis Cluster client either: its marks are plain ``HSET`` calls).
     """
 
-    def __init__(self, client: redis.Redis, keys: Keys, identity: str) -> None:
+    def __init__(self, client: redis.Redis, keys: Keys, identity: str, slots: int = 0) -> None:
         self.redis = client
         self.key = keys.started(identity)
         self._lock = threading.Lock()
@@ -65,15 +75,68 @@ class StartMarks:
         """``HSET <key>`` in RESP (the command's first two parts)."""
         self._slots: dict[str, bytes] = {}
         """Slot -> its name packed in RESP (at most one per thread and loop slot)."""
+        self._free = [f"f{i:x}" for i in range(slots)] if self._conn is not None else []
+        """Hand-off slots not lent."""
+        self._lent: dict[int, tuple[UnitOfWork, str]] = {}
+        """id(unit) -> (unit, the hand-off slot its mark is under) (:meth:`handed`); the unit
+        is kept so that its id is not reused by another job while the entry lives."""
+
+    def handed(self, units: Sequence[UnitOfWork]) -> None:
+        """``units`` go to threads idle now (each takes one at once): marked started now,
+        each under a fetch slot of its own, in one ``HSET`` (:meth:`mark_many`); those
+        beyond the free slots are left to their threads. Never raises."""
+        with self._lock:
+            lent = self._free[len(self._free) - min(len(units), len(self._free)):]
+            del self._free[len(self._free) - len(lent):]
+            for unit, slot in zip(units, lent, strict=False):
+                self._lent[id(unit)] = (unit, slot)
+        if lent:
+            self.mark_many(list(zip(lent, units, strict=False)))
+
+    def ended(self, unit: UnitOfWork) -> None:
+        """``unit`` (started, or found lost) is done with: its hand-off slot, if any, is free
+        again (its mark stays until the slot is lent again, as a thread's does)."""
+        with self._lock:
+            entry = self._lent.pop(id(unit), None)
+            if entry is not None:
+                self._free.append(entry[1])
+
+    def unstarted(self, units: Sequence[UnitOfWork]) -> None:
+        """``units`` leave this process without having started: the marks written when
+        they were handed over are deleted, then their slots are free again. Never
+        raises."""
+        with self._lock:
+            slots = [e[1] for e in (self._lent.pop(id(unit), None) for unit in units) if e]
+        self._unmark(slots)
+
+    def _unmark(self, slots: Sequence[str]) -> None:
+        """Delete the marks under ``slots`` (their jobs never started), then free them.
+        The ``HDEL`` goes on the marks' connection, so Redis runs it after the ``HSET`` it
+        undoes and before the next one on those slots. Never raises (the marks stay until
+        their slots are lent again)."""
+        if not slots:
+            return
+        parts = [b"HDEL", self.key.encode(), *(slot.encode() for slot in slots)]
+        try:
+            self._send_packed(b"*%d\r\n" % len(parts) + b"".join(
+                b"$%d\r\n%s\r\n" % (len(part), part) for part in parts))
+        except (RedisError, OSError) as exc:
+            log.warning("could not delete %d start mark(s): %s", len(slots), exc)
+        with self._lock:
+            self._free += slots
 
     def mark(self, slot: str, unit: UnitOfWork) -> None:
-        """Note that ``slot`` (a thread's or a loop slot's name) starts ``unit`` now.
+        """Note that ``slot`` (a thread's or a loop slot's name) starts ``unit`` now; a
+        job marked when it was handed to an idle thread (:meth:`handed`) is not marked
+        again.
 
         Never raises: when Redis cannot be written, the job still runs (it would fail on
         its own Redis writes anyway) and, should the process die running it, its recovery
         is not counted; the error is logged.
         """
-        self.mark_many(((slot, unit),))
+        entry = self._lent.get(id(unit))
+        if entry is None or entry[0] is not unit:
+            self.mark_many(((slot, unit),))
 
     def mark_many(self, started: Sequence[tuple[str, UnitOfWork]]) -> None:
         """:meth:`mark` for several slots at once (the event loop starts jobs in batches):
@@ -85,19 +148,26 @@ class StartMarks:
                     fields += (slot, unit.raw)
                 self.redis.hset(self.key, items=fields)
                 return
-            command = self._command(started)
-            # The readability check (a syscall, which lets other threads take the GIL) runs
-            # outside the lock: a thread holding the lock while it waited for the GIL
-            # stalled every thread about to start a job (profiled under load).
-            seen = self._conn._get_socket() if self._ready else None  # no public way to peek
-            try:
-                stale = seen is not None and bool(select.select([seen], [], [], 0)[0])
-            except (ValueError, OSError):  # closed meanwhile by another thread's reopening
-                stale = True
-            with self._lock:
-                self._send(self._conn, command, seen, stale)
+            self._send_packed(self._command(started))
         except (RedisError, OSError) as exc:
             log.warning("could not write %d start mark(s): %s", len(started), exc)
+
+    def _send_packed(self, command: bytes) -> None:
+        """Send ``command`` (RESP) on the marks' connection, opened again if Redis closed
+        it. Raises what the connection raises."""
+        conn = self._conn
+        if conn is None:
+            raise OSError("the start marks have no connection of their own")
+        # The readability check (a syscall, which lets other threads take the GIL) runs
+        # outside the lock: a thread holding the lock while it waited for the GIL stalled
+        # every thread about to start a job (profiled under load).
+        seen = conn._get_socket() if self._ready else None  # no public way to peek
+        try:
+            stale = seen is not None and bool(select.select([seen], [], [], 0)[0])
+        except (ValueError, OSError):  # closed meanwhile by another thread's reopening
+            stale = True
+        with self._lock:
+            self._send(conn, command, seen, stale)
 
     def _command(self, started: Sequence[tuple[str, UnitOfWork]]) -> bytes:
         """``HSET key slot payload ...`` in RESP. The key's and each slot's parts are packed

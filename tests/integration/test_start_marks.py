@@ -87,3 +87,56 @@ def test_marks_from_many_threads_at_once_all_land(r: redis.Redis) -> None:
     last = {f"t{slot}".encode(): b'{"jid":"%d-299"}' % slot for slot in range(8)}
     wait_for(lambda: r.hgetall(key) == last, 20, lambda: f"marks: {r.hgetall(key)!r}")
     marks.close()
+
+
+def unit_of(jid: str) -> UnitOfWork:
+    return UnitOfWork("default", b'{"jid":"%s"}' % jid.encode(), "private", None,
+                      cast("Any", None))
+
+
+def test_jobs_handed_to_idle_threads_are_marked_in_one_write_under_lent_slots(
+    r: redis.Redis,
+) -> None:
+    """The fetcher marks the jobs idle threads take at once (one HSET, a hand-off slot
+    each); their threads do not mark them again; a job pushed back unstarted loses its
+    mark before its slot is lent again; an ended job's slot is lent again."""
+    marks = StartMarks(r, KEYS, "host:1:handed", 2)
+    key = KEYS.started("host:1:handed")
+    first, second, third = unit_of("a"), unit_of("b"), unit_of("c")
+    marks.handed([first, second, third])  # two slots: the third is left to its thread
+    wait_for(lambda: r.hgetall(key) == {b"f0": first.raw, b"f1": second.raw}, 10,
+             lambda: f"marks: {r.hgetall(key)!r}")
+    marks.mark("t1", first)  # marked already: no write
+    marks.mark("t2", third)
+    wait_for(lambda: r.hget(key, "t2") == third.raw, 10)
+    assert r.hlen(key) == 3
+    marks.unstarted([second])  # pushed back: its mark goes, its slot is free
+    wait_for(lambda: not r.hexists(key, "f1"), 10)
+    marks.ended(first)
+    fourth, fifth = unit_of("d"), unit_of("e")
+    marks.handed([fourth, fifth])  # both slots free again
+    wait_for(lambda: set(r.hvals(key)) == {fourth.raw, fifth.raw, third.raw}, 10,  # type: ignore[arg-type]
+             lambda: f"marks: {r.hgetall(key)!r}")
+    marks.close()
+
+
+def test_a_sync_worker_marks_jobs_for_idle_threads_before_they_start(
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
+) -> None:
+    """Without async job classes, a job is marked before it runs: by the fetcher under a
+    hand-off slot (``f...``) when it went to an idle thread, else by its thread (``t...``,
+    as a job the blocking fetch brings to an idle worker)."""
+    worker = WorkerProcess(redis_server.url, ["-c", "2", "-r", "testjobs"], FAST_ENV, tmp_path)
+    try:
+        identity = worker.identity(r)
+        client = Client(Config(redis_url=redis_server.url), r)
+        client.push("testjobs.Sleep", [30])
+        private = KEYS.private(identity, "default")
+        wait_for(lambda: r.llen(private) == 1, 20, worker.log)
+        [held] = r.lrange(private, 0, -1)  # type: ignore[misc]
+        wait_for(lambda: held in r.hvals(KEYS.started(identity)), 20, worker.log)  # type: ignore[operator]
+        marks: dict[bytes, bytes] = r.hgetall(KEYS.started(identity))  # type: ignore[assignment]
+        assert all(field[:1] in (b"f", b"t") for field in marks)  # hand-off or thread slots
+    finally:
+        assert worker.stop(30) == 0
+    assert not r.exists(KEYS.started(identity))
