@@ -156,6 +156,15 @@ class LuaScript:
         """The script's text with its includes expanded (for an EVAL)."""
         return str(self.fallback.script)
 
+    def command(self, keys: Sequence[str], args: Sequence[EncodableT]) -> tuple[EncodableT, ...]:
+        """The call as one command's parts, for a caller that sends it itself (appended to
+        a blocking command's connection): ``FCALL`` of the function, or ``EVALSHA`` when
+        the server has shown it has no Functions for us. No load on a "function not found"
+        or ``NOSCRIPT`` reply: the caller then runs the script the usual way."""
+        if self.library.usable:
+            return ("FCALL", self.function, len(keys), *keys, *args)
+        return ("EVALSHA", self.fallback.sha, len(keys), *keys, *args)
+
     def __call__(
         self,
         keys: Sequence[str] = (),

@@ -6,8 +6,10 @@ failure into the retry or dead set, push back, coalesce waiting jobs, write leas
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from redis.client import Pipeline
+from redis.typing import EncodableT
 
 from rfetch.jobs.payload import Routing
 from rfetch.store.command_base import Client, CommandBase, Outcome, queue_script, text
@@ -57,7 +59,30 @@ class JobCommands(CommandBase):
         keys, args = fetch_call(
             self.keys, names, public, private, fetch_count, limit, fair, acks, capped, prio
         )
-        looked_at, moved, broken = self.scripts.fetch(keys=keys, args=args, client=self.redis)
+        return self.fetch_reply(self.scripts.fetch(keys=keys, args=args, client=self.redis))
+
+    def fetch_command(
+        self,
+        names: Sequence[str],
+        public: Mapping[str, str],
+        private: Mapping[str, str],
+        limit: int,
+        fair: Sequence[str],
+        capped: Sequence[str] = (),
+        prio: Sequence[str] = (),
+    ) -> tuple[EncodableT, ...]:
+        """:meth:`fetch` of every queue of ``names`` with no acknowledgement, as one
+        command's parts (``FCALL`` or ``EVALSHA``) for a caller that sends it itself, and
+        reads its reply with :meth:`fetch_reply`."""
+        keys, args = fetch_call(
+            self.keys, names, public, private, len(names), limit, fair, (), capped, prio
+        )
+        return self.scripts.fetch.command(keys, args)
+
+    @staticmethod
+    def fetch_reply(reply: list[Any]) -> FetchReply:
+        """A ``fetch.lua`` reply, parsed."""
+        looked_at, moved, broken = reply
         return FetchReply(
             int(looked_at),
             [(int(moved[i]) - 1, moved[i + 1]) for i in range(0, len(moved), 2)],

@@ -23,6 +23,7 @@ from typing import Any
 
 from rfetch.jobs.payload import Routing
 from rfetch.store.cluster import node_client
+from rfetch.store.replies import FetchReply
 from rfetch.worker.context import WorkerContext
 from rfetch.worker.outcome import settle_recorded
 from rfetch.worker.private_lists import PrivateLists
@@ -152,7 +153,11 @@ class ReliableFetch(PrivateLists):
             [name for name in names[:fetch_count] if name in self.capped],
             [name for name in names[:fetch_count] if name in self.prio],
         )
-        units = [self.unit(names[i], raw, own[names[i]]) for i, raw in reply.jobs]
+        return self._units(names, reply)
+
+    def _units(self, names: list[str], reply: FetchReply) -> list[UnitOfWork]:
+        """The units of the jobs a fetch moved (``names``: the queues as sent)."""
+        units = [self.unit(names[i], raw, self._private[names[i]]) for i, raw in reply.jobs]
         self._note_broken(
             {names[i]: kind for i, kind in reply.broken.items()}, names[: reply.looked_at]
         )
@@ -202,22 +207,41 @@ class ReliableFetch(PrivateLists):
             # token, then fetch (which also looks at the public queue) once either way.
             self._block(None, "BLPOP", self.keys.fair_wake(first), self.config.block_timeout)
             return self.retrieve_work(1, exclude)
-        raw = self._block(
-            first, "BLMOVE", self._public[first], self._private[first], "RIGHT", "LEFT",
-            self.config.block_timeout,
-        )
-        if raw is None:
-            if self.waker is not None and self.waker.woken():
-                return self.retrieve_work(1, exclude)  # in this thread: no hand-off
-            return []
-        return [self.unit(first, raw, self._private[first])]
+        command = ("BLMOVE", self._public[first], self._private[first], "RIGHT", "LEFT",
+                   self.config.block_timeout)
+        if self.waker is None:
+            raw = self.redis.execute_command(*command)  # type: ignore[no-untyped-call]
+            return [] if raw is None else [self.unit(first, raw, self._private[first])]
+        # The fetch a wake-up appends (wake.py): one job, in queue order, as below.
+        order = [q for q in self.order.next() if q not in set(exclude)]
+        client = self._node()
+        follow = None
+        if client is self.redis:  # not a cluster: the fetch's keys are on this server
+            follow = self.commands.fetch_command(
+                order, self._public, self._private, 1, *self._kinds(order)
+            )
+        raw, followed = self.waker.blocking_then(client, first, command, follow)
+        units = [] if raw is None else [self.unit(first, raw, self._private[first])]
+        if followed is not None:
+            return units + self._units(order, self.commands.fetch_reply(followed))
+        if raw is None and self.waker.woken():
+            return self.retrieve_work(1, exclude)  # in this thread: no hand-off
+        return units
+
+    def _kinds(self, names: list[str]) -> tuple[list[str], list[str], list[str]]:
+        """Of ``names``: the fair ones, the capped ones and those with priority jobs."""
+        return ([n for n in names if n in self.fair], [n for n in names if n in self.capped],
+                [n for n in names if n in self.prio])
+
+    def _node(self) -> Any:
+        """The client of the server holding the queues (a cluster's node client)."""
+        return node_client(self.redis, self._public[next(iter(self._public))])
 
     def _block(self, queue: str | None, *args: object) -> Any:
         """A blocking command, which a wake-up can end (:meth:`Waker.blocking_call`)."""
         if self.waker is None:
             return self.redis.execute_command(*args)  # type: ignore[no-untyped-call]
-        client = node_client(self.redis, self._public[next(iter(self._public))])
-        return self.waker.blocking_call(client, queue, *args)
+        return self.waker.blocking_call(self._node(), queue, *args)
 
     def any_waiting(self, exclude: Iterable[str] = ()) -> bool:
         """Whether any queue (but ``exclude``) holds a job, plain or of a tenant: one EXISTS

@@ -18,6 +18,14 @@ Redis) is closed by a count of wake-ups: the fetcher notes it before it looks
 (:meth:`Waker.blocking_call`); a wake-up heard once the command is marked under way
 repeats ``CLIENT UNBLOCK`` until Redis has the command (a reply of 1) or it ended.
 
+The fetch that follows a wake-up costs no round trip of its own: the thread about to block
+packs that fetch (one job, queue order) before it sends the blocking command, and the
+listener, when it wakes that command, first appends the fetch to the blocked connection
+(Redis runs a client's commands in order, so the fetch runs as soon as the blocking command
+ends) and then sends ``CLIENT UNBLOCK``; the thread reads both replies. On a TLS connection
+(whose socket one thread may not write while another reads) the thread fetches after the
+reply, as it does when the wake-up came before the blocking command was sent.
+
 Cost: the worker subscribes only while it idles (it blocked in the last ``linger``
 seconds) and unsubscribes when it has been busy that long, so the pushes to a busy
 worker's queues fan out to no one; an idle worker sends no command for it (a subscribed
@@ -35,13 +43,19 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
+import ssl
 import threading
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
 from redis import Redis
 from redis.connection import AbstractConnection, ConnectionPool
+from redis.exceptions import ResponseError
+from redis.typing import EncodableT
 
 from rfetch.guard import ThreadGuard
 from rfetch.worker.context import WorkerContext
@@ -54,9 +68,30 @@ LINGER = 10.0
 UNBLOCK_RETRY = 0.0005
 """Seconds between two ``CLIENT UNBLOCK`` of a command sent but not yet in Redis."""
 
-Blocked = tuple[Redis, int, str | None]
-"""A blocking command under way: its client, its connection's client id, the queue whose
-jobs it takes itself (None: a wake list, any message ends it)."""
+@dataclass(eq=False)
+class Blocked:
+    """A blocking command under way (the fields but ``client`` and ``cid`` change under
+    the waker's lock).
+
+    Attributes:
+        client: its client.
+        cid: its connection's client id.
+        queue: the queue whose jobs it takes itself (None: a wake list, any message ends it).
+        sock: its connection's socket, when the follow-up may be appended to it.
+        follow: the packed follow-up command (the fetch), or None.
+        sent: whether the blocking command is wholly sent (the follow-up may go after it).
+        appended: whether the listener appended the follow-up.
+        covered: the wake-ups heard when it was appended (the fetch sees their jobs).
+    """
+
+    client: Redis
+    cid: int
+    queue: str | None
+    sock: socket.socket | None = None
+    follow: bytes | None = None
+    sent: bool = False
+    appended: bool = False
+    covered: int = 0
 
 
 class Waker:
@@ -116,28 +151,67 @@ class Waker:
         Raises:
             redis.exceptions.RedisError: as the command (the connection is dropped).
         """
+        return self.blocking_then(client, queue, args, None)[0]
+
+    def blocking_then(
+        self,
+        client: Redis,
+        queue: str | None,
+        command: Sequence[Any],
+        follow: Sequence[EncodableT] | None,
+    ) -> tuple[Any, Any]:
+        """:meth:`blocking_call` of ``command``; a wake-up that ends it appends ``follow``
+        (the fetch) to the same connection first, so it runs in Redis right after the
+        blocking command, with no round trip of its own (see the module's docstring).
+
+        Returns:
+            (the blocking command's reply, ``follow``'s raw reply or None when it was not
+            sent or Redis answered it with an error: the caller then fetches itself).
+
+        Raises:
+            redis.exceptions.RedisError: as the command (the connection is dropped).
+        """
         pool = client.connection_pool
         conn: Any = _connection(pool)  # redis-py's connection methods are untyped
         try:
-            cid = self._client_id(conn)
+            under = Blocked(client, self._client_id(conn), queue)
+            sock = getattr(conn, "_sock", None)  # no public way to reach it
+            if follow is not None and isinstance(sock, socket.socket) and not isinstance(
+                sock, ssl.SSLSocket
+            ):
+                under.sock, under.follow = sock, b"".join(conn.pack_command(*follow))
             with self._lock:
                 self._last_block = time.monotonic()
                 if not self.subscribed:
                     self._wanted.set()
                 if self._wakes != self._seen:
-                    return None
-                self._blocked = (client, cid, queue)
+                    return None, None
+                self._blocked = under
             try:
-                conn.send_command(*args)
-                return client.parse_response(conn, args[0])  # type: ignore[no-untyped-call]
+                conn.send_command(*command)
+                with self._lock:
+                    under.sent = True
+                reply = client.parse_response(conn, command[0])  # type: ignore[no-untyped-call]
             finally:
                 with self._lock:
                     self._blocked = None
+            return reply, self._followed(conn, under) if under.appended else None
         except BaseException:
             conn.disconnect()
             raise
         finally:
             pool.release(conn)
+
+    def _followed(self, conn: Any, under: Blocked) -> Any:
+        """The appended follow-up's reply (None: an error reply, such as a function not
+        loaded yet); the wake-ups it covers are looked at."""
+        try:
+            reply = conn.read_response()
+        except ResponseError:
+            return None
+        with self._lock:
+            self._seen = under.covered
+        return reply
 
     def _client_id(self, conn: Any) -> int:
         """``CLIENT ID`` of ``conn``'s socket: asked once per (re)connection."""
@@ -151,29 +225,47 @@ class Waker:
         self._ids[conn] = (sock, cid)
         return cid
 
-    def wake(self, queue: str | None) -> None:
+    def wake(self, queue: str | None, fetch: bool = True) -> None:
         """A job landed on ``queue`` (None: maybe on any queue): end the blocking fetch
-        unless it takes that queue's jobs itself, or keep the next one from starting."""
+        unless it takes that queue's jobs itself, or keep the next one from starting;
+        ``fetch``: append its follow-up fetch first (:meth:`blocking_then`)."""
         with self._lock:
             blocked = self._blocked
-            if blocked is not None and queue is not None and blocked[2] == queue:
+            if blocked is not None and queue is not None and blocked.queue == queue:
                 return
             self._wakes += 1
+            if blocked is not None and fetch:
+                self._append(blocked)
         deadline = time.monotonic() + self._patience
         while blocked is not None and time.monotonic() < deadline:
-            client, cid, _ = blocked
-            if client.client_unblock(cid):
+            if blocked.client.client_unblock(blocked.cid):
                 return
             time.sleep(UNBLOCK_RETRY)  # sent but not yet in Redis, or just ended
             with self._lock:
                 if self._blocked is not blocked:
                     return  # it ended; the fetcher looks again before the next one
+                if fetch:
+                    self._append(blocked)
+
+    def _append(self, blocked: Blocked) -> None:
+        """Hold ``_lock``. Append the follow-up of a blocking command wholly sent, once:
+        Redis runs it right after that command ends (by this wake-up or by its timeout)."""
+        if blocked.follow is None or blocked.sock is None or not blocked.sent or blocked.appended:
+            return
+        blocked.appended = True  # its reply is read even if the send failed: that fails too
+        blocked.covered = self._wakes
+        try:
+            blocked.sock.sendall(blocked.follow)
+        except OSError:  # a broken connection: the blocked thread's read fails at once
+            with contextlib.suppress(OSError):
+                blocked.sock.shutdown(socket.SHUT_RDWR)
 
     def interrupt(self) -> None:
         """End the blocking fetch under way, if any (the worker goes quiet: it need not
-        wait ``block_timeout``); never raises (a failed ``CLIENT UNBLOCK`` is only slower)."""
+        wait ``block_timeout``), with no fetch after it; never raises (a failed ``CLIENT
+        UNBLOCK`` is only slower)."""
         try:
-            self.wake(None)
+            self.wake(None, fetch=False)
         except Exception as exc:
             log.debug("could not end the blocking fetch at once: %s", exc)
 

@@ -284,3 +284,46 @@ def test_the_listener_unsubscribes_while_the_worker_is_busy_and_again_when_it_id
     finally:
         stop.set()
         listener.join(30)
+
+
+def blmove_then(waker: Waker, client: redis.Redis, wake: Any) -> tuple[Any, Any]:
+    """A 30 s BLMOVE of queue a with a follow-up LMOVE of queue c, which ``wake`` (called
+    in another thread once the BLMOVE is wholly sent) ends: both replies."""
+
+    def when_sent() -> None:
+        wait_for(lambda: waker._blocked is not None and waker._blocked.sent, 30, "the BLMOVE")
+        wake()
+
+    waking = threading.Thread(target=when_sent)
+    waking.start()
+    got = waker.blocking_then(
+        client, "a", ("BLMOVE", "queue:a", "queue:sq|x|a", "RIGHT", "LEFT", 30.0),
+        ("LMOVE", "queue:c", "queue:sq|x|c", "RIGHT", "LEFT"),
+    )
+    waking.join(30)
+    return got
+
+
+def test_a_wake_up_appends_the_fetch_to_the_blocked_connection(
+    redis_server: RedisServer, r: redis.Redis
+) -> None:
+    """The follow-up runs in Redis right after the BLMOVE that the wake-up ended, on the
+    same connection, and covers that wake-up: nothing is left to look at."""
+    waker, client = waker_of(redis_server)
+    r.lpush("queue:c", "job")
+    waker.look()
+    got, followed = blmove_then(waker, client, lambda: waker.wake("c"))
+    assert got is None and followed == b"job"
+    assert r.lrange("queue:sq|x|c", 0, -1) == [b"job"] and not waker.woken()
+    assert waker.blocking_call(client, None, "PING") is True  # the connection is in step
+
+
+def test_going_quiet_ends_the_blocking_fetch_with_no_fetch_after_it(
+    redis_server: RedisServer, r: redis.Redis
+) -> None:
+    waker, client = waker_of(redis_server)
+    r.lpush("queue:c", "job")
+    waker.look()
+    got, followed = blmove_then(waker, client, waker.interrupt)
+    assert got is None and followed is None
+    assert r.lrange("queue:c", 0, -1) == [b"job"]
