@@ -11,6 +11,7 @@ import pytest
 import redis
 
 from rfetch.config import Config
+from tests.support.bytecode import cache_outside_the_tree
 from tests.support.redis_server import RedisServer
 
 # tests/django_app holds Django TestCases that Django's own runner runs, in a subprocess with
@@ -22,6 +23,12 @@ if importlib.util.find_spec("sentry_sdk") is not None:
     # The Sentry tests' recording transport; the unit group that scripts/test-versions
     # installs on the other Pythons has no sentry-sdk (and no test that needs it).
     pytest_plugins.append("tests.support.sentry")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Bytecode cached outside the tree where ``PYTHONDONTWRITEBYTECODE`` is set
+    (``tests/support/bytecode.py``), before pytest-xdist starts its processes."""
+    cache_outside_the_tree()
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -26,8 +26,10 @@ KEYS = Keys()
 def test_a_worker_marks_each_job_it_starts_and_drops_the_marks_at_stop(
     redis_server: RedisServer, r: redis.Redis, tmp_path: Path
 ) -> None:
+    # -t 1: the stop pushes both 30 s jobs back after 1 s (as after the default 25 s).
     worker = WorkerProcess(
-        redis_server.url, ["-c", "2", "-r", "testjobs", "-r", "async_jobs"], FAST_ENV, tmp_path
+        redis_server.url, ["-c", "2", "-t", "1", "-r", "testjobs", "-r", "async_jobs"],
+        FAST_ENV, tmp_path,
     )
     try:
         identity = worker.identity(r)

@@ -50,12 +50,17 @@ def test_a_cancel_that_asks_for_the_dead_set_keeps_a_dead_false_job_there(
     put it in the dead set when the API took it from its queue, but dropped it when a
     worker recorded the cancel (the job waited in its tenant's list, so the cancel answered
     ``marked``): the payload's ``"dead": false`` won over the request. Shrunk: one tenant
-    job, ``dead=False``, cancelled at once with ``dead=True``."""
-    system.fleet.fill()
+    job, ``dead=False``, cancelled at once with ``dead=True``.
+
+    Pushed and cancelled while no worker runs, then the workers start: a worker idle on a
+    queue not yet known to be fair looks for its first tenant job only every 30 s
+    (``FAIR_REFRESH_IDLE``), one that starts looks at once."""
+    system.fleet.stop_all()
     scripted = system.jobs.Scripted.set(client=system.client, dead=False, tenant="t1")
     jid = scripted.perform_async("slow", 1.5)
     result = system.api.cancel(jid, dead=True, reason="regression")
     assert result.state in ("marked", "cancelling"), result.text  # a worker records it
+    system.fleet.fill()
     wait_quiet(system)
     dead = {json.loads(raw)["jid"]: json.loads(raw) for raw in system.redis.zrange("dead", 0, -1)}
     assert jid in dead, "dropped instead of kept in the dead set"

@@ -206,9 +206,9 @@ class Discarded(Driver):
 
 class Expired(Driver):
     def reach(self, cell: Cell) -> None:
-        cell.push("ok", expires_in=1.0)
+        cell.push("ok", expires_in=0.2)
         pushed = time.time()
-        wait_for(lambda: time.time() > pushed + 1.5, 10, "the expiry to pass")
+        wait_for(lambda: time.time() > pushed + 0.5, 10, "the expiry to pass")
         cell.worker()
         cell.wait(lambda: cell.r.get("stat:expired") == b"1", "stat:expired counting it")
 

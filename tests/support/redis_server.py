@@ -91,6 +91,9 @@ class RedisServer:
             "--save", "",
             "--appendonly", "yes" if self.appendonly else "no",
             "--appendfsync", "always",
+            # A replica's first sync starts at once, not after Redis 7's default 5 s wait
+            # for more replicas to share one diskless transfer (each test's pair waited it).
+            "--repl-diskless-sync-delay", "0",
             "--logfile", str(self.dir / "redis.log"),
             *self.extra_args,
         ]
