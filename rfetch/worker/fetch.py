@@ -38,9 +38,9 @@ FAIR_REFRESH = 5.0
 
 FAIR_REFRESH_IDLE = 30.0
 """The same while the worker idles in a blocking fetch: one look every 5 s was a tenth of
-an idle worker's Redis commands. An idle worker of several queues still sees a queue's
-first tenant job within ``block_timeout`` (its EXISTS covers every queue's tenant ring);
-one of a single queue, within this time."""
+an idle worker's Redis commands. An idle worker still sees a queue's first tenant, capped
+or priority job within ``block_timeout``: after each blocking fetch that found nothing, one
+EXISTS over the stages not yet known (:meth:`ReliableFetch.new_stages`) forces the look."""
 
 
 class ReliableFetch(PrivateLists):
@@ -211,6 +211,8 @@ class ReliableFetch(PrivateLists):
                    self.config.block_timeout)
         if self.waker is None:
             raw = self.redis.execute_command(*command)  # type: ignore[no-untyped-call]
+            if raw is None and self.new_stages([first]):
+                return self.retrieve_work(1, exclude)  # its first tenant, capped or priority job
             return [] if raw is None else [self.unit(first, raw, self._private[first])]
         # The fetch a wake-up appends (wake.py): one job, in queue order, as below.
         order = [q for q in self.order.next() if q not in set(exclude)]
@@ -244,19 +246,53 @@ class ReliableFetch(PrivateLists):
         return self.waker.blocking_call(self._node(), queue, *args)
 
     def any_waiting(self, exclude: Iterable[str] = ()) -> bool:
-        """Whether any queue (but ``exclude``) holds a job, plain or of a tenant: one EXISTS
-        over every public queue and every tenant ring (an empty list does not exist in
-        Redis), so an idle worker's cost does not grow with its number of queues (Sidekiq
-        Pro's fetch polls every queue, Sidekiq #6394). Rings of queues not yet known to be
-        fair are included, so a queue's first tenant job is seen too."""
+        """Whether any queue (but ``exclude``) holds a job, plain or of a stage (tenant,
+        cap, priority): one round trip, an EXISTS over every public queue and every stage
+        known to be used (an empty list does not exist in Redis), so an idle worker's cost
+        does not grow with its number of queues (Sidekiq Pro's fetch polls every queue,
+        Sidekiq #6394), and :meth:`new_stages`'s EXISTS, so a queue's first tenant, capped
+        or priority job is seen, and fetched, too."""
         if self.waker is not None:
             self.waker.look()
-        skip = set(exclude) | set(self.broken)
-        keys = [self._public[q] for q in self._public if q not in skip]
-        keys += [self.keys.fair_ring(q) for q in self._public if q not in skip]
-        keys += [self.keys.cap_ring(q) for q in self._public if q not in skip]
-        keys += [self.keys.prio(q) for q in self._public if q not in skip]
-        return bool(keys) and int(self.redis.exists(*keys)) > 0
+        names = [q for q in self._public if q not in set(exclude) and q not in self.broken]
+        keys = [self._public[q] for q in names]
+        keys += [self.keys.fair_ring(q) for q in names if q in self.fair]
+        keys += [self.keys.cap_ring(q) for q in names if q in self.capped]
+        keys += [self.keys.prio(q) for q in names if q in self.prio]
+        new = self._new_stage_keys(names)
+        pipe = self.redis.pipeline(transaction=False)
+        for group in (keys, new):
+            if group:
+                pipe.exists(*group)
+        found = [int(n) > 0 for n in pipe.execute()] if keys or new else []
+        if new and found[-1]:
+            self.refresh_fair(force=True)
+        return any(found)
+
+    def _new_stage_keys(self, names: list[str]) -> list[str]:
+        """The keys of the stages (a tenant ring, a cap ring, a priority set) of ``names``
+        not yet known to hold jobs (:meth:`refresh_fair`)."""
+        keys = [self.keys.fair_ring(q) for q in names if q not in self.fair]
+        keys += [self.keys.cap_ring(q) for q in names if q not in self.capped]
+        keys += [self.keys.prio(q) for q in names if q not in self.prio]
+        return keys
+
+    def new_stages(self, names: list[str]) -> bool:
+        """Whether a queue of ``names`` not yet known to have tenant, capped or priority
+        jobs (:meth:`refresh_fair`) now has its first: one EXISTS over those stages' keys
+        (an idle worker's look after each ``block_timeout``; :meth:`any_waiting` makes the
+        same look in its round trip). If so, the look is refreshed at once, so the fetch
+        that follows takes the job (without this, an idle worker saw a queue's first such
+        job only at the next ``FAIR_REFRESH_IDLE`` look).
+
+        Raises:
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
+        """
+        keys = self._new_stage_keys(names)
+        if not keys or int(self.redis.exists(*keys)) == 0:
+            return False
+        self.refresh_fair(force=True)
+        return True
 
     def take_followers(self, unit: UnitOfWork, limit: int) -> list[UnitOfWork]:
         """Move up to ``limit`` waiting jobs of the running holder's key into its private

@@ -2,7 +2,9 @@
 priority order on one thread, push order within a priority; a job a Ruby Sidekiq client
 pushes to ``queue:<q>`` still runs (and Sidekiq's API counts it); a TERM pushes a running
 priority job back to its priority; a SIGKILLed worker's priority job is recovered into
-the priority set. Evidence of runs from the jobs' record file (``tests/jobs/testjobs.py``)."""
+the priority set; an idle single-queue worker takes a queue's first priority, tenant or
+capped job after one blocking fetch. Evidence of runs from the jobs' record file
+(``tests/jobs/testjobs.py``)."""
 
 from __future__ import annotations
 
@@ -122,3 +124,26 @@ def test_a_sigkilled_workers_priority_job_is_recovered_to_its_priority(
     assert not record.has("done", plain)
     restarted.signal(signal.SIGTERM)
     assert restarted.wait(15) == 0, restarted.log()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"priority": 5}, {"tenant": "acme"}, {"concurrency_key": "k", "concurrency_limit": 1}],
+    ids=["priority", "tenant", "capped"],
+)
+def test_an_idle_single_queue_worker_takes_a_queues_first_staged_job_at_once(
+    start_worker: StartWorker,
+    redis_server: RedisServer,
+    r: redis.Redis,
+    record: Record,
+    options: dict[str, object],
+) -> None:
+    """Priority, tenant and capped jobs wait outside ``queue:<q>``, where an idle worker
+    blocks: the first of them must not wait for the worker's periodic look at which queues
+    use them (every 30 s while idle), but be seen after a blocking fetch (1 s here)."""
+    worker = start_worker("-c", "1", env={"RFETCH_BLOCK_TIMEOUT": "1"})
+    client = client_of(redis_server, r)
+    jid = client.push("testjobs.Noop", [1], {"queue": "default", **options})
+    wait_for(lambda: jid in record.jids("done"), 15, "the queue's first staged job to run")
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(15) == 0, worker.log()
