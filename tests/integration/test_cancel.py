@@ -195,7 +195,7 @@ def test_a_running_hung_job_is_stopped_after_the_grace_and_its_worker_replaced(
         wait_for(lambda: [row[3] for row in records.rows("died")] == ["rfetch.JobCancelled"],
                  10, worker.log)
         wait_for(lambda: any(c.pid not in first for c in children(worker.pid)), 10, worker.log)
-        assert "ignored its cancel" in worker.log()
+        wait_for(lambda: "ignored its cancel" in worker.log(), 10, "the log line of the kill")
         # Dropped: not retried, not dead (not asked), not pushed back.
         assert r.zcard("retry") == 0 and r.zcard("dead") == 0
         assert not r.exists("queue:default")

@@ -91,7 +91,7 @@ def test_a_job_fetched_behind_a_long_job_never_runs(
         assert sorted((row[0], row[3]) for row in records.rows("died")) == sorted(
             [(short, "rfetch.JobCancelled"), (long, "rfetch.JobCancelled")]
         )
-        assert "cancelled before it started" in worker.log()
+        wait_for(lambda: "cancelled before it started" in worker.log(), 10, "the cancel's log line")
         assert result.state == "cancelling" and "will not start" in result.text, result.text
         assert f"jid {short}: cancel requested (not wanted): it will not start" in "\n".join(
             lines

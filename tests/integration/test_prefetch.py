@@ -45,7 +45,7 @@ def test_a_job_fetched_ahead_of_a_long_job_starts_at_once_on_an_idle_worker(
              lambda: f"the short job to run while the long one runs:\n{busy.log()}")
     assert record.pids("start", short_jid) == [idle.pid], "run once, by the idle worker"
     assert record.pids("done", long_jid) == [], "the long job still runs"
-    assert "given back to the queue" in busy.log()
+    wait_for(lambda: "given back to the queue" in busy.log(), 10, "the give-back's log line")
 
 
 def test_a_stalled_worker_drops_the_jobs_it_fetched_ahead_once_recovered_elsewhere(

@@ -132,7 +132,8 @@ def test_json_nested_deeper_than_the_parser_goes_to_the_dead_set_as_it_was(
     assert r.zrange("dead", 0, -1) == [deep.encode()]  # byte for byte
     assert runs(record) == {"after": 1}  # the deep one never ran
     assert nothing_left(r)
-    assert "invalid job in queue default sent to the dead set" in worker.log()
+    wait_for(lambda: "invalid job in queue default sent to the dead set" in worker.log(), 10,
+             "the burial's log line (written by the worker's log writer thread)")
 
 
 def test_an_async_job_whose_failure_redis_refuses_ends_in_the_dead_set(
