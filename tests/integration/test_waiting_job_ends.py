@@ -13,10 +13,9 @@ import redis
 
 import rfetch
 from rfetch.api import Api
-from rfetch.config import Config, QueueSpec
+from rfetch.config import Config
 from rfetch.errors import ConfigError, JobDied
 from tests.support.gate_worker import Worker, running
-from tests.support.redis_server import RedisServer
 
 RUNS: list[list[Any]] = []
 FAILS: set[str] = set()
@@ -43,10 +42,8 @@ def _clear() -> Iterator[None]:
 
 
 @pytest.fixture
-def worker(redis_server: RedisServer, r: redis.Redis) -> Iterator[Worker]:
-    cfg = Config(
-        redis_url=redis_server.url, queues=[QueueSpec("q")], block_timeout=0.2, network_timeout=2.0
-    )
+def worker(cfg: Config) -> Iterator[Worker]:
+    """The harness's worker (tests.support.gate_worker's ``cfg``) running ``Step``."""
     with running(cfg, [Step]) as w:
         yield w
 
