@@ -1,7 +1,8 @@
 """The Lua scripts an asyncio client calls, on a ``redis.asyncio`` client.
 
 Only the client side runs from asyncio code (the worker's fetch, acknowledgements and
-retries run in its threads), so only ``push.lua`` is here. Its KEYS and ARGV are built by
+retries run in its threads), so only ``push.lua`` (and ``push_plain.lua``, its common
+case) is here. Its KEYS and ARGV are built by
 :meth:`rfetch.store.commands.Commands.push_call`, the one place that knows them.
 """
 
@@ -14,7 +15,7 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
 from rfetch.store.commands import Commands
-from rfetch.store.push_args import push_written, queue_full
+from rfetch.store.push_args import plain_call, push_written, queue_full
 from rfetch.store.replies import Outgoing
 from rfetch.store.scripts import read_script
 
@@ -32,6 +33,7 @@ class AsyncCommands:
         self.commands = commands
         self.keys = commands.keys
         self._push: AsyncScript = redis.register_script(read_script("push"))
+        self._push_plain: AsyncScript = redis.register_script(read_script("push_plain"))
 
     async def push(
         self, jobs: Sequence[Outgoing], max_sizes: Mapping[str, int] | None = None
@@ -50,6 +52,10 @@ class AsyncCommands:
             redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable (the
                 call either wrote every job or none).
         """
+        plain = plain_call(self.keys, jobs, max_sizes)
+        if plain is not None:  # as Commands.push: push_plain.lua
+            await self._push_plain(keys=plain[0], args=plain[1])
+            return [True] * len(jobs)
         keys, args = self.commands.push_call(jobs, max_sizes)
         try:
             refused = await self._push(keys=keys, args=args)

@@ -29,6 +29,28 @@ def gate_keys(
     return out
 
 
+PLAIN_MAX = 1000
+"""The most payloads of one ``push_plain.lua`` call (one LPUSH: Lua's stack bounds
+``unpack``); a larger push goes to ``push.lua``, which splits its LPUSH."""
+
+
+def plain_call(
+    keys_of: Keys, jobs: Sequence[Outgoing], max_sizes: Mapping[str, int] | None = None
+) -> tuple[list[str], list[str]] | None:
+    """``push_plain.lua``'s KEYS and ARGV when ``jobs`` are plain jobs of one queue to run
+    now (no routing, no run time) with no ``max_queue_size`` to check: the common
+    ``perform_async``; else None (the push goes to ``push.lua``)."""
+    if not jobs or len(jobs) > PLAIN_MAX:
+        return None
+    queue = jobs[0].queue
+    for job in jobs:
+        if job.routing is not None or job.at is not None or job.queue != queue:
+            return None
+    if max_sizes and queue in max_sizes:
+        return None
+    return [keys_of.queue(queue), keys_of.queues], [queue, *(job.text for job in jobs)]
+
+
 def queue_full(exc: ResponseError) -> Exception:
     """:class:`rfetch.errors.QueueFull` for ``push.lua``'s QUEUEFULL reply, else ``exc``."""
     text = str(exc)

@@ -72,6 +72,7 @@ class Scripts:
     unlock: LuaScript
     enqueue_due: LuaScript
     push: LuaScript
+    push_plain: LuaScript
     api_find: LuaScript
     api_move: LuaScript
     leader_claim: LuaScript
