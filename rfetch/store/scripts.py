@@ -62,6 +62,7 @@ class Scripts:
     them: it alone knows their KEYS and ARGV."""
 
     fetch: LuaScript
+    mark_fetched: LuaScript
     requeue: LuaScript
     settle: LuaScript
     finish: LuaScript

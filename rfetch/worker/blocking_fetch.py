@@ -19,6 +19,7 @@ from rfetch.worker.event_loop import AsyncPool
 from rfetch.worker.fetch import ReliableFetch
 from rfetch.worker.handoff import BlockingFetch, HandOff
 from rfetch.worker.push_back import PushBack
+from rfetch.worker.started import StartMarks
 from rfetch.worker.unit import UnitOfWork
 
 Split = Callable[[list[UnitOfWork]], tuple[list[UnitOfWork], list[UnitOfWork]]]
@@ -40,6 +41,8 @@ class Feeder(Protocol):
     """The event loop of async jobs, or None without async job classes."""
     push_back: PushBack
     """Pushes back jobs fetched while going quiet or pausing."""
+    marks: StartMarks
+    """The start marks (Redis marks the job of a one-queue blocking fetch itself)."""
 
     def split(self, units: list[UnitOfWork]) -> tuple[list[UnitOfWork], list[UnitOfWork]]:
         """Fetched jobs split into the async ones (for the event loop) and the others."""
@@ -66,6 +69,7 @@ class BlockingHandOff:
         self.split: Split = feeder.split
         self.aio = feeder.aio
         self.push_back = feeder.push_back
+        self.marks = feeder.marks
 
     def run(self, ident: int, request: BlockingFetch) -> UnitOfWork | None:
         """Run the blocking fetch in this (idle) thread; the first job it gets is started
@@ -80,9 +84,12 @@ class BlockingHandOff:
         worker's latency, more under load."""
         sent_at = time.monotonic()
         units: list[UnitOfWork] = []
+        slot = f"t{ident:x}"  # the thread's start-mark slot, as Manager._run marks it
         try:
             if not self.work.quiet:
-                units = self.fetch.wait_for_work(request.paused)
+                units, marked = self.fetch.wait_for_work(request.paused, slot)
+                if marked:
+                    self.marks.marked(units[0], slot)
         except Exception as exc:  # the fetcher backs off and sweeps
             request.error = exc
         with self.pool.cond:

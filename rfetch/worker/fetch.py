@@ -71,6 +71,8 @@ class ReliableFetch(PrivateLists):
         self._fair_checked = float("-inf")
         self.waker = Waker(context) if len(context.config.queues) > 1 else None
         """Ends the blocking fetch for a job pushed to another queue (None: one queue)."""
+        self.started = self.keys.started(self.identity)
+        """This process's start marks (:mod:`rfetch.worker.started`)."""
 
     def unit(self, queue: str, raw: bytes, private_key: str | None = None) -> UnitOfWork:
         """The unit of work of a job in ``private_key`` (default: this process's private
@@ -180,7 +182,9 @@ class ReliableFetch(PrivateLists):
                 del self.broken[name]
                 log.info("%s is a list again: queue %r resumes", self._public[name], name)
 
-    def wait_for_work(self, exclude: Iterable[str] = ()) -> list[UnitOfWork]:
+    def wait_for_work(
+        self, exclude: Iterable[str] = (), mark_slot: str | None = None
+    ) -> tuple[list[UnitOfWork], bool]:
         """Block up to ``block_timeout`` seconds on the first queue of the order (BLMOVE);
         on a fair queue, BLPOP on its wake list then one fetch. With several queues a
         wake-up (:mod:`rfetch.worker.wake`: a job pushed to another queue, or a plain job to
@@ -188,9 +192,13 @@ class ReliableFetch(PrivateLists):
 
         Args:
             exclude: paused queue names.
+            mark_slot: the start-mark slot of the thread that will run the job it gets
+                (:class:`rfetch.worker.started.StartMarks`): a worker of one queue has Redis
+                mark the job right behind the BLMOVE (``mark_fetched.lua``).
 
         Returns:
-            The one job moved, or an empty list after the timeout.
+            (the one job moved, or none after the timeout; whether the first job was marked
+            started under ``mark_slot``).
 
         Raises:
             redis.exceptions.ConnectionError / TimeoutError: as :meth:`retrieve_work`.
@@ -199,21 +207,23 @@ class ReliableFetch(PrivateLists):
         names = [q for q in self.order.next() if q not in skip]
         if not names:
             time.sleep(self.config.block_timeout)
-            return []
+            return [], False
         first = names[0]
         fair = self.refresh_fair(every=FAIR_REFRESH_IDLE)
         if first in fair or first in self.capped or first in self.prio:
             # Tenant, capped and priority jobs are not in the public queue: wait for a wake
             # token, then fetch (which also looks at the public queue) once either way.
             self._block(None, "BLPOP", self.keys.fair_wake(first), self.config.block_timeout)
-            return self.retrieve_work(1, exclude)
+            return self.retrieve_work(1, exclude), False
         command = ("BLMOVE", self._public[first], self._private[first], "RIGHT", "LEFT",
                    self.config.block_timeout)
         if self.waker is None:
-            raw = self.redis.execute_command(*command)  # type: ignore[no-untyped-call]
+            raw, marked = self._block_and_mark(command, mark_slot)
             if raw is None and self.new_stages([first]):
-                return self.retrieve_work(1, exclude)  # its first tenant, capped or priority job
-            return [] if raw is None else [self.unit(first, raw, self._private[first])]
+                # its first tenant, capped or priority job
+                return self.retrieve_work(1, exclude), False
+            return ([], False) if raw is None else (
+                [self.unit(first, raw, self._private[first])], marked)
         # The fetch a wake-up appends (wake.py): one job, in queue order, as below.
         order = [q for q in self.order.next() if q not in set(exclude)]
         client = self._node()
@@ -225,10 +235,26 @@ class ReliableFetch(PrivateLists):
         raw, followed = self.waker.blocking_then(client, first, command, follow)
         units = [] if raw is None else [self.unit(first, raw, self._private[first])]
         if followed is not None:
-            return units + self._units(order, self.commands.fetch_reply(followed))
+            return units + self._units(order, self.commands.fetch_reply(followed)), False
         if raw is None and self.waker.woken():
-            return self.retrieve_work(1, exclude)  # in this thread: no hand-off
-        return units
+            return self.retrieve_work(1, exclude), False  # in this thread: no hand-off
+        return units, False
+
+    def _block_and_mark(self, command: Sequence[Any], slot: str | None) -> tuple[Any, bool]:
+        """The BLMOVE ``command`` with, when ``slot`` is given (and not on a Redis Cluster,
+        whose marks are plain ``HSET`` calls), ``mark_fetched.lua`` pipelined behind it on
+        the same connection: (the BLMOVE's reply, whether the job it moved is marked under
+        ``slot``). A mark Redis refused (the library not loaded yet) leaves the marking to
+        the thread."""
+        if slot is None or self._node() is not self.redis:
+            return self.redis.execute_command(*command), False  # type: ignore[no-untyped-call]
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.execute_command(*command)
+        pipe.execute_command(*self.commands.mark_fetched_command(command[2], self.started, slot))
+        raw, marked = pipe.execute(raise_on_error=False)
+        if isinstance(raw, Exception):
+            raise raw
+        return raw, raw is not None and marked == raw
 
     def _kinds(self, names: list[str]) -> tuple[list[str], list[str], list[str]]:
         """Of ``names``: the fair ones, the capped ones and those with priority jobs."""

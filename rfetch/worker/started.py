@@ -18,6 +18,11 @@ so each takes one at once) are marked by the fetcher before it hands them over, 
 on quiet or a pause) has its mark deleted (``HDEL``) before the slot is lent again. So the
 hash has at most ``2 * concurrency + async_concurrency`` fields.
 
+The job an idle thread's own blocking fetch gets (a worker of one queue) is marked by Redis:
+``mark_fetched.lua`` is pipelined right behind the ``BLMOVE`` on its connection, so Redis
+writes the mark under the thread's slot as the ``BLMOVE`` ends, before the thread even has its
+reply; the thread then writes nothing on its way to ``perform`` (:meth:`StartMarks.marked`).
+
 Recovery (:meth:`rfetch.worker.orphan_recovery.OrphanRecovery.reap`) reads the hash once per
 dead process: a job whose payload is in it is counted, one whose payload is not is pushed
 back without counting.
@@ -80,6 +85,8 @@ class StartMarks:
         self._lent: dict[int, tuple[UnitOfWork, str]] = {}
         """id(unit) -> (unit, the hand-off slot its mark is under) (:meth:`handed`); the unit
         is kept so that its id is not reused by another job while the entry lives."""
+        self._fetched: dict[int, tuple[UnitOfWork, str]] = {}
+        """id(unit) -> (unit, the thread slot Redis marked it under) (:meth:`marked`)."""
 
     def handed(self, units: Sequence[UnitOfWork]) -> None:
         """``units`` go to threads idle now (each takes one at once): marked started now,
@@ -93,10 +100,17 @@ class StartMarks:
         if lent:
             self.mark_many(list(zip(lent, units, strict=False)))
 
+    def marked(self, unit: UnitOfWork, slot: str) -> None:
+        """Redis marked ``unit`` under the thread slot ``slot`` as its blocking fetch moved
+        it (``mark_fetched.lua``): the thread does not mark it again (:meth:`mark`)."""
+        with self._lock:
+            self._fetched[id(unit)] = (unit, slot)
+
     def ended(self, unit: UnitOfWork) -> None:
         """``unit`` (started, or found lost) is done with: its hand-off slot, if any, is free
         again (its mark stays until the slot is lent again, as a thread's does)."""
         with self._lock:
+            self._fetched.pop(id(unit), None)
             entry = self._lent.pop(id(unit), None)
             if entry is not None:
                 self._free.append(entry[1])
@@ -107,16 +121,18 @@ class StartMarks:
         raises."""
         with self._lock:
             slots = [e[1] for e in (self._lent.pop(id(unit), None) for unit in units) if e]
-        self._unmark(slots)
+            fetched = [e[1] for e in (self._fetched.pop(id(u), None) for u in units) if e]
+        self._unmark(slots, fetched)
 
-    def _unmark(self, slots: Sequence[str]) -> None:
-        """Delete the marks under ``slots`` (their jobs never started), then free them.
-        The ``HDEL`` goes on the marks' connection, so Redis runs it after the ``HSET`` it
-        undoes and before the next one on those slots. Never raises (the marks stay until
-        their slots are lent again)."""
-        if not slots:
+    def _unmark(self, slots: Sequence[str], fetched: Sequence[str] = ()) -> None:
+        """Delete the marks under ``slots`` (hand-off slots) and ``fetched`` (thread slots
+        Redis marked at a blocking fetch) whose jobs never started, then free the hand-off
+        slots. The ``HDEL`` goes on the marks' connection, so Redis runs it after the
+        ``HSET`` it undoes and before the next one on those slots. Never raises (the marks
+        stay until their slots are written again)."""
+        if not slots and not fetched:
             return
-        parts = [b"HDEL", self.key.encode(), *(slot.encode() for slot in slots)]
+        parts = [b"HDEL", self.key.encode(), *(slot.encode() for slot in [*slots, *fetched])]
         try:
             self._send_packed(b"*%d\r\n" % len(parts) + b"".join(
                 b"$%d\r\n%s\r\n" % (len(part), part) for part in parts))
@@ -127,13 +143,18 @@ class StartMarks:
 
     def mark(self, slot: str, unit: UnitOfWork) -> None:
         """Note that ``slot`` (a thread's or a loop slot's name) starts ``unit`` now; a
-        job marked when it was handed to an idle thread (:meth:`handed`) is not marked
+        job marked when it was handed to an idle thread (:meth:`handed`), or by Redis
+        behind the blocking fetch of the thread of ``slot`` (:meth:`marked`), is not marked
         again.
 
         Never raises: when Redis cannot be written, the job still runs (it would fail on
         its own Redis writes anyway) and, should the process die running it, its recovery
         is not counted; the error is logged.
         """
+        with self._lock:
+            fetched = self._fetched.pop(id(unit), None)
+        if fetched is not None and fetched[0] is unit and fetched[1] == slot:
+            return  # Redis marked it under this slot behind the blocking fetch
         entry = self._lent.get(id(unit))
         if entry is None or entry[0] is not unit:
             self.mark_many(((slot, unit),))

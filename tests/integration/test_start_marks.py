@@ -142,3 +142,51 @@ def test_a_sync_worker_marks_jobs_for_idle_threads_before_they_start(
     finally:
         assert worker.stop(30) == 0
     assert not r.exists(KEYS.started(identity))
+
+
+def test_a_job_marked_behind_the_blocking_fetch_is_not_marked_again(r: redis.Redis) -> None:
+    """``marked``: Redis wrote the mark under the thread's slot (``mark_fetched.lua``); that
+    thread writes nothing for it; pushed back unstarted, its mark is deleted."""
+    marks = StartMarks(r, KEYS, "host:1:fetched")
+    key = KEYS.started("host:1:fetched")
+    job, other = unit_of("a"), unit_of("b")
+    r.hset(key, "t1", job.raw)  # what mark_fetched.lua wrote
+    marks.marked(job, "t1")
+    marks.mark("t1", job)  # no write: the marks' connection is never opened
+    clients: list[dict[str, Any]] = r.client_list()  # type: ignore[assignment]
+    assert not [c for c in clients if c.get("cmd") in ("hset", "client|reply")]
+    marks.marked(other, "t2")
+    r.hset(key, "t2", other.raw)
+    marks.unstarted([other])
+    wait_for(lambda: not r.hexists(key, "t2"), 10)
+    assert r.hget(key, "t1") == job.raw
+    marks.close()
+
+
+def test_an_idle_worker_of_one_queue_has_redis_mark_the_job_it_blocks_for(
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
+) -> None:
+    """The job an idle thread's BLMOVE brings is marked by ``mark_fetched.lua``, pipelined
+    behind the BLMOVE: under that thread's slot, before ``perform``, and the worker sends no
+    mark of its own for it."""
+    worker = WorkerProcess(redis_server.url, ["-c", "2", "-t", "1", "-r", "testjobs"], FAST_ENV,
+                           tmp_path)
+    try:
+        identity = worker.identity(r)
+        wait_for(lambda: any(c.get("cmd") == "blmove" for c in r.client_list()), 20,
+                 worker.log)  # type: ignore[union-attr]
+        r.config_resetstat()
+        Client(Config(redis_url=redis_server.url), r).push("testjobs.Sleep", [30])
+        private = KEYS.private(identity, "default")
+        wait_for(lambda: r.llen(private) == 1, 20, worker.log)
+        [held] = r.lrange(private, 0, -1)  # type: ignore[misc]
+        wait_for(lambda: "Sleep" in worker.log() and "start" in worker.log(), 20, worker.log)
+        marks: dict[bytes, bytes] = r.hgetall(KEYS.started(identity))  # type: ignore[assignment]
+        assert [field[:1] for field, raw in marks.items() if raw == held] == [b"t"]
+        stats: dict[str, Any] = r.info("commandstats")  # type: ignore[assignment]
+        # The thread wrote no mark of its own: the marks' connection (which says CLIENT REPLY
+        # OFF when it opens, at its first mark) was never opened.
+        assert "cmdstat_client|reply" not in stats
+        assert stats["cmdstat_fcall"]["calls"] >= 1
+    finally:
+        assert worker.stop(30) == 0
