@@ -1,4 +1,4 @@
-"""What peer-bench's async and idle-latency workloads cost with no framework at all.
+"""What peer-bench's job bodies cost with no framework at all.
 
     python -m benchmarks.floors [--python PY] [--runs 3] [--async-jobs 10000] [--latency-jobs 200]
 
@@ -11,6 +11,9 @@
   acknowledgement. Prints jobs/s and the process's CPU microseconds per job. No asyncio
   framework running that body in one process drains faster than this (it also needs the CPU
   for its own work); CPU per job x jobs/s near 1e6 means the loop's one CPU is the limit.
+* **incr**: one ``INCR`` through redis-py (the no-op job's body), 20,000 in a loop on one
+  thread, best of 5: its CPU microseconds per call, what every Python framework's no-op job
+  pays before the framework's own work (``benchmarks.ceiling`` has the threaded rate).
 * **latency**: peer-bench's idle-latency probe with a bare queue: a client process stamps
   ``time.time()``, ``LPUSH``es it (redis-py, one round trip), and waits for the answer; a second
   process blocks on ``BLMOVE`` (redis-py) and answers with ``time.time()`` when it gets the
@@ -59,6 +62,19 @@ async def main():
     print((n1 - n0) / (t1 - t0), (c1 - c0) / (n1 - n0) * 1e6)
     await client.aclose()
 asyncio.run(main())
+"""
+
+INCR = """
+import sys, time, redis
+client = redis.Redis.from_url(sys.argv[1])
+client.incr("bench:done")
+best = float("inf")
+for _ in range(5):
+    cpu = time.thread_time()
+    for _ in range(20_000):
+        client.incr("bench:done")
+    best = min(best, (time.thread_time() - cpu) / 20_000)
+print(best * 1e6)
 """
 
 WORKER = """
@@ -123,9 +139,14 @@ def _pct(values: list[float], q: float) -> float:
 @click.option("--latency-jobs", default=200, show_default=True,
               help="Latency probes (one run; 0 skips it).")
 def main(python: str, runs: int, async_jobs: int, latency_jobs: int) -> None:
-    """Print the async and idle-latency floors: peer-bench's job bodies with no framework."""
+    """Print the INCR, async and idle-latency floors: peer-bench's job bodies with no
+    framework."""
     version = subprocess.run([python, "-c", "import redis; print(redis.__version__)"],
                              check=True, capture_output=True, text=True).stdout.strip()
+    with PrivateRedis() as server:
+        incr = subprocess.run([python, "-c", INCR, server.url], check=True,
+                              capture_output=True, text=True, timeout=600).stdout.strip()
+    click.echo(f"INCR (redis-py {version}): {float(incr):.1f} us CPU per call (best of 5 x 20,000)")
     results = []
     for run in range(1, runs + 1):
         rate, cpu = _async_run(python, async_jobs)
