@@ -80,12 +80,13 @@ class JobCommands(CommandBase):
         return self.scripts.fetch.command(keys, args)
 
     def mark_fetched_command(
-        self, private_key: str, started_key: str, slot: str
+        self, private_keys: Sequence[str], started_key: str, slot: str
     ) -> tuple[EncodableT, ...]:
         """``mark_fetched.lua`` as one command's parts, pipelined right behind a blocking
-        fetch into ``private_key``: the job at its left end marked started under ``slot``
-        in ``started_key``; the reply is that job's payload (None: the list is empty)."""
-        return self.scripts.mark_fetched.command([private_key, started_key], [slot])
+        fetch into ``private_keys`` (in queue order): the first job at a list's left end
+        not marked yet, marked started under ``slot`` in ``started_key``; the reply is
+        that job's payload (None: there is none)."""
+        return self.scripts.mark_fetched.command([*private_keys, started_key], [slot])
 
     @staticmethod
     def fetch_reply(reply: list[Any]) -> FetchReply:

@@ -85,10 +85,11 @@ class BlockingHandOff:
         sent_at = time.monotonic()
         units: list[UnitOfWork] = []
         slot = f"t{ident:x}"  # the thread's start-mark slot, as Manager._run marks it
+        marked = False
         try:
             if not self.work.quiet:
                 units, marked = self.fetch.wait_for_work(request.paused, slot)
-                if marked:
+                if marked:  # this thread does not mark it again; pushed back, it is unmarked
                     self.marks.marked(units[0], slot)
         except Exception as exc:  # the fetcher backs off and sweeps
             request.error = exc
@@ -105,6 +106,8 @@ class BlockingHandOff:
                 self.work.at_perform(ident, self._tell_fetcher)
             else:
                 self.pool.cond.notify_all()
+        if marked and any(unit is units[0] for unit in looped):
+            self.marks.ended(units[0])  # an async job: its loop slot marks it, not this thread
         if looped and self.aio is not None:
             self.aio.submit(looped)
         if rejected:

@@ -193,8 +193,9 @@ class ReliableFetch(PrivateLists):
         Args:
             exclude: paused queue names.
             mark_slot: the start-mark slot of the thread that will run the job it gets
-                (:class:`rfetch.worker.started.StartMarks`): a worker of one queue has Redis
-                mark the job right behind the BLMOVE (``mark_fetched.lua``).
+                (:class:`rfetch.worker.started.StartMarks`): Redis marks that job
+                (``mark_fetched.lua``) right behind the BLMOVE of a worker of one queue, or
+                behind the fetch a wake-up appends on a worker of several.
 
         Returns:
             (the one job moved, or none after the timeout; whether the first job was marked
@@ -224,18 +225,30 @@ class ReliableFetch(PrivateLists):
                 return self.retrieve_work(1, exclude), False
             return ([], False) if raw is None else (
                 [self.unit(first, raw, self._private[first])], marked)
-        # The fetch a wake-up appends (wake.py): one job, in queue order, as below.
+        return self._wait_woken(first, command, exclude, mark_slot)
+
+    def _wait_woken(
+        self, first: str, command: Sequence[Any], exclude: Iterable[str], mark_slot: str | None
+    ) -> tuple[list[UnitOfWork], bool]:
+        """:meth:`wait_for_work` of a worker of several queues: the BLMOVE of ``first``,
+        which a wake-up ends, appending the fetch of one job in queue order and the start
+        mark of the job this thread will run (``mark_fetched.lua``)."""
+        assert self.waker is not None
         order = [q for q in self.order.next() if q not in set(exclude)]
         client = self._node()
-        follow = None
+        follows = []
         if client is self.redis:  # not a cluster: the fetch's keys are on this server
-            follow = self.commands.fetch_command(
-                order, self._public, self._private, 1, *self._kinds(order)
-            )
-        raw, followed = self.waker.blocking_then(client, first, command, follow)
+            follows.append(self.commands.fetch_command(
+                order, self._public, self._private, 1, *self._kinds(order)))
+            if mark_slot is not None:
+                follows.append(self.commands.mark_fetched_command(
+                    [self._private[q] for q in order], self.started, mark_slot))
+        raw, followed = self.waker.blocking_then_all(client, first, command, follows)
         units = [] if raw is None else [self.unit(first, raw, self._private[first])]
-        if followed is not None:
-            return units + self._units(order, self.commands.fetch_reply(followed)), False
+        if followed is not None and followed[0] is not None:
+            units += self._units(order, self.commands.fetch_reply(followed[0]))
+            mark = followed[1] if len(followed) > 1 else None
+            return units, bool(units) and mark is not None and mark == units[0].raw
         if raw is None and self.waker.woken():
             return self.retrieve_work(1, exclude), False  # in this thread: no hand-off
         return units, False
@@ -250,7 +263,7 @@ class ReliableFetch(PrivateLists):
             return self.redis.execute_command(*command), False  # type: ignore[no-untyped-call]
         pipe = self.redis.pipeline(transaction=False)
         pipe.execute_command(*command)
-        pipe.execute_command(*self.commands.mark_fetched_command(command[2], self.started, slot))
+        pipe.execute_command(*self.commands.mark_fetched_command([command[2]], self.started, slot))
         raw, marked = pipe.execute(raise_on_error=False)
         if isinstance(raw, Exception):
             raise raw

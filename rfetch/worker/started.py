@@ -18,10 +18,12 @@ so each takes one at once) are marked by the fetcher before it hands them over, 
 on quiet or a pause) has its mark deleted (``HDEL``) before the slot is lent again. So the
 hash has at most ``2 * concurrency + async_concurrency`` fields.
 
-The job an idle thread's own blocking fetch gets (a worker of one queue) is marked by Redis:
-``mark_fetched.lua`` is pipelined right behind the ``BLMOVE`` on its connection, so Redis
-writes the mark under the thread's slot as the ``BLMOVE`` ends, before the thread even has its
-reply; the thread then writes nothing on its way to ``perform`` (:meth:`StartMarks.marked`).
+The job an idle thread's own blocking fetch gets is marked by Redis: ``mark_fetched.lua`` is
+pipelined on its connection right behind the ``BLMOVE`` (a worker of one queue) or behind the
+fetch a wake-up appends (a worker of several), so Redis writes the mark under the thread's
+slot before the thread even has its reply; the thread then writes nothing on its way to
+``perform`` (:meth:`StartMarks.marked`). A job the ``BLMOVE`` of a worker of several queues
+brings by itself is marked by its thread.
 
 Recovery (:meth:`rfetch.worker.orphan_recovery.OrphanRecovery.reap`) reads the hash once per
 dead process: a job whose payload is in it is counted, one whose payload is not is pushed

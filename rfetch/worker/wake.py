@@ -78,7 +78,8 @@ class Blocked:
         cid: its connection's client id.
         queue: the queue whose jobs it takes itself (None: a wake list, any message ends it).
         sock: its connection's socket, when the follow-up may be appended to it.
-        follow: the packed follow-up command (the fetch), or None.
+        follow: the packed follow-up commands (the fetch, and the start mark), or None.
+        count: how many commands ``follow`` packs.
         sent: whether the blocking command is wholly sent (the follow-up may go after it).
         appended: whether the listener appended the follow-up.
         covered: the wake-ups heard when it was appended (the fetch sees their jobs).
@@ -89,6 +90,7 @@ class Blocked:
     queue: str | None
     sock: socket.socket | None = None
     follow: bytes | None = None
+    count: int = 1
     sent: bool = False
     appended: bool = False
     covered: int = 0
@@ -171,15 +173,37 @@ class Waker:
         Raises:
             redis.exceptions.RedisError: as the command (the connection is dropped).
         """
+        reply, followed = self.blocking_then_all(
+            client, queue, command, [] if follow is None else [follow])
+        return reply, followed[0] if followed else None
+
+    def blocking_then_all(
+        self,
+        client: Redis,
+        queue: str | None,
+        command: Sequence[Any],
+        follows: Sequence[Sequence[EncodableT]],
+    ) -> tuple[Any, list[Any] | None]:
+        """:meth:`blocking_then` with several follow-up commands (the fetch, then the start
+        mark of what it moved), appended together and run in order.
+
+        Returns:
+            (the blocking command's reply, the follow-ups' raw replies, each None when Redis
+            answered it with an error; None when they were not sent).
+
+        Raises:
+            redis.exceptions.RedisError: as the command (the connection is dropped).
+        """
         pool = client.connection_pool
         conn: Any = _connection(pool)  # redis-py's connection methods are untyped
         try:
             under = Blocked(client, self._client_id(conn), queue)
             sock = getattr(conn, "_sock", None)  # no public way to reach it
-            if follow is not None and isinstance(sock, socket.socket) and not isinstance(
+            if follows and isinstance(sock, socket.socket) and not isinstance(
                 sock, ssl.SSLSocket
             ):
-                under.sock, under.follow = sock, b"".join(conn.pack_command(*follow))
+                under.sock, under.count = sock, len(follows)
+                under.follow = b"".join(b"".join(conn.pack_command(*f)) for f in follows)
             with self._lock:
                 self._last_block = time.monotonic()
                 if not self.subscribed:
@@ -202,16 +226,20 @@ class Waker:
         finally:
             pool.release(conn)
 
-    def _followed(self, conn: Any, under: Blocked) -> Any:
-        """The appended follow-up's reply (None: an error reply, such as a function not
-        loaded yet); the wake-ups it covers are looked at."""
-        try:
-            reply = conn.read_response()
-        except ResponseError:
-            return None
-        with self._lock:
-            self._seen = under.covered
-        return reply
+    def _followed(self, conn: Any, under: Blocked) -> list[Any]:
+        """The appended follow-ups' replies (None for an error reply, such as a function not
+        loaded yet); the wake-ups they cover are looked at unless the first (the fetch)
+        was an error."""
+        replies: list[Any] = []
+        for _ in range(under.count):
+            try:
+                replies.append(conn.read_response())
+            except ResponseError:
+                replies.append(None)
+        if replies[0] is not None:
+            with self._lock:
+                self._seen = under.covered
+        return replies
 
     def _client_id(self, conn: Any) -> int:
         """``CLIENT ID`` of ``conn``'s socket: asked once per (re)connection."""

@@ -13,6 +13,7 @@ import redis
 
 from rfetch.config import Config
 from rfetch.push.client import Client
+from rfetch.store.commands import Commands
 from rfetch.store.keys import Keys
 from rfetch.worker.started import StartMarks
 from rfetch.worker.unit import UnitOfWork
@@ -188,5 +189,53 @@ def test_an_idle_worker_of_one_queue_has_redis_mark_the_job_it_blocks_for(
         # OFF when it opens, at its first mark) was never opened.
         assert "cmdstat_client|reply" not in stats
         assert stats["cmdstat_fcall"]["calls"] >= 1
+    finally:
+        assert worker.stop(30) == 0
+
+
+def test_mark_fetched_marks_the_first_left_end_job_not_marked_yet(r: redis.Redis) -> None:
+    """``mark_fetched.lua``: the private lists in queue order; a left-end job marked under
+    any slot (a running job) is passed over; none left: nil, nothing written."""
+    commands = Commands(r, KEYS)
+    started = KEYS.started("host:1:lua")
+    lists = [KEYS.private("host:1:lua", q) for q in ("a", "b", "c")]
+
+    def mark() -> Any:
+        return r.execute_command(*commands.mark_fetched_command(lists, started, "t9"))
+
+    assert mark() is None and not r.exists(started)  # every list empty
+    r.lpush(lists[0], b"running")
+    r.hset(started, "t1", b"running")  # a job another thread runs
+    r.lpush(lists[2], b"new")
+    assert mark() == b"new"
+    assert r.hgetall(started) == {b"t1": b"running", b"t9": b"new"}
+    assert mark() is None  # marked now: nothing left to mark, nothing changed
+    assert r.hgetall(started) == {b"t1": b"running", b"t9": b"new"}
+
+
+def test_a_wake_up_brings_a_job_marked_by_redis_to_a_worker_of_several_queues(
+    redis_server: RedisServer, r: redis.Redis, tmp_path: Path
+) -> None:
+    """The fetch a wake-up appends behind the BLMOVE of an idle worker of several queues is
+    followed by ``mark_fetched.lua``: the job pushed to its third queue is marked under the
+    thread's slot, and the worker sends no mark of its own."""
+    worker = WorkerProcess(
+        redis_server.url, ["-c", "2", "-t", "1", "-q", "first", "-q", "second", "-q", "third",
+                           "-r", "testjobs"], FAST_ENV, tmp_path)
+    try:
+        identity = worker.identity(r)
+        wait_for(lambda: any(c.get("cmd") == "blmove" for c in r.client_list()) and any(
+            c.get("cmd") == "subscribe" for c in r.client_list()), 20, worker.log)  # type: ignore[union-attr]
+        r.config_resetstat()
+        Client(Config(redis_url=redis_server.url), r).push(
+            "testjobs.Sleep", [30], {"queue": "third"})
+        private = KEYS.private(identity, "third")
+        wait_for(lambda: r.llen(private) == 1, 20, worker.log)
+        [held] = r.lrange(private, 0, -1)  # type: ignore[misc]
+        wait_for(lambda: held in r.hvals(KEYS.started(identity)), 20, worker.log)  # type: ignore[operator]
+        marks: dict[bytes, bytes] = r.hgetall(KEYS.started(identity))  # type: ignore[assignment]
+        assert [field[:1] for field, raw in marks.items() if raw == held] == [b"t"]
+        stats: dict[str, Any] = r.info("commandstats")  # type: ignore[assignment]
+        assert "cmdstat_client|reply" not in stats  # the marks' connection never opened
     finally:
         assert worker.stop(30) == 0
