@@ -18,11 +18,13 @@
 -- (lib/guard.lua). Out of memory and READONLY are refused at the first write (the SADD).
 -- Returns an empty array: no job refused (push.lua's reply when no unique lock was held).
 
--- The guard's message for key of type kind, as lib/guard.lua's misfit.
+-- #include guard
+
+-- The guard's WRONGTYPE message (lib/guard.lua's misfit) for key, which must be of type kind.
 local function misfit_reply(key, kind)
-  local t = redis.call('TYPE', key)['ok']
-  return redis.error_reply('WRONGTYPE ' .. key .. ' is a ' .. t .. ', not a ' .. kind ..
-    ': nothing was changed')
+  local w = wants_new()
+  want(w, key, kind)
+  return redis.error_reply(misfit(w))
 end
 
 local added = redis.pcall('SADD', KEYS[2], ARGV[1])

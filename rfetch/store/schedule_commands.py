@@ -34,7 +34,7 @@ class ScheduleCommands(CommandBase):
         queue or the scheduled set, jobs with an ordering key, a unique lock or a tenant
         through the gate. Plain jobs of one queue to run now, with no size to check (a
         plain ``perform_async``), go to ``push_plain.lua`` instead: the same writes and
-        replies, for a third of the Redis time and of the arguments.
+        replies, for about three quarters of the Redis time and a quarter of the arguments.
 
         Args:
             max_sizes: queue name -> max_queue_size, checked for the jobs to run now.

@@ -42,7 +42,7 @@ class Feeder(Protocol):
     push_back: PushBack
     """Pushes back jobs fetched while going quiet or pausing."""
     marks: StartMarks
-    """The start marks (Redis marks the job of a one-queue blocking fetch itself)."""
+    """The start marks (Redis marks the job an idle thread's blocking fetch brings)."""
 
     def split(self, units: list[UnitOfWork]) -> tuple[list[UnitOfWork], list[UnitOfWork]]:
         """Fetched jobs split into the async ones (for the event loop) and the others."""

@@ -153,8 +153,10 @@ class StartMarks:
         its own Redis writes anyway) and, should the process die running it, its recovery
         is not counted; the error is logged.
         """
-        with self._lock:
-            fetched = self._fetched.pop(id(unit), None)
+        fetched = None
+        if self._fetched:  # entries are added by the thread that marks them, before this
+            with self._lock:
+                fetched = self._fetched.pop(id(unit), None)
         if fetched is not None and fetched[0] is unit and fetched[1] == slot:
             return  # Redis marked it under this slot behind the blocking fetch
         entry = self._lent.get(id(unit))

@@ -219,13 +219,24 @@ def test_a_wake_up_brings_a_job_marked_by_redis_to_a_worker_of_several_queues(
     """The fetch a wake-up appends behind the BLMOVE of an idle worker of several queues is
     followed by ``mark_fetched.lua``: the job pushed to its third queue is marked under the
     thread's slot, and the worker sends no mark of its own."""
+    # A long block: between two blocking fetches the worker looks for jobs itself (EXISTS,
+    # then a fetch whose jobs the fetcher marks), which is not the path tested here.
     worker = WorkerProcess(
         redis_server.url, ["-c", "2", "-t", "1", "-q", "first", "-q", "second", "-q", "third",
-                           "-r", "testjobs"], FAST_ENV, tmp_path)
+                           "-r", "testjobs"],
+        {**FAST_ENV, "RFETCH_BLOCK_TIMEOUT": "20", "RFETCH_NETWORK_TIMEOUT": "30"}, tmp_path)
     try:
         identity = worker.identity(r)
-        wait_for(lambda: any(c.get("cmd") == "blmove" for c in r.client_list()) and any(
-            c.get("cmd") == "subscribe" for c in r.client_list()), 20, worker.log)  # type: ignore[union-attr]
+
+        def settled() -> bool:
+            """Subscribed, and one BLMOVE blocked for a second (after the wake-up that the
+            subscription itself counts)."""
+            clients: list[dict[str, Any]] = r.client_list()  # type: ignore[assignment]
+            return any(c.get("cmd") == "subscribe" for c in clients) and any(
+                c.get("cmd") == "blmove" and "b" in c.get("flags", "")
+                and int(c.get("idle", 0)) >= 1 for c in clients)
+
+        wait_for(settled, 30, worker.log)
         r.config_resetstat()
         Client(Config(redis_url=redis_server.url), r).push(
             "testjobs.Sleep", [30], {"queue": "third"})
